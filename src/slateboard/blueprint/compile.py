@@ -1,0 +1,392 @@
+"""Accepting a blueprint: every check the models cannot do, with every error listed by path.
+
+``compile_blueprint`` turns a Blueprint (or its JSON/YAML form) into a CompiledBlueprint: the
+state schema compiled per location, contract patterns parsed and matched against schema
+locations, and every CEL expression compiled. A blueprint that fails any check raises
+BlueprintError whose ``issues`` name each problem by JSON path inside the blueprint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..kernel.canonical import JSON, hash_json
+from ..kernel.pointer import Pattern, PointerError, Tokens, escape_token, region_contains
+from ..kernel.schema import Location, SchemaError, SchemaIndex
+from .cel import CelCompileError, CelExpr, compile_cel
+from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec, WorkerSpec
+
+
+@dataclass(frozen=True, slots=True)
+class BlueprintIssue:
+    """One reason a blueprint was rejected: where (a JSON Pointer into it) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '/'}: {self.message}"
+
+
+class BlueprintError(ValueError):
+    """A rejected blueprint, with every issue found (not just the first)."""
+
+    def __init__(self, issues: list[BlueprintIssue], source: str | None = None) -> None:
+        head = f"blueprint {source} rejected" if source else "blueprint rejected"
+        lines = "\n".join(f"  - {issue}" for issue in issues)
+        super().__init__(f"{head} ({len(issues)} issue{'s' if len(issues) != 1 else ''}):\n{lines}")
+        self.issues = issues
+        self.source = source
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerContract:
+    """A worker's compiled contract: read and write patterns and allowed ops."""
+
+    name: str
+    spec: WorkerSpec
+    reads: tuple[Pattern, ...]
+    writes: tuple[Pattern, ...]
+    ops: frozenset[str]
+
+    def may_write(self, tokens: Tokens) -> bool:
+        """True when some write pattern covers the concrete op path."""
+        return any(p.covers(tokens) for p in self.writes)
+
+    def may_read(self, tokens: Tokens) -> bool:
+        """True when the node at ``tokens`` lies inside some read pattern's region."""
+        return any(region_contains(p, tokens) for p in self.reads)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    """A rule with its trigger pattern and condition compiled."""
+
+    index: int
+    name: str
+    spec: RuleSpec
+    pattern: Pattern
+    when: CelExpr | None
+
+
+PythonInvariant = Callable[["InvariantContext"], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class InvariantContext:
+    """What a Python-registered invariant sees: the node, its old value, its path, the state."""
+
+    path: str
+    value: JSON
+    old: JSON
+    had_old: bool
+    state: JSON
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledInvariant:
+    """An invariant at a schema location pattern: CEL or a Python callable."""
+
+    index: int
+    name: str
+    pattern: Pattern
+    message: str | None
+    expr: CelExpr | None = None
+    func: PythonInvariant | None = None
+
+    @property
+    def uses_old(self) -> bool:
+        """True when the check needs the node's previous value."""
+        return self.func is not None or (self.expr is not None and self.expr.uses("oldSelf"))
+
+    @property
+    def uses_root(self) -> bool:
+        """True when the check needs the whole state (costs O(size of state))."""
+        return self.func is not None or (self.expr is not None and self.expr.uses("root"))
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledStage:
+    """A stage with compiled entry/exit conditions."""
+
+    name: str
+    enter: CelExpr | None
+    exit: CelExpr | None
+
+
+@dataclass
+class CompiledBlueprint:
+    """An accepted blueprint: everything the kernel, scheduler and view builder need."""
+
+    spec: Blueprint
+    schema: SchemaIndex
+    workers: dict[str, WorkerContract]
+    rules: list[CompiledRule]
+    invariants: list[CompiledInvariant]
+    stages: list[CompiledStage]
+    done: CelExpr | None
+    approval: tuple[Pattern, ...]
+    quarantine: Pattern | None
+    digest: str
+    extra_invariants: list[CompiledInvariant] = field(default_factory=list)
+
+    @property
+    def all_invariants(self) -> list[CompiledInvariant]:
+        """Blueprint invariants followed by Python-registered ones."""
+        return self.invariants + self.extra_invariants
+
+    def add_invariant(self, at: str, func: PythonInvariant, *, name: str | None = None) -> None:
+        """Register a Python invariant at location pattern ``at``.
+
+        ``func`` returns None when the node is acceptable, else the reason. It must be a pure
+        function of its context, or replay will not reproduce decisions.
+        """
+        index = len(self.invariants) + len(self.extra_invariants)
+        self.extra_invariants.append(
+            CompiledInvariant(
+                index,
+                name or getattr(func, "__name__", f"python#{index}"),
+                Pattern.parse(at),
+                None,
+                func=func,
+            )
+        )
+
+    def initial_state(self) -> JSON:
+        """A fresh deep copy of the blueprint's initial state."""
+        return json.loads(json.dumps(self.spec.initial_state))
+
+
+def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledBlueprint:
+    """Load and accept a blueprint from a file path (YAML/JSON), a dict, or a Blueprint."""
+    label: str | None = None
+    data: Any = source
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        label = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BlueprintError([BlueprintIssue("", f"cannot read file: {exc.strerror}")], label) from None
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise BlueprintError(
+                [BlueprintIssue("", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")],
+                label,
+            ) from None
+    return compile_blueprint(data, source_label=label)
+
+
+def _loc_to_pointer(loc: tuple[Any, ...]) -> str:
+    parts = []
+    for item in loc:
+        if item == "state_schema":
+            item = "schema"
+        parts.append("/" + escape_token(str(item)))
+    return "".join(parts)
+
+
+def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | None = None) -> CompiledBlueprint:
+    """Accept a blueprint or raise BlueprintError listing every issue by JSON path."""
+    if isinstance(data, Blueprint):
+        bp = data
+    else:
+        if not isinstance(data, dict):
+            raise BlueprintError(
+                [BlueprintIssue("", f"a blueprint must be an object, got {type(data).__name__}")],
+                source_label,
+            )
+        try:
+            bp = Blueprint.model_validate(data)
+        except ValidationError as exc:
+            issues = [BlueprintIssue(_loc_to_pointer(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+            raise BlueprintError(issues, source_label) from None
+    issues: list[BlueprintIssue] = []
+
+    try:
+        schema = SchemaIndex(bp.state_schema)
+    except SchemaError as exc:
+        raise BlueprintError([BlueprintIssue("/schema", str(exc))], source_label) from None
+
+    def pattern(text: str, where: str) -> Pattern | None:
+        try:
+            return Pattern.parse(text)
+        except PointerError as exc:
+            issues.append(BlueprintIssue(where, str(exc)))
+            return None
+
+    def cel(text: str | None, where: str) -> CelExpr | None:
+        if text is None:
+            return None
+        try:
+            return compile_cel(text)
+        except CelCompileError as exc:
+            issues.append(BlueprintIssue(where, f"CEL does not compile: {exc}"))
+            return None
+
+    quarantine = pattern(bp.quarantine, "/quarantine") if bp.quarantine is not None else None
+    workers: dict[str, WorkerContract] = {}
+    for name, spec in bp.workers.items():
+        base = f"/workers/{escape_token(name)}"
+        if spec.model is not None and spec.function is not None:
+            issues.append(BlueprintIssue(base, "a worker has either a model or a function, not both"))
+        reads = [p for i, r in enumerate(spec.reads) if (p := pattern(r, f"{base}/reads/{i}"))]
+        writes: list[Pattern] = []
+        for i, w in enumerate(spec.writes):
+            p = pattern(w, f"{base}/writes/{i}")
+            if p is None:
+                continue
+            if not pattern_locations(schema, p.tokens):
+                issues.append(
+                    BlueprintIssue(
+                        f"{base}/writes/{i}",
+                        f"write pattern {w!r} matches no location of the state schema",
+                    )
+                )
+            if spec.untrusted and quarantine is not None and not _within(p, quarantine):
+                issues.append(
+                    BlueprintIssue(
+                        f"{base}/writes/{i}",
+                        f"untrusted worker may only write inside the quarantine region {quarantine.text!r}",
+                    )
+                )
+            writes.append(p)
+        if spec.untrusted and quarantine is None:
+            issues.append(
+                BlueprintIssue(f"{base}/untrusted", "an untrusted worker needs a blueprint 'quarantine' region")
+            )
+        workers[name] = WorkerContract(name, spec, tuple(reads), tuple(writes), frozenset(spec.ops))
+    if not bp.workers:
+        issues.append(BlueprintIssue("/workers", "a blueprint needs at least one worker"))
+
+    stage_names = [s.name for s in bp.stages]
+    stages: list[CompiledStage] = []
+    for i, st in enumerate(bp.stages):
+        if stage_names.count(st.name) > 1:
+            issues.append(BlueprintIssue(f"/stages/{i}/name", f"duplicate stage name {st.name!r}"))
+        stages.append(CompiledStage(st.name, cel(st.enter, f"/stages/{i}/enter"), cel(st.exit, f"/stages/{i}/exit")))
+
+    rules: list[CompiledRule] = []
+    for i, rule in enumerate(bp.rules):
+        where = f"/rules/{i}"
+        if rule.invoke not in bp.workers:
+            known = ", ".join(sorted(bp.workers)) or "none"
+            issues.append(BlueprintIssue(f"{where}/invoke", f"unknown worker {rule.invoke!r} (workers: {known})"))
+        if rule.stage is not None and rule.stage not in stage_names:
+            issues.append(BlueprintIssue(f"{where}/stage", f"unknown stage {rule.stage!r}"))
+        p = pattern(rule.on.path, f"{where}/on/path")
+        when = cel(rule.when, f"{where}/when")
+        if p is not None:
+            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
+
+    invariants: list[CompiledInvariant] = []
+    for i, inv in enumerate(bp.invariants):
+        where = f"/invariants/{i}"
+        p = pattern(inv.at, f"{where}/at")
+        if p is not None and not pattern_locations(schema, p.tokens):
+            issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches no location of the state schema"))
+        expr = cel(inv.rule, f"{where}/rule")
+        if p is not None and expr is not None:
+            invariants.append(CompiledInvariant(i, inv.name or f"invariant{i}", p, inv.message, expr))
+
+    done = cel(bp.done, "/done")
+    approval = tuple(p for i, a in enumerate(bp.approval) if (p := pattern(a, f"/approval/{i}")))
+    if bp.answer is not None:
+        pattern(bp.answer, "/answer")
+
+    if issues:
+        raise BlueprintError(issues, source_label)
+
+    for v in schema.validate_state(bp.initial_state):
+        issues.append(BlueprintIssue("/initial_state" + v.path, f"{v.message} (schema {v.schema_path})"))
+    compiled = CompiledBlueprint(
+        spec=bp,
+        schema=schema,
+        workers=workers,
+        rules=rules,
+        invariants=invariants,
+        stages=stages,
+        done=done,
+        approval=approval,
+        quarantine=quarantine,
+        digest=hash_json(bp.to_json()),
+    )
+    if not issues:
+        from ..kernel.invariants import check_all_invariants
+
+        for failure in check_all_invariants(compiled, compiled.initial_state()):
+            issues.append(
+                BlueprintIssue(
+                    f"/invariants/{failure.index}",
+                    f"initial state violates it at {failure.path or '/'}: {failure.reason}",
+                )
+            )
+    if issues:
+        raise BlueprintError(issues, source_label)
+    return compiled
+
+
+def _within(p: Pattern, region: Pattern) -> bool:
+    rt = region.tokens[:-1] if region.deep else region.tokens
+    if len(p.tokens) < len(rt):
+        return False
+    return all(r == "*" or r == t or (r == "-" and t == "-") for r, t in zip(rt, p.tokens, strict=False))
+
+
+def pattern_locations(schema: SchemaIndex, tokens: Tokens) -> list[Location]:
+    """Every schema location a pattern can reach ('*' expands to all members); [] if none."""
+    frontier: list[Location] = [schema.root]
+    for token in tokens:
+        if token == "**":
+            return frontier
+        nxt: list[Location] = []
+        for loc in frontier:
+            if token == "*" and not loc.any and isinstance(loc.schema, dict):
+                props = loc.schema.get("properties") or {}
+                candidates = list(props) + ["0"]
+                found = [c for t in candidates if (c := schema._child(loc, t)) is not None]
+                for pat in loc.schema.get("patternProperties") or {}:
+                    sub = schema._location(
+                        f"{loc.nav}/patternProperties/{escape_token(pat)}",
+                        loc.schema["patternProperties"][pat],
+                    )
+                    found.append(sub)
+                add = loc.schema.get("additionalProperties", True)
+                if (add is not False and not props and "items" not in loc.schema) or isinstance(add, dict):
+                    c = schema._child(loc, "\x00any")
+                    if c is not None:
+                        found.append(c)
+                nxt.extend(found)
+            else:
+                c = schema._child(loc, "0" if token == "-" else token)
+                if c is not None:
+                    nxt.append(c)
+        frontier = nxt
+        if not frontier:
+            return []
+    return frontier
+
+
+__all__ = [
+    "BlueprintError",
+    "BlueprintIssue",
+    "CompiledBlueprint",
+    "CompiledInvariant",
+    "CompiledRule",
+    "CompiledStage",
+    "InvariantContext",
+    "InvariantSpec",
+    "StageSpec",
+    "WorkerContract",
+    "compile_blueprint",
+    "load_blueprint",
+    "pattern_locations",
+]

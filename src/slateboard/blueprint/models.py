@@ -1,0 +1,137 @@
+"""The blueprint: a task's state schema, workers and their contracts, rules, invariants, limits.
+
+These pydantic models are the typed, serialisable form. ``Blueprint.model_json_schema()`` is
+the published meta-schema (``slateboard/blueprint/blueprint.schema.json``). A Blueprint is only
+*accepted* once ``compile_blueprint`` has checked everything the models cannot (unknown
+workers, contract patterns without a schema location, CEL that does not compile).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OpName = Literal["add", "remove", "replace", "move", "copy", "test"]
+TriggerOp = Literal["add", "remove", "replace", "move", "copy", "any", "start"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WorkerSpec(_Strict):
+    """One worker: its role instruction, what it runs, and its read/write contract."""
+
+    instruction: str = Field("", description="The role instruction given to the worker.")
+    model: str | None = Field(
+        None,
+        description="Model string, e.g. 'local', 'openai:gpt-4o-mini', 'anthropic:claude-...'.",
+    )
+    function: str | None = Field(
+        None,
+        description="A Python callable reference 'package.module:function' for function workers.",
+    )
+    reads: list[str] = Field(
+        default_factory=list,
+        description="JSON Pointer patterns the worker may see ('*' = one segment).",
+    )
+    writes: list[str] = Field(
+        default_factory=list,
+        description="JSON Pointer patterns the worker may write ('-' = append).",
+    )
+    ops: list[OpName] = Field(
+        default_factory=lambda: ["add", "replace", "test"],
+        description="Allowed RFC 6902 operations; remove/move/copy only when granted.",
+    )
+    view_budget: int = Field(
+        4000, ge=64, le=10_000_000, description="Maximum size of the worker's view, in characters."
+    )
+    max_invocations: int | None = Field(None, ge=1, description="Invocation limit for this worker.")
+    untrusted: bool = Field(False, description="Reads untrusted input: may only write to the quarantine region.")
+
+
+class Trigger(_Strict):
+    """What committed change wakes a rule: an op kind and a path pattern."""
+
+    op: TriggerOp = "any"
+    path: str = ""
+
+
+class RuleSpec(_Strict):
+    """When a committed event matches ``on`` and ``when`` holds, invoke ``invoke``."""
+
+    name: str | None = None
+    on: Trigger = Field(default_factory=Trigger)
+    when: str | None = Field(None, description="CEL condition over event, value, bindings, state.")
+    invoke: str
+    priority: int = 0
+    stage: str | None = Field(None, description="The rule fires only while this stage is active.")
+
+
+class InvariantSpec(_Strict):
+    """A CEL rule that every committed state must satisfy at schema location ``at``.
+
+    The expression sees ``self`` (the node), ``oldSelf`` (its previous value; a rule that uses
+    it is only checked when the node existed before, like Kubernetes transition rules) and
+    ``root`` (the whole state: checking it costs O(size of state)).
+    """
+
+    name: str | None = None
+    at: str = Field("", description="Schema location pattern, '' for the whole state.")
+    rule: str
+    message: str | None = None
+
+
+class StageSpec(_Strict):
+    """A named group of rules, active between its ``enter`` and ``exit`` conditions."""
+
+    name: str
+    enter: str | None = Field(None, description="CEL over state; None means active from the start.")
+    exit: str | None = Field(None, description="CEL over state; once true the stage is done.")
+
+
+class CircuitSpec(_Strict):
+    """Thresholds of the circuit policy (all deterministic functions of the log)."""
+
+    max_consecutive_invalid: int = Field(3, ge=1)
+    max_noops: int = Field(3, ge=1)
+    cycle_window: int = Field(8, ge=2)
+    stuck_after: int = Field(12, ge=1)
+    on_invalid: Literal["retry", "switch", "tighten", "halt"] = "retry"
+    retries: int = Field(1, ge=0)
+
+
+class Limits(_Strict):
+    """Hard bounds for a board run and for untrusted proposals."""
+
+    max_steps: int = Field(200, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_patch_bytes: int = Field(1 << 20, ge=64)
+    max_ops: int = Field(256, ge=1)
+    max_depth: int = Field(64, ge=2, le=512)
+
+
+class Blueprint(_Strict):
+    """The runtime contract of one task (see module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = "board"
+    description: str = ""
+    state_schema: dict[str, Any] = Field(alias="schema", description="JSON Schema 2020-12 of the state.")
+    initial_state: Any = Field(default_factory=dict)
+    workers: dict[str, WorkerSpec]
+    rules: list[RuleSpec] = Field(default_factory=list)
+    invariants: list[InvariantSpec] = Field(default_factory=list)
+    stages: list[StageSpec] = Field(default_factory=list)
+    done: str | None = Field(None, description="CEL over state: the board is done when true.")
+    answer: str | None = Field(None, description="Pointer of the answer in the state, for the decider.")
+    approval: list[str] = Field(default_factory=list, description="Patterns whose changes need human approval.")
+    quarantine: str | None = Field(None, description="Pattern of the region untrusted workers write.")
+    limits: Limits = Field(default_factory=Limits)
+    circuit: CircuitSpec = Field(default_factory=CircuitSpec)
+
+    def to_json(self) -> dict[str, Any]:
+        """The blueprint as plain JSON (with ``schema`` as the key for the state schema)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)

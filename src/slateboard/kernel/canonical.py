@@ -1,0 +1,49 @@
+"""Canonical JSON: the single byte form used for every hash in slateboard.
+
+Canonical JSON here means UTF-8, object keys sorted, no insignificant whitespace, and only
+JSON values (no NaN/Infinity, integers within 64 bits). Two equal JSON values always
+produce the same bytes, so hashes computed over them are stable across processes and
+machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+JSON = Any
+"""A JSON value as Python builds it: dict, list, str, int, float, bool or None."""
+
+_OPTS = orjson.OPT_SORT_KEYS
+
+
+class CanonicalError(ValueError):
+    """Raised when a value has no canonical JSON form (NaN, huge integer, non-JSON type)."""
+
+
+def canonical_bytes(value: JSON) -> bytes:
+    """Return the canonical JSON bytes of ``value``.
+
+    Raises CanonicalError for values that JSON cannot carry faithfully.
+    """
+    try:
+        return orjson.dumps(value, option=_OPTS)
+    except TypeError as exc:  # orjson raises TypeError (JSONEncodeError) for bad types/ints
+        raise CanonicalError(str(exc)) from exc
+
+
+def canonical_str(value: JSON) -> str:
+    """Return the canonical JSON text of ``value`` (see canonical_bytes)."""
+    return canonical_bytes(value).decode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Return the hex SHA-256 digest of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_json(value: JSON) -> str:
+    """Return the hex SHA-256 of the canonical JSON of ``value``."""
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()

@@ -1,0 +1,138 @@
+"""Strict JSON parsing and checking for untrusted proposals.
+
+Model output and worker returns are untrusted: this module turns them into plain JSON values
+or says precisely why it cannot (duplicate keys, NaN, too deep, too large, non-JSON types).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import JSON
+
+
+@dataclass(frozen=True, slots=True)
+class JsonLimits:
+    """Bounds on untrusted JSON: total bytes, nesting depth, and integer magnitude."""
+
+    max_bytes: int = 1 << 20
+    max_depth: int = 64
+    max_int_bits: int = 63
+
+
+class JsonValueError(ValueError):
+    """An untrusted value is not acceptable JSON; ``path`` names where, ``reason`` says why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path or '/'}: {reason}" if path else reason)
+        self.path = path
+        self.reason = reason
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
+    """Parse untrusted JSON text strictly; raises JsonValueError naming the fault.
+
+    Rejects duplicate object keys, NaN/Infinity, text over ``limits.max_bytes``, nesting deeper
+    than ``limits.max_depth`` and integers wider than ``limits.max_int_bits`` bits.
+    """
+    size = len(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
+    if size > limits.max_bytes:
+        raise JsonValueError("", f"proposal is {size} bytes, over the limit of {limits.max_bytes}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonValueError("", f"proposal is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKey as exc:
+        raise JsonValueError("", f"duplicate object key {exc.args[0]!r}") from None
+    except json.JSONDecodeError as exc:
+        raise JsonValueError("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:
+        raise JsonValueError("", f"not valid JSON: {exc}") from None
+    check_json_value(value, limits)
+    return value
+
+
+def check_json_value(value: Any, limits: JsonLimits, path: str = "") -> None:
+    """Check that a Python value is plain, finite JSON within ``limits``.
+
+    Raises JsonValueError with the pointer of the first offending node.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    bound = 1 << limits.max_int_bits
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > limits.max_depth:
+            raise JsonValueError(where, f"value nests deeper than {limits.max_depth} levels")
+        if node is None or isinstance(node, (bool, str)):
+            continue
+        if isinstance(node, int):
+            if not -bound <= node < bound:
+                raise JsonValueError(where, f"integer {node} is wider than {limits.max_int_bits} bits")
+        elif isinstance(node, float):
+            if math.isnan(node) or math.isinf(node):
+                raise JsonValueError(where, f"{node!r} is not a JSON number")
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    raise JsonValueError(where, f"object key {key!r} is not a string")
+                stack.append((child, f"{where}/{key.replace('~', '~0').replace('/', '~1')}", depth + 1))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                stack.append((child, f"{where}/{i}", depth + 1))
+        else:
+            raise JsonValueError(where, f"{type(node).__name__} is not a JSON type")
+
+
+def json_equal(a: JSON, b: JSON) -> bool:
+    """JSON equality (RFC 6902 ``test``): numbers compare by value, booleans are not numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def type_name(value: JSON) -> str:
+    """The JSON type name of a value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

@@ -1,0 +1,483 @@
+"""The kernel: the only code path that changes a board's committed state.
+
+A proposal goes through the stages parse -> ops -> authorise -> stale -> preconditions ->
+apply -> schema -> invariants. ``prepare`` runs them and returns a Decision holding the
+record to append; the caller appends it durably and then calls ``commit`` (or ``abort`` if
+the append failed, which restores the state exactly). ``submit`` does both for in-memory use.
+The kernel does no I/O, reads no clock and calls no model; it never raises on bad input:
+every fault becomes a rejection naming its stage and the path involved.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .canonical import JSON, CanonicalError, canonical_str
+from .invariants import check_touched, get, snapshot_old
+from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
+from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops
+from .pointer import Tokens, format_pointer, region_contains
+from .record import GENESIS, Record, Usage
+from .statehash import StateHasher
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint, WorkerContract
+
+STALE_WINDOW = 4096
+"""How many recent versions keep their changed paths for staleness checks."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A committed change: the op that made it, the concrete path, and whether it appended."""
+
+    op: str
+    path: str
+    tokens: Tokens
+    kind: str
+    appended: bool = False
+    version: int = 0
+
+    def to_json(self) -> dict[str, JSON]:
+        """Plain JSON form (what invocations and records keep)."""
+        return {"op": self.op, "path": self.path, "version": self.version}
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A worker's candidate patch and where it came from.
+
+    ``patch`` is raw model text (str/bytes) or a Python list of operations. ``viewed_version``
+    is the state version the worker's view was built at (None: not checked for staleness).
+    """
+
+    worker: str
+    patch: Any
+    viewed_version: int | None = None
+    invocation: str | None = None
+    event: JSON = None
+    view_hash: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    meta: dict[str, JSON] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Decision:
+    """The kernel's verdict on one proposal, with the record that will log it."""
+
+    record: Record
+    events: list[Event] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    _applied: Applied | None = None
+    _changed: list[Tokens] = field(default_factory=list)
+    _root: JSON = None
+
+    @property
+    def accepted(self) -> bool:
+        """True when the proposal becomes a new state version."""
+        return self.record.outcome == "accepted"
+
+    @property
+    def stage(self) -> str | None:
+        """The stage that rejected it (None when accepted)."""
+        return self.record.stage
+
+    @property
+    def reason(self) -> str | None:
+        """Why it was rejected (names the path and what was expected/got)."""
+        return self.record.reason
+
+
+class KernelBusy(RuntimeError):
+    """``prepare`` was called while another decision awaits commit or abort."""
+
+
+class Reject(Exception):
+    """Internal: a stage failed."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+class Kernel:
+    """Owns one board's committed state, version, state hash and log position."""
+
+    def __init__(
+        self,
+        blueprint: CompiledBlueprint,
+        state: JSON | None = None,
+        *,
+        version: int = 0,
+        seq: int = 0,
+        last_hash: str = GENESIS,
+    ) -> None:
+        self.blueprint = blueprint
+        self.state: JSON = blueprint.initial_state() if state is None else state
+        self.version = version
+        self.seq = seq
+        self.last_hash = last_hash
+        self.hasher = StateHasher(self.state)
+        lim = blueprint.spec.limits
+        self.limits = JsonLimits(max_bytes=lim.max_patch_bytes, max_depth=lim.max_depth)
+        self._changes: deque[tuple[int, list[Tokens]]] = deque(maxlen=STALE_WINDOW)
+        self._pending: Decision | None = None
+
+    # -- public API -------------------------------------------------------------------------
+    @property
+    def state_hash(self) -> str:
+        """Hash of the committed state (see slateboard.kernel.statehash)."""
+        return self.hasher.hexdigest
+
+    def prepare(self, proposal: Proposal) -> Decision:
+        """Run every stage; return the Decision. The state is changed only if accepted, and
+        must then be committed or aborted before the next ``prepare``."""
+        if self._pending is not None:
+            raise KernelBusy("a decision is awaiting commit or abort")
+        before = self.hasher.hexdigest
+        patch_text: str | None = None
+        ops: list[Op] = []
+        applied: Applied | None = None
+        try:
+            value, patch_text = self._parse(proposal.patch)
+            ops = self._ops(value, proposal.worker)
+            contract = self.blueprint.workers[proposal.worker]
+            self._authorise(ops, contract)
+            self._stale(ops, contract, proposal.viewed_version)
+            snaps = snapshot_old(self.blueprint, self.state, ops)
+            try:
+                applied = apply_ops(self.state, ops, self.hasher.observe)
+            except ApplyError as exc:
+                raise Reject(exc.stage, str(exc)) from None
+            self.state = applied.root
+            self._schema(applied.effects)
+            self._invariants(applied.effects, snaps)
+        except Reject as rej:
+            if applied is not None:
+                applied.undo()
+                self.state = applied.root
+            rec = self._record(proposal, "rejected", patch_text, rej.stage, rej.reason, before, before)
+            return self._hold(Decision(rec, ops=ops))
+        except Exception as exc:  # a kernel bug must not corrupt state or escape as a crash
+            if applied is not None:
+                applied.undo()
+                self.state = applied.root
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
+            return self._hold(Decision(rec, ops=ops))
+        after = self.hasher.hexdigest
+        if after == before:
+            applied.undo()
+            self.state = applied.root
+            rec = self._record(
+                proposal,
+                "noop",
+                patch_text,
+                None,
+                "patch leaves the state unchanged",
+                before,
+                before,
+            )
+            return self._hold(Decision(rec, ops=ops))
+        rec = self._record(proposal, "accepted", patch_text, None, None, before, after, version=self.version + 1)
+        events = [self._event(e, self.version + 1) for e in applied.effects]
+        changed = [e.path for e in applied.effects]
+        return self._hold(Decision(rec, events, ops, applied, changed, self.state))
+
+    def commit(self, decision: Decision) -> Record:
+        """Make a prepared decision final (after its record was durably appended)."""
+        if decision is not self._pending:
+            raise KernelBusy("commit of a decision that is not the pending one")
+        self._pending = None
+        rec = decision.record
+        self.seq = rec.seq
+        self.last_hash = rec.hash
+        if rec.outcome == "accepted":
+            self.version = rec.version
+            self._changes.append((rec.version, decision._changed))
+            decision._applied = None
+        return rec
+
+    def abort(self, decision: Decision) -> None:
+        """Undo a prepared decision whose record could not be appended; no trace remains."""
+        if decision is not self._pending:
+            raise KernelBusy("abort of a decision that is not the pending one")
+        self._pending = None
+        if decision._applied is not None:
+            decision._applied.undo()
+            self.state = decision._applied.root
+            decision._applied = None
+
+    def submit(self, proposal: Proposal) -> Decision:
+        """prepare + commit, for in-memory boards and tests."""
+        decision = self.prepare(proposal)
+        self.commit(decision)
+        return decision
+
+    def action(
+        self,
+        kind: str,
+        reason: str,
+        *,
+        worker: str | None = None,
+        invocation: str | None = None,
+        meta: dict[str, JSON] | None = None,
+        usage: Usage | None = None,
+    ) -> Decision:
+        """Prepare a non-state record (circuit action, approval, run end) for the log."""
+        if self._pending is not None:
+            raise KernelBusy("a decision is awaiting commit or abort")
+        h = self.hasher.hexdigest
+        rec = Record(
+            seq=self.seq + 1,
+            kind=kind,
+            outcome="action",
+            worker=worker,
+            invocation=invocation,
+            event=None,
+            view_hash=None,
+            patch=None,
+            stage=None,
+            reason=reason,
+            version=self.version,
+            state_before=h,
+            state_after=h,
+            usage=usage or Usage(component="kernel"),
+            prev=self.last_hash,
+            meta=dict(meta or {}),
+        ).sealed()
+        return self._hold(Decision(rec))
+
+    def changed_since(self, version: int) -> list[Tokens] | None:
+        """Paths changed by commits after ``version``; None when older than the window."""
+        if version >= self.version:
+            return []
+        if not self._changes or self._changes[0][0] > version + 1:
+            return None
+        out: list[Tokens] = []
+        for v, paths in self._changes:
+            if v > version:
+                out.extend(paths)
+        return out
+
+    def value_at(self, pointer: str) -> JSON:
+        """The committed value at a pointer (raises KeyError when absent)."""
+        from .pointer import parse_pointer
+
+        node = get(self.state, parse_pointer(pointer))
+        if node is _missing():
+            raise KeyError(pointer)
+        return node
+
+    # -- stages -----------------------------------------------------------------------------
+    def _parse(self, patch: Any) -> tuple[JSON, str | None]:
+        try:
+            if isinstance(patch, (str, bytes, bytearray)):
+                value = parse_json_text(bytes(patch) if isinstance(patch, bytearray) else patch, self.limits)
+            else:
+                check_json_value(patch, self.limits)
+                value = patch
+            text = canonical_str(value)
+        except JsonValueError as exc:
+            raise Reject("parse", str(exc)) from None
+        except CanonicalError as exc:
+            raise Reject("parse", f"not representable as JSON: {exc}") from None
+        if not isinstance(patch, (str, bytes, bytearray)):
+            # Detach from the caller's objects: the state must not alias anything outside it.
+            import orjson
+
+            value = orjson.loads(text)
+        if len(text) > self.limits.max_bytes:
+            raise Reject("parse", f"proposal is {len(text)} bytes, over the limit of {self.limits.max_bytes}")
+        return value, text
+
+    def _ops(self, value: JSON, worker: str) -> list[Op]:
+        try:
+            ops = check_ops(value)
+        except OpError as exc:
+            raise Reject("parse" if exc.index < 0 else "ops", str(exc)) from None
+        if not ops:
+            raise Reject("ops", "the patch has no operations")
+        limit = self.blueprint.spec.limits.max_ops
+        if len(ops) > limit:
+            raise Reject("ops", f"the patch has {len(ops)} operations, over the limit of {limit}")
+        contract = self.blueprint.workers.get(worker)
+        if contract is None:
+            raise Reject("authorise", f"unknown worker {worker!r}")
+        for op in ops:
+            if op.op not in contract.ops:
+                allowed = ", ".join(sorted(contract.ops))
+                raise Reject(
+                    "ops",
+                    f"op {op.index} ({op.op} {op.path!r}): op {op.op!r} is not allowed for worker {worker!r} (allowed: {allowed})",
+                )
+        return ops
+
+    def _authorise(self, ops: list[Op], contract: WorkerContract) -> None:
+        for op in ops:
+            if op.op == "test":
+                if not (contract.may_read(op.tokens) or contract.may_write(op.tokens)):
+                    raise Reject(
+                        "authorise",
+                        f"op {op.index} (test {op.path!r}): {contract.name!r} may not read {op.path!r}",
+                    )
+                continue
+            if not contract.may_write(op.tokens):
+                raise Reject(
+                    "authorise",
+                    f"op {op.index} ({op.op} {op.path!r}): {contract.name!r} may not write {op.path!r} (write contract: {', '.join(p.text for p in contract.writes) or 'none'})",
+                )
+            if op.from_tokens is not None:
+                needs_write = op.op == "move"
+                ok = (
+                    contract.may_write(op.from_tokens)
+                    if needs_write
+                    else (contract.may_read(op.from_tokens) or contract.may_write(op.from_tokens))
+                )
+                if not ok:
+                    verb = "write" if needs_write else "read"
+                    raise Reject(
+                        "authorise",
+                        f"op {op.index} ({op.op} from {op.from_path!r}): {contract.name!r} may not {verb} {op.from_path!r}",
+                    )
+
+    def _stale(self, ops: list[Op], contract: WorkerContract, viewed: int | None) -> None:
+        if viewed is None or viewed >= self.version:
+            return
+        changed = self.changed_since(viewed)
+        if changed is None:
+            raise Reject("stale", f"viewed at version {viewed}, now {self.version}: too old to compare")
+        for c in changed:
+            for op in ops:
+                target = op.tokens[:-1] if op.tokens and op.tokens[-1] == "-" else op.tokens
+                appended = target is not op.tokens
+                if _prefix(c, target) or (not appended and _prefix(target, c)):
+                    raise Reject(
+                        "stale",
+                        f"viewed at version {viewed}, now {self.version}: {format_pointer(c) or '/'} changed since, and op {op.index} touches {op.path!r}",
+                    )
+            for p in contract.reads:
+                if region_contains(p, c) or _pattern_below(p.tokens, c):
+                    raise Reject(
+                        "stale",
+                        f"viewed at version {viewed}, now {self.version}: {format_pointer(c) or '/'} changed since, inside the read contract {p.text!r}",
+                    )
+
+    def _schema(self, effects: list[Effect]) -> None:
+        schema = self.blueprint.schema
+        checked: set[Tokens] = set()
+        containers: dict[Tokens, set[str]] = {}
+        for eff in effects:
+            path = eff.path
+            if eff.kind == "root":
+                violations = schema.validate_state(self.state)
+                if violations:
+                    raise Reject("schema", "; ".join(str(v) for v in violations[:3]))
+                checked.add(())
+                continue
+            if eff.kind != "delete":
+                ancestors, loc = schema.locate(path)
+                if loc is None:
+                    raise Reject(
+                        "schema",
+                        f"{format_pointer(path)}: the schema allows no member {path[-1]!r} here",
+                    )
+                node = get(self.state, path)
+                if node is _missing():
+                    continue  # overwritten by a later op in the same patch
+                violations = schema.validate_value(loc, node, format_pointer(path))
+                if violations:
+                    raise Reject("schema", "; ".join(str(v) for v in violations[:3]))
+            for depth in range(len(eff.parent), -1, -1):
+                containers.setdefault(path[:depth], set()).add(path[depth] if depth < len(path) else "")
+        for cpath, keys in sorted(containers.items(), key=lambda kv: -len(kv[0])):
+            node = get(self.state, cpath)
+            if node is _missing():
+                continue
+            ancestors, loc = schema.locate(cpath)
+            if loc is None:
+                continue
+            violations = schema.shallow_check(loc, node, format_pointer(cpath), keys)
+            if violations:
+                raise Reject("schema", "; ".join(str(v) for v in violations[:3]))
+
+    def _invariants(self, effects: list[Effect], snaps: dict[Tokens, JSON]) -> None:
+        failures = check_touched(self.blueprint, self.state, effects, snaps)
+        if failures:
+            f = failures[0]
+            raise Reject("invariants", f"invariant {f.name!r} at {f.path or '/'}: {f.reason}")
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _hold(self, decision: Decision) -> Decision:
+        self._pending = decision
+        return decision
+
+    def _record(
+        self,
+        p: Proposal,
+        outcome: str,
+        patch_text: str | None,
+        stage: str | None,
+        reason: str | None,
+        before: str,
+        after: str,
+        *,
+        version: int | None = None,
+    ) -> Record:
+        if patch_text is None:
+            patch_text = _raw_text(p.patch, self.limits.max_bytes)
+        return Record(
+            seq=self.seq + 1,
+            kind="proposal",
+            outcome=outcome,
+            worker=p.worker,
+            invocation=p.invocation,
+            event=p.event,
+            view_hash=p.view_hash,
+            patch=patch_text,
+            stage=stage,
+            reason=reason,
+            version=self.version if version is None else version,
+            state_before=before,
+            state_after=after,
+            usage=p.usage,
+            prev=self.last_hash,
+            meta=dict(p.meta) | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {}),
+        ).sealed()
+
+    @staticmethod
+    def _event(e: Effect, version: int) -> Event:
+        op = e.op.op if e.kind != "delete" else ("remove" if e.op.op != "move" else "move")
+        return Event(op, format_pointer(e.path), e.path, e.kind, e.appended, version)
+
+
+def _prefix(a: Tokens, b: Tokens) -> bool:
+    return len(a) <= len(b) and b[: len(a)] == a
+
+
+def _pattern_below(pattern: Tokens, c: Tokens) -> bool:
+    """True when concrete path ``c`` is an ancestor of nodes the pattern names."""
+    pt = pattern[:-1] if pattern and pattern[-1] == "**" else pattern
+    return len(c) < len(pt) and all(a == "*" or a == b for a, b in zip(pt, c, strict=False))
+
+
+def _missing() -> Any:
+    from .invariants import _MISSING
+
+    return _MISSING
+
+
+def _raw_text(patch: Any, limit: int) -> str | None:
+    if isinstance(patch, (bytes, bytearray)):
+        text = bytes(patch[:limit]).decode("utf-8", "replace")
+    elif isinstance(patch, str):
+        text = patch[:limit]
+    else:
+        try:
+            text = repr(patch)[:4096]
+        except Exception:
+            text = f"<unprintable {type(patch).__name__}>"
+    return text

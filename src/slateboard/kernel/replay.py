@@ -1,0 +1,185 @@
+"""Replay: rebuild every state of a board from its blueprint, initial state and log.
+
+Replay calls no worker and no model. It checks the hash chain (each record's ``prev`` and its
+own ``hash``), the sequence numbers, and that applying each accepted patch reproduces the
+recorded state hash; the first record that does not match is reported, never an exception.
+With ``revalidate=True`` every proposal is re-run through the full kernel and its outcome
+and stage must match the log as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .canonical import JSON
+from .kernel import Kernel, Proposal
+from .patch import ApplyError, OpError, apply_ops, check_ops
+from .record import GENESIS, Record
+from .statehash import StateHasher
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """Outcome of a replay: where it stopped, why, and the state it reached."""
+
+    ok: bool
+    checked: int
+    version: int
+    state: JSON
+    state_hash: str
+    bad_seq: int | None = None
+    problem: str | None = None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"replay ok: {self.checked} records, version {self.version}, state {self.state_hash[:12]}"
+        return f"replay failed at record {self.bad_seq}: {self.problem}"
+
+
+def replay(
+    blueprint: CompiledBlueprint,
+    initial_state: JSON,
+    records: Iterable[Record],
+    *,
+    revalidate: bool = False,
+    start_version: int = 0,
+    start_seq: int = 0,
+    start_hash: str = GENESIS,
+    on_state: Callable[[Record, JSON], None] | None = None,
+) -> ReplayReport:
+    """Replay ``records`` over a copy of ``initial_state`` (see module docstring).
+
+    ``start_*`` let a replay begin from a snapshot instead of the initial state. ``on_state``
+    is called after every record with the record and the (live, do not mutate) state.
+    """
+    state = orjson.loads(orjson.dumps(initial_state))
+    if revalidate:
+        return _revalidate(blueprint, state, records, start_version, start_seq, start_hash, on_state)
+    hasher = StateHasher(state)
+    version, seq, prev = start_version, start_seq, start_hash
+    checked = 0
+
+    def fail(rec: Record, problem: str) -> ReplayReport:
+        return ReplayReport(False, checked, version, state, hasher.hexdigest, rec.seq, problem)
+
+    for rec in records:
+        problem = _check_link(rec, seq, prev)
+        if problem:
+            return fail(rec, problem)
+        current = hasher.hexdigest
+        if rec.state_before != current:
+            return fail(
+                rec,
+                f"state_before {rec.state_before[:12]} does not match replayed state {current[:12]}",
+            )
+        if rec.outcome == "accepted":
+            if rec.version != version + 1:
+                return fail(rec, f"accepted record has version {rec.version}, expected {version + 1}")
+            try:
+                ops = check_ops(orjson.loads(rec.patch or "null"))
+                applied = apply_ops(state, ops, hasher.observe)
+            except (orjson.JSONDecodeError, OpError, ApplyError) as exc:
+                return fail(rec, f"accepted patch does not apply: {exc}")
+            state = applied.root
+            version = rec.version
+            if hasher.hexdigest != rec.state_after:
+                return fail(
+                    rec,
+                    f"state hash after {rec.state_after[:12]} does not match replayed {hasher.hexdigest[:12]}",
+                )
+        else:
+            if rec.version != version:
+                return fail(
+                    rec,
+                    f"{rec.outcome} record changes version to {rec.version} (expected {version})",
+                )
+            if rec.state_after != current:
+                return fail(rec, f"{rec.outcome} record claims the state changed")
+        seq, prev = rec.seq, rec.hash
+        checked += 1
+        if on_state is not None:
+            on_state(rec, state)
+    return ReplayReport(True, checked, version, state, hasher.hexdigest)
+
+
+def _check_link(rec: Record, seq: int, prev: str) -> str | None:
+    if rec.seq != seq + 1:
+        return f"sequence number {rec.seq}, expected {seq + 1}"
+    if rec.prev != prev:
+        return f"prev hash {rec.prev[:12]} does not chain to the previous record {prev[:12]}"
+    actual = rec.compute_hash()
+    if actual != rec.hash:
+        return f"record hash {rec.hash[:12]} does not match its content ({actual[:12]}): the record was altered"
+    return None
+
+
+def _revalidate(
+    blueprint: CompiledBlueprint,
+    state: JSON,
+    records: Iterable[Record],
+    version: int,
+    seq: int,
+    prev: str,
+    on_state: Callable[[Record, JSON], None] | None,
+) -> ReplayReport:
+    kernel = Kernel(blueprint, state, version=version, seq=seq, last_hash=prev)
+    checked = 0
+    for rec in records:
+        problem = _check_link(rec, kernel.seq, kernel.last_hash)
+        if problem is None and rec.kind == "proposal":
+            assert rec.worker is not None
+            viewed = rec.meta.get("viewed_version")
+            proposal = Proposal(
+                rec.worker,
+                rec.patch if rec.patch is not None else "",
+                viewed if isinstance(viewed, int) else None,
+                rec.invocation,
+                rec.event,
+                rec.view_hash,
+                rec.usage,
+                {k: v for k, v in rec.meta.items() if k != "viewed_version"},
+            )
+            decision = kernel.prepare(proposal)
+            mine = decision.record
+            if (mine.outcome, mine.stage, mine.state_after) != (
+                rec.outcome,
+                rec.stage,
+                rec.state_after,
+            ):
+                kernel.abort(decision)
+                problem = (
+                    f"kernel now decides {mine.outcome}/{mine.stage or '-'} "
+                    f"({mine.reason or 'ok'}), log says {rec.outcome}/{rec.stage or '-'}"
+                )
+            elif mine.hash != rec.hash:
+                kernel.abort(decision)
+                problem = "re-decided record differs from the logged one"
+            else:
+                kernel.commit(decision)
+        elif problem is None:
+            decision = kernel.action(
+                rec.kind,
+                rec.reason or "",
+                worker=rec.worker,
+                invocation=rec.invocation,
+                meta=rec.meta,
+                usage=rec.usage,
+            )
+            if decision.record.hash != rec.hash:
+                kernel.abort(decision)
+                problem = "action record differs when rebuilt"
+            else:
+                kernel.commit(decision)
+        if problem:
+            return ReplayReport(False, checked, kernel.version, kernel.state, kernel.state_hash, rec.seq, problem)
+        checked += 1
+        if on_state is not None:
+            on_state(rec, kernel.state)
+    return ReplayReport(True, checked, kernel.version, kernel.state, kernel.state_hash)

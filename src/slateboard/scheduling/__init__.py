@@ -1,0 +1,1 @@
+"""Scheduling: rules, agenda, stages and control units."""
