@@ -397,7 +397,7 @@ class Kernel:
             node = get(self.state, cpath)
             if node is _missing():
                 continue
-            ancestors, loc = schema.locate(cpath)
+            _ancestors, loc = schema.locate(cpath)
             if loc is None:
                 continue
             violations = schema.shallow_check(loc, node, format_pointer(cpath), keys)
