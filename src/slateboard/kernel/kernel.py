@@ -379,7 +379,7 @@ class Kernel:
                 checked.add(())
                 continue
             if eff.kind != "delete":
-                ancestors, loc = schema.locate(path)
+                _, loc = schema.locate(path)
                 if loc is None:
                     raise Reject(
                         "schema",
