@@ -13,6 +13,9 @@ from typing import Any
 import cel
 
 
+_ALL: frozenset[str] = frozenset({"\x00all"})
+
+
 class CelCompileError(ValueError):
     """A CEL expression that does not compile; the message is the parser's, on one line."""
 
@@ -34,8 +37,11 @@ class CelExpr:
     variables: frozenset[str]
 
     def uses(self, name: str) -> bool:
-        """True when the expression mentions variable ``name`` (so callers may skip costly ones)."""
-        return name in self.variables
+        """True when the expression may mention variable ``name`` (so callers may skip costly ones).
+
+        When the variable list could not be read, every name counts as used (safe default).
+        """
+        return self.variables is _ALL or name in self.variables
 
     def evaluate(self, context: dict[str, Any]) -> CelResult:
         """Evaluate with ``context``; never raises."""
@@ -68,5 +74,5 @@ def compile_cel(source: str) -> CelExpr:
     try:
         names = frozenset(program.variables())
     except Exception:
-        names = frozenset()
+        names = _ALL
     return CelExpr(source, program, names)

@@ -152,7 +152,7 @@ class CompiledBlueprint:
         self.extra_invariants.append(
             CompiledInvariant(
                 index,
-                name or getattr(func, "__name__", f"python#{index}"),
+                name or str(getattr(func, "__name__", f"python#{index}")),
                 Pattern.parse(at),
                 None,
                 func=func,
@@ -207,8 +207,8 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
         try:
             bp = Blueprint.model_validate(data)
         except ValidationError as exc:
-            issues = [BlueprintIssue(_loc_to_pointer(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
-            raise BlueprintError(issues, source_label) from None
+            found = [BlueprintIssue(_loc_to_pointer(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+            raise BlueprintError(found, source_label) from None
     issues: list[BlueprintIssue] = []
 
     try:

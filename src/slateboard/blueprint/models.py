@@ -16,6 +16,9 @@ OpName = Literal["add", "remove", "replace", "move", "copy", "test"]
 TriggerOp = Literal["add", "remove", "replace", "move", "copy", "any", "start"]
 
 
+_DEFAULT_OPS: tuple[OpName, ...] = ("add", "replace", "test")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,7 +44,7 @@ class WorkerSpec(_Strict):
         description="JSON Pointer patterns the worker may write ('-' = append).",
     )
     ops: list[OpName] = Field(
-        default_factory=lambda: ["add", "replace", "test"],
+        default_factory=lambda: list(_DEFAULT_OPS),
         description="Allowed RFC 6902 operations; remove/move/copy only when granted.",
     )
     view_budget: int = Field(

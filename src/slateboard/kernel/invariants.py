@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .canonical import JSON
 from .patch import Effect, Op
-from .pointer import Pattern, Tokens, format_pointer
+from .pointer import Pattern, Tokens, format_pointer, is_array_index
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint, CompiledInvariant
@@ -42,7 +42,7 @@ def get(state: JSON, tokens: Tokens) -> JSON:
                 return _MISSING
             node = node[t]
         elif isinstance(node, list):
-            if not t.isdigit() or int(t) >= len(node):
+            if not is_array_index(t) or int(t) >= len(node):
                 return _MISSING
             node = node[int(t)]
         else:
@@ -63,7 +63,7 @@ def expand(state: JSON, tokens: Tokens, prefix: Tokens = ()) -> Iterator[Tokens]
         if head == "*":
             keys = [str(i) for i in range(len(node))]
         else:
-            keys = [head] if head.isdigit() and int(head) < len(node) else []
+            keys = [head] if is_array_index(head) and int(head) < len(node) else []
     else:
         keys = []
     for k in keys:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import JSON, CanonicalError, canonical_str
 from .invariants import check_touched, get, snapshot_old
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
-from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops
+from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
 from .pointer import Tokens, format_pointer, region_contains
 from .record import GENESIS, Record, Usage
 from .statehash import StateHasher
@@ -42,7 +42,7 @@ class Event:
 
     def to_json(self) -> dict[str, JSON]:
         """Plain JSON form (what invocations and records keep)."""
-        return {"op": self.op, "path": self.path, "version": self.version}
+        return {"op": self.op, "path": self.path, "kind": self.kind, "appended": self.appended, "version": self.version}
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +153,9 @@ class Kernel:
             except ApplyError as exc:
                 raise Reject(exc.stage, str(exc)) from None
             self.state = applied.root
-            self._schema(applied.effects)
-            self._invariants(applied.effects, snaps)
+            effects = rebase(applied.effects)
+            self._schema(effects)
+            self._invariants(effects, snaps)
         except Reject as rej:
             if applied is not None:
                 applied.undo()
@@ -183,8 +184,8 @@ class Kernel:
             )
             return self._hold(Decision(rec, ops=ops))
         rec = self._record(proposal, "accepted", patch_text, None, None, before, after, version=self.version + 1)
-        events = [self._event(e, self.version + 1) for e in applied.effects]
-        changed = [e.path for e in applied.effects]
+        events = [self._event(e, self.version + 1) for e in effects]
+        changed = [e.path for e in effects]
         return self._hold(Decision(rec, events, ops, applied, changed, self.state))
 
     def commit(self, decision: Decision) -> Record:

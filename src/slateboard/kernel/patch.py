@@ -154,6 +154,49 @@ class Applied:
 _MISSING: Any = object()
 
 
+def rebase(effects: list[Effect]) -> list[Effect]:
+    """The effects as seen in the final state: paths shifted by later array inserts/deletes,
+    and effects superseded by a later replace/remove of the same node or an ancestor dropped.
+
+    Validation, invariants and events must use these; the raw effects describe each op at the
+    moment it ran (``[add /a/0 X, add /a/0 Y]`` leaves X at ``/a/1``, not ``/a/0``).
+    """
+    live: list[tuple[list[str], Effect]] = []
+    for new in effects:
+        if new.kind == "root":
+            live = [([], new)]
+            continue
+        npath = new.path
+        n = len(new.parent)
+        kept: list[tuple[list[str], Effect]] = []
+        for path, eff in live:
+            if new.kind in ("set", "delete") and tuple(path[: len(npath)]) == npath:
+                continue  # that node was replaced or removed afterwards
+            if (
+                new.kind in ("insert", "delete")
+                and len(path) > n
+                and tuple(path[:n]) == new.parent
+                and is_array_index(path[n])
+            ):
+                k, j = int(path[n]), int(new.key)  # type: ignore[arg-type]
+                if new.kind == "insert" and j <= k:
+                    path[n] = str(k + 1)
+                elif new.kind == "delete" and j < k:
+                    path[n] = str(k - 1)
+            kept.append((path, eff))
+        kept.append((list(npath), new))
+        live = kept
+    out: list[Effect] = []
+    for path, eff in live:
+        if eff.kind == "root" or tuple(path) == eff.path:
+            out.append(eff)
+            continue
+        parent = tuple(path[:-1])
+        key: str | int = int(path[-1]) if isinstance(eff.key, int) else path[-1]
+        out.append(Effect(parent, key, eff.kind, eff.op, eff.appended))
+    return out
+
+
 def _resolve(root: JSON, tokens: Tokens, op: Op, what: str = "path") -> JSON:
     node = root
     for depth, token in enumerate(tokens):

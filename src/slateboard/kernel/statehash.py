@@ -208,7 +208,7 @@ class StateHasher:
             acc -= _term_index(j, _child_hash(children[j]))
         if eff.kind == "insert":
             children.insert(i, build(value[i]))
-            undo.append(lambda: children.pop(i))
+            undo.append(lambda: _discard(children.pop(i)))
         else:
             removed = children.pop(i)
             undo.append(lambda: children.insert(i, removed))
@@ -223,3 +223,7 @@ def state_hash(state: JSON) -> str:
 
 
 __all__ = ["StateHasher", "Tokens", "state_hash", "value_hash"]
+
+
+def _discard(_: object) -> None:
+    """Adapter so value-returning undo steps fit the Callable[[], None] log."""

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up slateboard for development on a fresh machine: a virtual environment in .venv with
+# every extra (local model, PostgreSQL, web, benchmark peers) and the dev tools.
+# Idempotent: a second run only installs what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+
+# llama-cpp-python builds from source. Build only the library we load (no llava/mtmd, tools,
+# examples, tests or server binaries) and target a portable x86-64 level: a -march=native build
+# picked up AMX instructions that this VM advertises but traps (SIGILL on the first prompt).
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+
+.venv/bin/python -m pip install --quiet -e ".[dev,local,postgres,web,peers]"

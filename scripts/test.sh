@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh), make sure the local PostgreSQL answers, then run the linters and
+# the whole test suite in one pytest call. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+
+# The PostgreSQL tests use a real server on 127.0.0.1:5432; start it if it is down.
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+  fi
+  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+fi
+export SLATEBOARD_TEST_PG="${SLATEBOARD_TEST_PG:-postgresql://postgres@127.0.0.1:5432/test}"
+
+.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/mypy
+.venv/bin/pytest -q "$@"

@@ -1,0 +1,336 @@
+"""The circuit policy: deterministic reactions to a board run going wrong.
+
+``CircuitPolicy.check`` is a pure function of the tail of the transaction log and the run's
+spend (steps, tokens). It is meant to be called after every record and looks at no more than
+``policy.tail`` records, so each call costs O(window) whatever the length of the log. Every
+action other than ``continue`` is logged by the runner as a kernel action record
+(``Kernel.action(kind="circuit", reason=action.reason, worker=action.worker,
+meta=action.to_record_meta())``); those records are part of the log the policy reads back, which
+is how it counts retries and knows a streak was already handled.
+
+Triggers, in the order they are checked (the first that fires decides):
+
+1. **budget**: ``steps >= limits.max_steps`` or ``tokens_used >= limits.max_tokens`` -> halt;
+2. **cycle**: among the states of the last ``cycle_window`` accepted records (each record's
+   ``state_after``, plus the ``state_before`` of the oldest), a state hash appears twice
+   (A->B->A, or any revisit) -> halt, naming both versions;
+3. **stuck**: none of the last ``stuck_after`` proposals was accepted -> halt;
+4. **invalid**: the worker of the latest proposal has ``max_consecutive_invalid`` rejected
+   proposals in a row -> ``on_invalid`` (retry_with_feedback with the rejection reasons,
+   switch_worker, tighten_budget halving the worker's view budget, or halt); once that action
+   was taken ``retries`` times since the worker's last non-rejected proposal, -> halt;
+5. **noop**: the worker of the latest proposal has ``max_noops`` no-op proposals in a row ->
+   switch_worker, or halt once switched ``retries`` times.
+
+Streaks are per worker: other workers' records in between neither extend nor break them, and
+``stale`` rejections (a concurrency artefact, re-queued by the runner, not the worker's fault)
+are skipped. A logged circuit action for that worker and trigger ends the streak it handled: the
+worker gets a fresh ``max_consecutive_invalid`` (or ``max_noops``) proposals before the next
+action. The action's ``details`` carry ``trigger`` and, for retry/switch/tighten, ``retry`` (how
+many times this action has now been taken in the current run of failures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .canonical import JSON
+from .record import Record
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint
+    from ..blueprint.models import CircuitSpec, Limits
+
+CONTINUE = "continue"
+RETRY_WITH_FEEDBACK = "retry_with_feedback"
+SWITCH_WORKER = "switch_worker"
+TIGHTEN_BUDGET = "tighten_budget"
+HALT = "halt"
+ACTION_KINDS = (CONTINUE, RETRY_WITH_FEEDBACK, SWITCH_WORKER, TIGHTEN_BUDGET, HALT)
+RECORD_KIND = "circuit"
+"""The ``kind`` of the kernel action records that log circuit actions."""
+
+_ON_INVALID = {"retry": RETRY_WITH_FEEDBACK, "switch": SWITCH_WORKER, "tighten": TIGHTEN_BUDGET, "halt": HALT}
+_MIN_VIEW_BUDGET = 64
+_REASON_CAP = 1000
+_TAIL_FACTOR = 4
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitAction:
+    """The policy's verdict: ``kind`` (one of ACTION_KINDS), the worker it concerns, a reason
+    for the log, and JSON ``details`` (always with ``trigger`` unless ``continue``).
+
+    ``details`` must be treated as read-only; equal logs give equal actions.
+    """
+
+    kind: str
+    worker: str | None = None
+    reason: str = ""
+    details: dict[str, JSON] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ACTION_KINDS:
+            raise ValueError(f"unknown circuit action {self.kind!r}; expected one of {', '.join(ACTION_KINDS)}")
+
+    @property
+    def logged(self) -> bool:
+        """True for every action that must be written to the log (all but ``continue``)."""
+        return self.kind != CONTINUE
+
+    @property
+    def trigger(self) -> str | None:
+        """What fired: budget, cycle, stuck, invalid or noop (None for ``continue``)."""
+        t = self.details.get("trigger")
+        return t if isinstance(t, str) else None
+
+    @property
+    def feedback(self) -> str | None:
+        """For retry_with_feedback: the rejection reasons to give the worker, one per line."""
+        f = self.details.get("feedback")
+        return f if isinstance(f, str) else None
+
+    def to_record_meta(self) -> dict[str, JSON]:
+        """The ``meta`` of the kernel action record that logs this action."""
+        return {"action": self.kind, "worker": self.worker, "details": dict(self.details)}
+
+    @classmethod
+    def from_record(cls, record: Record) -> CircuitAction | None:
+        """The action a circuit record logged, or None for any other record."""
+        if record.outcome != "action" or record.kind != RECORD_KIND:
+            return None
+        meta = record.meta or {}
+        kind = meta.get("action")
+        if kind not in ACTION_KINDS:
+            return None
+        worker = meta.get("worker", record.worker)
+        details = meta.get("details")
+        return cls(
+            str(kind),
+            worker if isinstance(worker, str) else None,
+            record.reason or "",
+            dict(details) if isinstance(details, dict) else {},
+        )
+
+
+CONTINUE_ACTION = CircuitAction(CONTINUE)
+
+
+class CircuitPolicy:
+    """The circuit thresholds of one blueprint, applied to a log tail (see module docstring)."""
+
+    def __init__(self, spec: CircuitSpec, limits: Limits, *, view_budgets: Mapping[str, int] | None = None) -> None:
+        self.spec = spec
+        self.limits = limits
+        self.view_budgets: dict[str, int] = dict(view_budgets or {})
+        span = max(spec.max_consecutive_invalid, spec.max_noops) * (spec.retries + 1) + spec.retries + 1
+        self.tail: int = _TAIL_FACTOR * max(spec.stuck_after, spec.cycle_window + 1, span)
+        """The most records ``check`` looks at (the newest ones)."""
+
+    @classmethod
+    def from_blueprint(cls, blueprint: CompiledBlueprint) -> CircuitPolicy:
+        """The policy of a compiled blueprint, with its workers' view budgets."""
+        budgets = {name: c.spec.view_budget for name, c in blueprint.workers.items()}
+        return cls(blueprint.spec.circuit, blueprint.spec.limits, view_budgets=budgets)
+
+    def check(self, records: Sequence[Record], *, tokens_used: int, steps: int) -> CircuitAction:
+        """The action the log calls for now (``continue`` when nothing fired).
+
+        Pure and deterministic: reads only the last ``self.tail`` records of ``records`` and the
+        two counters; the same inputs always give an equal action.
+        """
+        budget = self._budget(tokens_used, steps)
+        if budget is not None:
+            return budget
+        n = len(records)
+        tail = [records[i] for i in range(max(0, n - self.tail), n)]
+        for found in (self._cycle(tail), self._stuck(tail)):
+            if found is not None:
+                return found
+        worker = next((r.worker for r in reversed(tail) if r.kind == "proposal"), None)
+        if worker is None:
+            return CONTINUE_ACTION
+        for found in (self._invalid(tail, worker), self._noop(tail, worker)):
+            if found is not None:
+                return found
+        return CONTINUE_ACTION
+
+    # -- triggers ---------------------------------------------------------------------------
+    def _budget(self, tokens_used: int, steps: int) -> CircuitAction | None:
+        lim = self.limits
+        if steps >= lim.max_steps:
+            return CircuitAction(
+                HALT,
+                None,
+                f"step budget exhausted: {steps} steps (max_steps={lim.max_steps})",
+                {"trigger": "budget", "budget": "steps", "used": steps, "limit": lim.max_steps},
+            )
+        if lim.max_tokens is not None and tokens_used >= lim.max_tokens:
+            return CircuitAction(
+                HALT,
+                None,
+                f"token budget exhausted: {tokens_used} tokens (max_tokens={lim.max_tokens})",
+                {"trigger": "budget", "budget": "tokens", "used": tokens_used, "limit": lim.max_tokens},
+            )
+        return None
+
+    def _cycle(self, tail: list[Record]) -> CircuitAction | None:
+        window = self.spec.cycle_window
+        accepted: list[Record] = []
+        for rec in reversed(tail):
+            if rec.outcome == "accepted":
+                accepted.append(rec)
+                if len(accepted) == window:
+                    break
+        if len(accepted) < 2:
+            return None
+        accepted.reverse()
+        states = [(accepted[0].state_before, accepted[0].version - 1)]
+        states.extend((r.state_after, r.version) for r in accepted)
+        seen: dict[str, int] = {}
+        found: tuple[int, int, str] | None = None
+        for h, version in states:
+            if h in seen:
+                found = (seen[h], version, h)
+            seen[h] = version
+        if found is None:
+            return None
+        earlier, later, h = found
+        worker = next((r.worker for r in reversed(accepted) if r.version == later), None)
+        return CircuitAction(
+            HALT,
+            worker,
+            f"state cycle: the state at version {later} repeats the state at version {earlier} "
+            f"(within the last {len(accepted)} accepted transitions, cycle_window={window})",
+            {"trigger": "cycle", "versions": [earlier, later], "state_hash": h},
+        )
+
+    def _stuck(self, tail: list[Record]) -> CircuitAction | None:
+        limit = self.spec.stuck_after
+        count = 0
+        first_seq = None
+        for rec in reversed(tail):
+            if rec.kind != "proposal":
+                continue
+            if rec.outcome == "accepted":
+                return None
+            count += 1
+            first_seq = rec.seq
+            if count == limit:
+                return CircuitAction(
+                    HALT,
+                    None,
+                    f"stuck: none of the last {limit} proposals was accepted (since record {first_seq}, stuck_after={limit})",
+                    {"trigger": "stuck", "proposals": limit, "since_seq": first_seq},
+                )
+        return None
+
+    def _streak(self, tail: list[Record], worker: str, outcome: str, trigger: str) -> tuple[list[Record], int]:
+        """The worker's latest run of ``outcome`` proposals since the last action for this
+        trigger (oldest first), and that action's ``retry`` count (0 when there was none)."""
+        streak: list[Record] = []
+        prior = 0
+        for rec in reversed(tail):
+            if rec.outcome == "action":
+                act = CircuitAction.from_record(rec)
+                if act is not None and act.worker == worker and act.trigger == trigger:
+                    r = act.details.get("retry")
+                    prior = r if isinstance(r, int) else self.spec.retries
+                    break
+                continue
+            if rec.kind != "proposal" or rec.worker != worker:
+                continue
+            if rec.outcome == "rejected" and rec.stage == "stale":
+                continue
+            if rec.outcome != outcome:
+                break
+            streak.append(rec)
+        streak.reverse()
+        return streak, prior
+
+    def _invalid(self, tail: list[Record], worker: str) -> CircuitAction | None:
+        spec = self.spec
+        threshold = spec.max_consecutive_invalid
+        streak, prior = self._streak(tail, worker, "rejected", "invalid")
+        if len(streak) < threshold:
+            return None
+        recent = streak[-threshold:]
+        rejections: list[JSON] = [{"seq": r.seq, "stage": r.stage, "reason": _cap(r.reason or "")} for r in recent]
+        head = f"{len(streak)} consecutive invalid proposals by {worker!r} (max_consecutive_invalid={threshold})"
+        base: dict[str, JSON] = {"trigger": "invalid", "streak": len(streak), "rejections": rejections}
+        kind = _ON_INVALID[spec.on_invalid]
+        if kind == HALT:
+            return CircuitAction(HALT, worker, f"{head}: on_invalid=halt", base)
+        if prior >= spec.retries:
+            return CircuitAction(
+                HALT,
+                worker,
+                f"{head} after {prior} {spec.on_invalid} action(s) (retries={spec.retries}): escalating to halt",
+                base | {"escalated": True, "retries": prior},
+            )
+        k = prior + 1
+        details = base | {"retry": k}
+        if kind == RETRY_WITH_FEEDBACK:
+            lines = [f"[{r.stage}] {_cap(r.reason or '')}" for r in recent]
+            details["feedback"] = "\n".join(lines)
+            reason = f"{head}: retry {k} of {spec.retries} with the rejection reasons as feedback"
+        elif kind == SWITCH_WORKER:
+            reason = f"{head}: switch {k} of {spec.retries} to another worker"
+        else:
+            details["factor"] = 0.5**k
+            base_budget = self.view_budgets.get(worker)
+            if base_budget is not None:
+                details["view_budget"] = max(_MIN_VIEW_BUDGET, base_budget >> k)
+            shown = f" to {details['view_budget']}" if "view_budget" in details else ""
+            reason = f"{head}: tighten {k} of {spec.retries}: halve the view budget{shown}"
+        return CircuitAction(kind, worker, reason, details)
+
+    def _noop(self, tail: list[Record], worker: str) -> CircuitAction | None:
+        spec = self.spec
+        streak, prior = self._streak(tail, worker, "noop", "noop")
+        if len(streak) < spec.max_noops:
+            return None
+        head = f"{len(streak)} consecutive no-op proposals by {worker!r} (max_noops={spec.max_noops})"
+        base: dict[str, JSON] = {"trigger": "noop", "streak": len(streak), "seqs": [r.seq for r in streak]}
+        if prior >= spec.retries:
+            return CircuitAction(
+                HALT,
+                worker,
+                f"{head} after {prior} switch(es) (retries={spec.retries}): halting",
+                base | {"escalated": spec.retries > 0, "retries": prior},
+            )
+        k = prior + 1
+        return CircuitAction(
+            SWITCH_WORKER, worker, f"{head}: switch {k} of {spec.retries} to another worker", base | {"retry": k}
+        )
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= _REASON_CAP else text[: _REASON_CAP - 3] + "..."
+
+
+def actions_in(records: Sequence[Record]) -> list[CircuitAction]:
+    """Every circuit action logged in ``records``, in log order (for audits and tests)."""
+    out: list[CircuitAction] = []
+    for rec in records:
+        act = CircuitAction.from_record(rec)
+        if act is not None:
+            out.append(act)
+    return out
+
+
+__all__ = [
+    "ACTION_KINDS",
+    "CONTINUE",
+    "CONTINUE_ACTION",
+    "HALT",
+    "RECORD_KIND",
+    "RETRY_WITH_FEEDBACK",
+    "SWITCH_WORKER",
+    "TIGHTEN_BUDGET",
+    "CircuitAction",
+    "CircuitPolicy",
+    "actions_in",
+]
