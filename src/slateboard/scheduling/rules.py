@@ -1,0 +1,256 @@
+"""Rules -> invocations: the scheduler turns committed events into agenda work.
+
+The scheduler sees only committed data: the events of an accepted transaction, the committed
+state after it, and its version. For every event (in the kernel's order) and every rule (in
+blueprint order) it checks, cheapest first:
+
+1. the op filter: the event's op equals the trigger's op, or the trigger is ``any``
+   (``start`` rules never match events: they fire once, from ``start``);
+2. the stage gate: a rule naming a stage fires only while that stage is active (stages are
+   evaluated on the committed state *before* the rules, so the commit that enters a stage can
+   already trigger its rules, and the commit that exits one cannot);
+3. the trigger pattern against the event's concrete path (``*`` binds one segment, ``-``
+   matches an index created by an append);
+4. the CEL condition, with ``event`` ({op, path, version}), ``value`` (the committed value at
+   the event path; null for a removal or when the path no longer exists), ``bindings`` (the
+   pattern captures) and ``state`` (the whole state). Each variable is passed only when the
+   expression uses it, since converting a value for CEL costs O(its size). A condition that
+   errors (or is not boolean) does not fire and is returned as a Diagnostic, never raised.
+
+Invocation ids are ``v<version>.<n>`` where n counts the invocations created for that version,
+so a replay of the same log produces the same ids. ``order`` comes from a counter the scheduler
+carries in its snapshot. Within one batch an invocation whose key (worker + binding) was already
+produced, or is pending on the agenda (``pending``), is not created again; the first one in
+(event, rule) order wins. A worker that reached its ``max_invocations`` gets no more invocations
+(a ``limit`` diagnostic says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..kernel.canonical import JSON, canonical_str
+from ..kernel.pointer import Tokens
+from .diagnostics import Diagnostic
+from .invocation import Invocation
+from .stages import StageEvent, StageTracker
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint, CompiledRule
+    from ..kernel.kernel import Event
+
+START_EVENT: dict[str, JSON] = {"op": "start", "path": "", "version": 0}
+"""The event recorded on invocations created by ``start`` rules."""
+
+
+class Scheduled(list[Invocation]):
+    """The invocations one scheduling step created (a plain list of Invocation, in order),
+    plus the diagnostics and stage lifecycle events of that step."""
+
+    def __init__(
+        self,
+        invocations: Sequence[Invocation] = (),
+        diagnostics: Sequence[Diagnostic] = (),
+        stage_events: Sequence[StageEvent] = (),
+    ) -> None:
+        super().__init__(invocations)
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+        self.stage_events: tuple[StageEvent, ...] = tuple(stage_events)
+
+
+class Scheduler:
+    """Matches committed events against a blueprint's rules (see module docstring).
+
+    Its mutable state (the order counter, per-worker issued counts, whether ``start`` ran, and
+    the stage tracker) is small, deterministic, and saved/restored by ``to_json``/``from_json``.
+    """
+
+    def __init__(self, blueprint: CompiledBlueprint, *, order: int = 0, stages: StageTracker | None = None) -> None:
+        self.blueprint = blueprint
+        self.rules: tuple[CompiledRule, ...] = tuple(blueprint.rules)
+        self._event_rules = tuple(r for r in self.rules if r.spec.on.op != "start")
+        self._start_rules = tuple(r for r in self.rules if r.spec.on.op == "start")
+        self.stages = stages if stages is not None else StageTracker.from_blueprint(blueprint)
+        self._order = order
+        self._issued: dict[str, int] = {}
+        self._started = False
+
+    @property
+    def order(self) -> int:
+        """The next ``order`` value to hand out (monotonically increasing)."""
+        return self._order
+
+    @property
+    def started(self) -> bool:
+        """True once ``start`` has run."""
+        return self._started
+
+    def issued(self, worker: str) -> int:
+        """How many invocations the scheduler has created for ``worker``."""
+        return self._issued.get(worker, 0)
+
+    # -- scheduling -------------------------------------------------------------------------
+    def start(self, state: JSON, *, pending: Container[str] | None = None) -> Scheduled:
+        """Board creation: evaluate the stages on the initial state (version 0) and fire every
+        ``start`` rule once, in blueprint order. A second call returns an empty result."""
+        if self._started:
+            return Scheduled()
+        self._started = True
+        update = self.stages.update(state, 0)
+        batch = _Batch(self, 0, pending)
+        batch.diagnostics.extend(update.diagnostics)
+        for rule in self._start_rules:
+            if not self.stages.allows(rule):
+                continue
+            if rule.when is not None:
+                ctx = _context(rule, START_EVENT, None, (), state)
+                if not batch.condition(rule, ctx, START_EVENT):
+                    continue
+            batch.add(rule, START_EVENT, ())
+        return Scheduled(batch.invocations, batch.diagnostics, update.events)
+
+    def schedule(
+        self,
+        events: Sequence[Event],
+        state: JSON,
+        version: int,
+        *,
+        pending: Container[str] | None = None,
+    ) -> Scheduled:
+        """Invocations for the events of the commit that produced ``version`` (see module doc).
+
+        ``state`` is the committed state at ``version``. ``pending`` (e.g. ``agenda.pending_keys``)
+        holds the keys already pending, which are then not created again. Never raises for a
+        condition that fails to evaluate.
+        """
+        update = self.stages.update(state, version)
+        batch = _Batch(self, version, pending)
+        batch.diagnostics.extend(update.diagnostics)
+        for event in events:
+            event_json: JSON = None
+            for rule in self._event_rules:
+                trigger = rule.spec.on.op
+                if trigger != "any" and trigger != event.op:
+                    continue
+                if not self.stages.allows(rule):
+                    continue
+                binding = rule.pattern.match(event.tokens, appended=event.appended)
+                if binding is None:
+                    continue
+                if event_json is None:
+                    event_json = {"op": event.op, "path": event.path, "version": event.version}
+                if rule.when is not None:
+                    ctx = _context(rule, event_json, event, binding, state)
+                    if not batch.condition(rule, ctx, event_json):
+                        continue
+                batch.add(rule, event_json, binding)
+        return Scheduled(batch.invocations, batch.diagnostics, update.events)
+
+    # -- persistence ------------------------------------------------------------------------
+    def to_json(self) -> dict[str, JSON]:
+        """The scheduler's restorable state as plain JSON."""
+        return {
+            "order": self._order,
+            "started": self._started,
+            "issued": dict(sorted(self._issued.items())),
+            "stages": self.stages.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, blueprint: CompiledBlueprint, data: dict[str, Any]) -> Scheduler:
+        """Restore a scheduler saved by to_json, for the same blueprint."""
+        stages = StageTracker.from_json(blueprint.stages, data.get("stages") or {})
+        sched = cls(blueprint, order=int(data.get("order", 0)), stages=stages)
+        sched._started = bool(data.get("started", False))
+        sched._issued = {str(k): int(v) for k, v in (data.get("issued") or {}).items()}
+        return sched
+
+
+class _Batch:
+    """Invocations created for one version: ids, order, de-duplication, worker limits."""
+
+    def __init__(self, sched: Scheduler, version: int, pending: Container[str] | None) -> None:
+        self.sched = sched
+        self.version = version
+        self.pending = pending
+        self.keys: set[str] = set()
+        self.invocations: list[Invocation] = []
+        self.diagnostics: list[Diagnostic] = []
+
+    def condition(self, rule: CompiledRule, ctx: dict[str, Any], event: JSON) -> bool:
+        assert rule.when is not None
+        result = rule.when.test(ctx)
+        if result.error is not None:
+            msg = f"condition {rule.when.source!r} failed: {result.error}"
+            self.diagnostics.append(Diagnostic("rule", rule.name, self.version, msg, event))
+            return False
+        return bool(result.value)
+
+    def add(self, rule: CompiledRule, event: JSON, binding: tuple[str, ...]) -> None:
+        worker = rule.spec.invoke
+        key = canonical_str([worker, list(binding)])
+        if key in self.keys or (self.pending is not None and key in self.pending):
+            return
+        sched = self.sched
+        contract = sched.blueprint.workers.get(worker)
+        limit = contract.spec.max_invocations if contract is not None else None
+        if limit is not None and sched._issued.get(worker, 0) >= limit:
+            msg = f"worker {worker!r} reached max_invocations={limit}; not invoked"
+            self.diagnostics.append(Diagnostic("limit", rule.name, self.version, msg, event))
+            return
+        self.keys.add(key)
+        meta: dict[str, Any] = {"stage": rule.spec.stage} if rule.spec.stage is not None else {}
+        inv = Invocation(
+            id=f"v{self.version}.{len(self.invocations)}",
+            worker=worker,
+            priority=rule.spec.priority,
+            order=sched._order,
+            event=event,
+            rule=rule.name,
+            binding=binding,
+            meta=meta,
+        )
+        sched._order += 1
+        sched._issued[worker] = sched._issued.get(worker, 0) + 1
+        self.invocations.append(inv)
+
+
+def _context(
+    rule: CompiledRule, event_json: JSON, event: Event | None, binding: tuple[str, ...], state: JSON
+) -> dict[str, Any]:
+    expr = rule.when
+    assert expr is not None
+    ctx: dict[str, Any] = {}
+    if expr.uses("event"):
+        ctx["event"] = event_json
+    if expr.uses("bindings"):
+        ctx["bindings"] = list(binding)
+    if expr.uses("value"):
+        ctx["value"] = _value(event, state)
+    if expr.uses("state"):
+        ctx["state"] = state
+    return ctx
+
+
+def _value(event: Event | None, state: JSON) -> JSON:
+    if event is None or event.kind == "delete":
+        return None
+    return _lookup(state, event.tokens)
+
+
+def _lookup(state: JSON, tokens: Tokens) -> JSON:
+    """The node at ``tokens``, or None when any step is missing (never raises)."""
+    node = state
+    for t in tokens:
+        if isinstance(node, dict):
+            if t not in node:
+                return None
+            node = node[t]
+        elif isinstance(node, list):
+            if not (t.isascii() and t.isdigit()) or int(t) >= len(node):
+                return None
+            node = node[int(t)]
+        else:
+            return None
+    return node
