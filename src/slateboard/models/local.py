@@ -113,7 +113,7 @@ def _grammar(name: str, schema: Mapping[str, Any]) -> Any:
     express the schema (logged, since the reply may then not validate)."""
     from llama_cpp import llama_grammar
 
-    text = json.dumps(schema, sort_keys=True)
+    text = json.dumps(dict(schema), sort_keys=True)
     grammar = _GRAMMARS.get(text)
     if grammar is None:
         try:

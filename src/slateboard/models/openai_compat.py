@@ -64,11 +64,16 @@ def response_format(schema: Mapping[str, Any], style: SchemaStyle) -> dict[str, 
 
 
 def _rejects_response_format(response: httpx.Response) -> bool:
-    # llama_cpp.server validates `response_format.type` against {"text", "json_object"} and,
-    # because its error route wraps validation errors, answers 500 rather than 422.
+    """True when the server refused `response_format` and named `json_object` as what it takes.
+
+    Requiring both words keeps other complaints about response_format (e.g. OpenAI rejecting a
+    schema that strict mode cannot use) from silently downgrading to unconstrained JSON.
+    llama_cpp.server answers 500 here because its error route wraps request validation errors.
+    """
     if response.status_code not in (400, 422, 500):
         return False
-    return "response_format" in response.text
+    text = response.text
+    return "response_format" in text and "json_object" in text
 
 
 class OpenAICompatModel:

