@@ -124,7 +124,7 @@ def snapshot_old(bp: CompiledBlueprint, state: JSON, ops: list[Op]) -> dict[Toke
     for op in ops:
         if op.op == "test":
             continue
-        for tokens in (op.tokens, op.from_tokens or ()):
+        for tokens in (op.tokens, op.from_tokens) if op.from_tokens is not None else (op.tokens,):
             for inv in users:
                 pt = inv.pattern.tokens
                 n = min(len(pt), len(tokens))

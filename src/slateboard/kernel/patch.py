@@ -144,6 +144,13 @@ class Applied:
     root: JSON
     effects: list[Effect] = field(default_factory=list)
     undo_log: list[Callable[[], None]] = field(default_factory=list)
+    observer: Callable[[Applied, list[Effect]], None] | None = None
+
+    def emit(self, effect: Effect) -> None:
+        """Record an effect and tell the observer while the state matches it exactly."""
+        self.effects.append(effect)
+        if self.observer is not None:
+            self.observer(self, [effect])
 
     def undo(self) -> None:
         """Restore the state exactly as it was before the patch (in reverse order)."""
@@ -239,18 +246,15 @@ Observer = Callable[["Applied", list[Effect]], None]
 def apply_ops(root: JSON, ops: list[Op], observer: Observer | None = None) -> Applied:
     """Apply ``ops`` to ``root`` in place, recording effects and an undo log.
 
-    ``observer`` is called after each op with that op's effects, while the state matches
-    them exactly (later ops may shift indices); it may push its own undo steps onto
+    ``observer`` is called after each effect (a move has two) while the state matches it
+    exactly (later ops may shift indices); it may push its own undo steps onto
     ``applied.undo_log``. On ApplyError everything has already been undone, so the caller
     sees no partial change. A failed ``test`` raises ApplyError with ``stage='preconditions'``.
     """
-    result = Applied(root)
+    result = Applied(root, observer=observer)
     try:
         for op in ops:
-            start = len(result.effects)
             _apply_one(result, op)
-            if observer is not None and len(result.effects) > start:
-                observer(result, result.effects[start:])
     except ApplyError:
         result.undo()
         raise
@@ -304,7 +308,7 @@ def _set_root(res: Applied, op: Op, value: JSON) -> None:
         res.root = old
 
     res.undo_log.append(undo)
-    res.effects.append(Effect((), None, "root", op))
+    res.emit(Effect((), None, "root", op))
 
 
 def _add(res: Applied, op: Op, tokens: Tokens, value: JSON) -> None:
@@ -320,13 +324,13 @@ def _add(res: Applied, op: Op, tokens: Tokens, value: JSON) -> None:
             res.undo_log.append(lambda: parent.pop(key))
         else:
             res.undo_log.append(lambda: parent.__setitem__(key, old))
-        res.effects.append(Effect(tokens[:-1], key, "set", op))
+        res.emit(Effect(tokens[:-1], key, "set", op))
     else:
         i = _index(parent, key, tokens, len(tokens) - 1, op, allow_end=True)
         appended = i == len(parent)
         parent.insert(i, value)
         res.undo_log.append(lambda: parent.pop(i))
-        res.effects.append(Effect(tokens[:-1], i, "insert", op, appended=appended))
+        res.emit(Effect(tokens[:-1], i, "insert", op, appended=appended))
 
 
 def _replace(res: Applied, op: Op) -> None:
@@ -342,13 +346,13 @@ def _replace(res: Applied, op: Op) -> None:
         old = parent[key]
         parent[key] = op.value
         res.undo_log.append(lambda: parent.__setitem__(key, old))
-        res.effects.append(Effect(tokens[:-1], key, "set", op))
+        res.emit(Effect(tokens[:-1], key, "set", op))
     else:
         i = _index(parent, key, tokens, len(tokens) - 1, op, allow_end=False)
         old_item = parent[i]
         parent[i] = op.value
         res.undo_log.append(lambda: parent.__setitem__(i, old_item))
-        res.effects.append(Effect(tokens[:-1], i, "set", op))
+        res.emit(Effect(tokens[:-1], i, "set", op))
 
 
 def _remove(res: Applied, op: Op, tokens: Tokens) -> JSON:
@@ -361,12 +365,12 @@ def _remove(res: Applied, op: Op, tokens: Tokens) -> JSON:
             raise ApplyError(op, f"path {format_pointer(tokens)!r} does not exist")
         old = parent.pop(key)
         res.undo_log.append(lambda: parent.__setitem__(key, old))
-        res.effects.append(Effect(tokens[:-1], key, "delete", op))
+        res.emit(Effect(tokens[:-1], key, "delete", op))
         return old
     i = _index(parent, key, tokens, len(tokens) - 1, op, allow_end=False)
     old_item = parent.pop(i)
     res.undo_log.append(lambda: parent.insert(i, old_item))
-    res.effects.append(Effect(tokens[:-1], i, "delete", op))
+    res.emit(Effect(tokens[:-1], i, "delete", op))
     return old_item
 
 
