@@ -288,7 +288,13 @@ class Runner:
         """Lease, view, propose, decide, append, commit, schedule, circuit: one step."""
         worker = self.workers[inv.worker]
         claim = await self.store.claim(self.board_id, owner=self.owner, lease_s=self.lease_s, worker_names=[inv.worker])
-        if claim is not None and claim.invocation.id != inv.id:
+        if claim is None:
+            # Another runner holds it (or a dead one whose lease has not expired yet): resync
+            # the agenda from the store and try again shortly.
+            self.agenda = Agenda(await self.store.agenda(self.board_id))
+            await asyncio.sleep(min(1.0, self.lease_s / 4))
+            return
+        if claim.invocation.id != inv.id:
             # The store's best invocation for this worker differs (another runner moved on):
             # run the one we were leased, and put ours back for later.
             self.agenda.requeue(inv)
@@ -385,10 +391,26 @@ class Runner:
         decision = self.kernel.action(RECORD_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
         changes = AgendaChanges()
         worker = action.worker
+        retry: Invocation | None = None
         if action.kind == SWITCH_WORKER and worker:
             cancel = [i.id for i in self.agenda.eligible() if i.worker == worker]
             changes = AgendaChanges(cancel=cancel)
+        elif (
+            action.kind == RETRY_WITH_FEEDBACK
+            and worker in self.workers
+            and not any(i.worker == worker for i in self.agenda.eligible())
+        ):
+            # The worker's invocations are spent: give it one more, carrying the feedback.
+            assert worker is not None
+            retry = Invocation(
+                f"c{decision.record.seq}", worker, 0, self.scheduler.allocate_order(),
+                {"op": "circuit", "path": "", "version": self.kernel.version}, "circuit",
+                feedback=action.feedback,
+            )  # fmt: skip
+            changes = AgendaChanges(push=(retry,))
         await self._append(decision, changes, None)
+        if retry is not None:
+            self.agenda.push(retry)
         self._emit(CIRCUIT_ACTION, action=action.kind, worker=worker, reason=action.reason, details=action.details)
         if action.kind == HALT:
             self._halted = f"circuit: {action.reason}"
@@ -399,7 +421,7 @@ class Runner:
             budget = action.details.get("view_budget") if isinstance(action.details, dict) else None
             if isinstance(budget, int):
                 self.budgets[worker] = budget
-        elif action.kind == RETRY_WITH_FEEDBACK and worker:
+        elif action.kind == RETRY_WITH_FEEDBACK and worker and retry is None:
             # The next invocation of this worker carries the rejection reasons as feedback.
             for inv in self.agenda.eligible():
                 if inv.worker == worker:

@@ -86,6 +86,13 @@ class Scheduler:
         """True once ``start`` has run."""
         return self._started
 
+    def allocate_order(self) -> int:
+        """Hand out the next ``order`` value for an invocation created outside the rules (a
+        circuit-policy retry); keeps agenda order consistent with rule-created invocations."""
+        order = self._order
+        self._order += 1
+        return order
+
     def issued(self, worker: str) -> int:
         """How many invocations the scheduler has created for ``worker``."""
         return self._issued.get(worker, 0)
