@@ -351,7 +351,8 @@ def pattern_locations(schema: SchemaIndex, tokens: Tokens) -> list[Location]:
         for loc in frontier:
             if token == "*" and not loc.any and isinstance(loc.schema, dict):
                 props = loc.schema.get("properties") or {}
-                candidates = [*list(props), "0"]
+                array_like = "items" in loc.schema or loc.schema.get("type") == "array"
+                candidates = [*list(props), "0"] if array_like else list(props)
                 found = [c for t in candidates if (c := schema._child(loc, t)) is not None]
                 for pat in loc.schema.get("patternProperties") or {}:
                     sub = schema._location(

@@ -151,7 +151,7 @@ class SchemaIndex:
         )
         if isinstance(props, dict) and token in props:
             result = self._location(f"{base}/properties/{escape_token(token)}", props[token])
-        elif array_like and (is_array_index(token) or token == "-"):
+        elif array_like and (is_array_index(token) or token in ("-", "*")):
             key = "#item"
             cached = loc.children.get(key)
             if cached is not None:

@@ -1,0 +1,191 @@
+"""Exact, bounded character counts of canonical JSON, and clipping with a marker.
+
+Every size here is the number of characters (not bytes) of the canonical JSON rendering used by
+``slateboard.kernel.canonical`` (sorted keys, no whitespace, orjson number and string forms), so
+the view builder can account for a view's length before rendering it. Measuring is bounded: a
+walk stops as soon as the running total passes the caller's limit, so the cost of asking "does
+this node fit in ``n`` characters?" is O(min(size of the node, n)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+
+from ..kernel.canonical import JSON, canonical_str
+
+
+def str_size(s: str) -> int:
+    """Characters of ``s`` rendered as a canonical JSON string (quotes and escapes included)."""
+    raw = orjson.dumps(s)
+    return len(raw) if s.isascii() else len(raw.decode("utf-8"))
+
+
+def scalar_size(value: JSON) -> int:
+    """Characters of a non-container JSON value in canonical form."""
+    if value is None or value is True:
+        return 4
+    if value is False:
+        return 5
+    if isinstance(value, str):
+        return str_size(value)
+    return len(orjson.dumps(value))
+
+
+def json_size(value: JSON) -> int:
+    """Exact characters of the canonical JSON of ``value`` (unbounded; for small values)."""
+    return len(canonical_str(value))
+
+
+class Meter:
+    """Bounded size measurement with a per-build memo and a total work cap.
+
+    ``size(value, limit)`` returns the exact canonical size when it is at most ``limit``, and some
+    number greater than ``limit`` otherwise. The memo is keyed by object identity, which is sound
+    for one build because the state is not mutated while a view is built. ``cap`` bounds the
+    number of nodes visited over the whole build; past it every further measurement reports
+    "does not fit", which keeps the builder's cost bounded on adversarial states while staying
+    a deterministic function of its inputs.
+    """
+
+    __slots__ = ("cap", "memo", "work")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.work = 0
+        self.memo: dict[int, tuple[int, bool]] = {}
+
+    @property
+    def exhausted(self) -> bool:
+        """True once the work cap has been spent."""
+        return self.work > self.cap
+
+    def size(self, value: JSON, limit: int) -> int:
+        """Exact size if ``<= limit``, else a number ``> limit`` (see class docstring)."""
+        if limit < 1:
+            return 1  # every JSON value takes at least one character
+        key = id(value)
+        hit = self.memo.get(key)
+        if hit is not None:
+            total, exact = hit
+            if exact or total > limit:
+                return total
+        total, exact = self._walk(value, limit)
+        if not self.exhausted and (exact or total > limit):
+            self.memo[key] = (total, exact)
+        return total
+
+    def _walk(self, value: JSON, limit: int) -> tuple[int, bool]:
+        total = 0
+        stack: list[JSON] = [value]
+        while stack:
+            node = stack.pop()
+            self.work += 1
+            if self.work > self.cap:
+                return limit + 1, False
+            if isinstance(node, dict):
+                n = len(node)
+                total += 2 + (n - 1 if n else 0)
+                if total + 4 * n > limit:  # each member is at least `"":0`
+                    return max(total + 4 * n, limit + 1), False
+                for k, child in node.items():
+                    total += str_size(k) + 1
+                    stack.append(child)
+                    if total > limit:
+                        return total, False
+            elif isinstance(node, list):
+                n = len(node)
+                total += 2 + (n - 1 if n else 0)
+                if total + n > limit:
+                    return max(total + n, limit + 1), False
+                stack.extend(node)
+            elif isinstance(node, str):
+                if total + len(node) + 2 > limit:
+                    return total + len(node) + 2, False
+                total += str_size(node)
+            else:
+                total += scalar_size(node)
+            if total > limit:
+                return total, False
+        return total, True
+
+
+def _chunks(value: JSON, cut: int) -> Iterator[str]:
+    """Canonical JSON text of ``value`` in pieces; strings longer than ``cut`` are cut short."""
+    if isinstance(value, dict):
+        yield "{"
+        for i, key in enumerate(sorted(value)):
+            if i:
+                yield ","
+            yield orjson.dumps(key).decode("utf-8")
+            yield ":"
+            yield from _chunks(value[key], cut)
+        yield "}"
+    elif isinstance(value, list):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ","
+            yield from _chunks(item, cut)
+        yield "]"
+    elif isinstance(value, str) and len(value) > cut:
+        yield orjson.dumps(value[:cut]).decode("utf-8")[:-1]
+    else:
+        yield orjson.dumps(value).decode("utf-8")
+
+
+def canonical_prefix(value: JSON, n: int) -> tuple[str, bool]:
+    """The first ``n`` characters of the canonical JSON of ``value`` and whether it was longer.
+
+    Costs O(n + keys sorted on the way), never O(size of value).
+    """
+    out: list[str] = []
+    length = 0
+    for piece in _chunks(value, n + 1):
+        out.append(piece)
+        length += len(piece)
+        if length > n:
+            return "".join(out)[:n], True
+    return "".join(out), False
+
+
+ELLIPSIS = "…"
+
+
+def shorten(text: str, n: int) -> str:
+    """``text`` itself when at most ``n`` characters, else its first ``n - 1`` and an ellipsis."""
+    if len(text) <= n:
+        return text
+    return text[: max(n - 1, 0)] + ELLIPSIS
+
+
+def clip_str(text: str, limit: int) -> str | None:
+    """``text``, or a marked prefix of it, whose canonical JSON string form fits ``limit``.
+
+    The marker ``…[+N chars]`` says how much was cut. Returns None when not even the marker fits.
+    """
+    if str_size(text) <= limit:
+        return text
+    lo, hi = 0, min(len(text), limit)
+    best: str | None = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        cand = text[:mid] + f"{ELLIPSIS}[+{len(text) - mid} chars]"
+        if str_size(cand) <= limit:
+            best = cand
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def clip_json(value: JSON, limit: int) -> JSON | None:
+    """``value`` when its canonical form fits ``limit``; else a marked prefix of its canonical
+    text as a string (see clip_str); None when nothing fits."""
+    if isinstance(value, str):
+        return clip_str(value, limit)
+    if isinstance(value, (dict, list)):
+        text = canonical_str(value)
+        return value if len(text) <= limit else clip_str(text, limit)
+    return value if scalar_size(value) <= limit else None
