@@ -1,0 +1,359 @@
+"""The store protocol: boards, blueprints, logs, snapshots and agendas behind one async API.
+
+Every backend (memory, sqlite, postgresql) gives the same guarantees, checked by one conformance
+suite (``tests/stores/test_conformance.py``):
+
+- **One writer per log position.** ``append`` is a compare-and-set on the board's log position:
+  it succeeds only when ``record.seq`` is the board's last seq + 1 and ``record.prev`` is the
+  stored last hash (and, when given, ``expected_version`` is the board's version). Two writers
+  that prepared at the same position cannot both append: the loser gets ``Conflict``.
+- **Atomic appends.** The record, the board's new position/version, the agenda changes the
+  record causes (pushes, completions, re-queues, cancellations) and the optional snapshot are
+  written in one transaction; an append that fails leaves no trace.
+- **Durable appends.** When ``append`` returns, the record survives the death of the process
+  (and, for sqlite with ``synchronous=full`` and postgresql with ``synchronous_commit=on``, of
+  the machine).
+- **Patches, not states.** Records are stored as they are (a record carries its patch as
+  canonical text, never the state). A full state copy is written only as a snapshot, at most
+  every ``snapshot_every`` records, and only the latest snapshot of a board is kept, so the
+  persisted bytes per step stay flat as the board grows.
+- **An invocation is committed once.** Completing an invocation (``AgendaChanges.complete``)
+  records the completing record's seq; completing it again raises
+  ``DuplicateInvocationCommit`` and the append leaves no trace.
+- **Leases.** ``claim`` hands out the best eligible invocation (highest priority, then lowest
+  ``order``) with a lease; an invocation whose lease expired is claimable again.
+- **Clear failures.** Driver errors never escape: a damaged database raises ``StoreCorrupt``
+  naming the file (or board and seq) and the problem, an unreachable one ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..kernel.canonical import JSON
+from ..kernel.record import GENESIS, Record
+from ..scheduling.invocation import Invocation
+
+BOARD_STATUSES = ("running", "paused", "done", "failed")
+"""A board's lifecycle: claims are only handed out for running boards."""
+
+DEFAULT_SNAPSHOT_EVERY = 100
+"""Records between two snapshots unless the store URL says otherwise (``?snapshot_every=N``)."""
+
+DEFAULT_LEASE_S = 30.0
+
+
+# -- errors -------------------------------------------------------------------------------------
+class StoreError(Exception):
+    """Base of every error a store raises (driver errors are always translated)."""
+
+
+class Conflict(StoreError):
+    """The board moved on: the record was prepared at a log position that is no longer the last.
+
+    The caller must abort its decision, reload the board and decide again.
+    """
+
+    def __init__(
+        self,
+        board_id: str,
+        message: str,
+        *,
+        expected_seq: int | None = None,
+        actual_seq: int | None = None,
+    ) -> None:
+        super().__init__(f"board {board_id}: {message}")
+        self.board_id = board_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq
+
+
+class DuplicateInvocationCommit(Conflict):
+    """The invocation was already completed by an earlier record (its idempotency key is spent)."""
+
+    def __init__(self, board_id: str, invocation_id: str, done_seq: int | None) -> None:
+        where = f" by record {done_seq}" if done_seq is not None else ""
+        super().__init__(board_id, f"invocation {invocation_id!r} was already committed{where}")
+        self.invocation_id = invocation_id
+        self.done_seq = done_seq
+
+
+class BoardNotFound(StoreError):
+    """No board with this id."""
+
+    def __init__(self, board_id: str) -> None:
+        super().__init__(f"no board {board_id!r} in this store")
+        self.board_id = board_id
+
+
+class BoardExists(StoreError):
+    """``create_board`` with an id that is already taken."""
+
+    def __init__(self, board_id: str) -> None:
+        super().__init__(f"a board {board_id!r} already exists")
+        self.board_id = board_id
+
+
+class AgendaError(StoreError):
+    """An agenda change names an invocation the board does not have, or one in the wrong status."""
+
+
+class StoreCorrupt(StoreError):
+    """The stored data is damaged: not a database, truncated, malformed, or an unreadable row.
+
+    ``where`` names the file (or the database and board/seq) and ``problem`` what is wrong.
+    """
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached or opened right now (retrying later may help)."""
+
+
+class SchemaTooNew(StoreError):
+    """The store was written by a newer slateboard whose schema this version does not know."""
+
+
+class LeaseLost(StoreError):
+    """The invocation is no longer claimed by this owner (its lease expired and it moved on)."""
+
+
+# -- data ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class BoardInfo:
+    """A board's header: identity, lifecycle and log position."""
+
+    board_id: str
+    name: str
+    status: str
+    reason: str | None
+    created_at: float
+    updated_at: float
+    version: int
+    seq: int
+    last_hash: str
+    meta: dict[str, JSON] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A full copy of a board's state after record ``seq`` (version, hashes included)."""
+
+    state: JSON
+    version: int
+    seq: int
+    last_hash: str
+    state_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedBoard:
+    """Everything needed to rebuild a board: blueprint, initial state, latest snapshot, the tail.
+
+    Rebuild with ``Kernel(compiled, state=start_state, version=start_version, seq=start_seq,
+    last_hash=start_hash)`` after replaying ``records`` with ``replay(..., start_*=...)``.
+    """
+
+    info: BoardInfo
+    blueprint: dict[str, Any]
+    initial_state: JSON
+    snapshot: Snapshot | None
+    records: list[Record]
+    pending: list[Invocation]
+    claimed: list[Invocation]
+
+    @property
+    def board_id(self) -> str:
+        """The board's id."""
+        return self.info.board_id
+
+    @property
+    def start_state(self) -> JSON:
+        """The state the tail applies to (the snapshot's, else the initial state)."""
+        return self.snapshot.state if self.snapshot is not None else self.initial_state
+
+    @property
+    def start_version(self) -> int:
+        """Version at the start of ``records``."""
+        return self.snapshot.version if self.snapshot is not None else 0
+
+    @property
+    def start_seq(self) -> int:
+        """Seq of the record just before ``records`` (0 at genesis)."""
+        return self.snapshot.seq if self.snapshot is not None else 0
+
+    @property
+    def start_hash(self) -> str:
+        """Hash of the record just before ``records`` (GENESIS at the start)."""
+        return self.snapshot.last_hash if self.snapshot is not None else GENESIS
+
+
+@dataclass(frozen=True, slots=True)
+class AgendaChanges:
+    """Agenda changes caused by one record, written in the same transaction as the record.
+
+    ``push``: new pending invocations (an id already on the board, or a key already pending on
+    it, is skipped: pushes are idempotent). ``complete``: invocation ids this record completes
+    (each at most once, ever). ``requeue``: claimed/pending invocations put back to pending with
+    the given ``attempts``/``feedback``/``meta`` (e.g. a stale proposal re-queued once).
+    ``cancel``: invocation ids cancelled.
+    """
+
+    push: Sequence[Invocation] = ()
+    complete: Sequence[str] = ()
+    requeue: Sequence[Invocation] = ()
+    cancel: Sequence[str] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.push or self.complete or self.requeue or self.cancel)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A leased invocation: ``owner`` holds it until ``lease_until`` (epoch seconds)."""
+
+    board_id: str
+    invocation: Invocation
+    owner: str
+    lease_until: float
+    claims: int
+    """How many times this invocation has been claimed, this claim included."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an append did: the new position, and whether a snapshot was written or is due."""
+
+    seq: int
+    version: int
+    snapshot_written: bool
+    snapshot_due: bool
+
+
+# -- the protocol -------------------------------------------------------------------------------
+@runtime_checkable
+class Store(Protocol):
+    """Async persistence of boards (see the module docstring for the guarantees)."""
+
+    url: str
+    snapshot_every: int
+
+    async def close(self) -> None:
+        """Release connections and threads; the store is unusable afterwards."""
+        ...
+
+    async def create_board(
+        self,
+        blueprint: dict[str, Any],
+        initial_state: JSON,
+        *,
+        board_id: str | None = None,
+        name: str | None = None,
+        meta: dict[str, JSON] | None = None,
+        agenda: Sequence[Invocation] = (),
+    ) -> BoardInfo:
+        """Create a running board at version 0 / seq 0 with its start invocations; ``BoardExists``
+        if ``board_id`` is taken. The id is a fresh uuid4 hex when not given."""
+        ...
+
+    async def append(
+        self,
+        board_id: str,
+        record: Record,
+        *,
+        agenda: AgendaChanges | None = None,
+        expected_version: int | None = None,
+        state: JSON = None,
+    ) -> AppendResult:
+        """Append ``record`` and apply ``agenda`` atomically, or raise and leave no trace.
+
+        CAS: ``Conflict`` unless ``record.seq == last seq + 1`` and ``record.prev == last hash``
+        (and ``expected_version`` equals the board's version when given).
+        ``DuplicateInvocationCommit`` when a completed invocation was committed before.
+        ``state`` is the board state after the record (the kernel's live state); when a snapshot
+        is due it is written in the same transaction. It is serialised before the call yields.
+        """
+        ...
+
+    async def load_board(self, board_id: str) -> LoadedBoard:
+        """The blueprint, initial state, latest snapshot, records after it and the live agenda."""
+        ...
+
+    async def board_info(self, board_id: str) -> BoardInfo:
+        """The board's header (``BoardNotFound`` if absent)."""
+        ...
+
+    async def list_boards(self, *, status: str | None = None) -> list[BoardInfo]:
+        """Every board (optionally only those in ``status``), oldest first."""
+        ...
+
+    async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
+        """Records with ``seq >= from_seq`` in order (at most ``limit``)."""
+        ...
+
+    async def write_snapshot(
+        self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
+    ) -> None:
+        """Store a snapshot of the state after record ``seq`` (must be a committed position whose
+        hash is ``last_hash``; otherwise ``Conflict``). Replaces an older snapshot."""
+        ...
+
+    async def compact(self, board_id: str) -> Snapshot | None:
+        """Build and store a snapshot at the last record from the stored snapshot and records
+        (no kernel or blueprint needed); returns it, or None for an empty log."""
+        ...
+
+    async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
+        """Move the board to ``status`` (one of BOARD_STATUSES) with an optional end reason."""
+        ...
+
+    async def delete_board(self, board_id: str) -> None:
+        """Remove the board with its log, snapshots and agenda (no error if absent)."""
+        ...
+
+    async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
+        """Push pending invocations outside an append (e.g. start rules); returns the ids added
+        (ids already present, or keys already pending, are skipped)."""
+        ...
+
+    async def agenda(self, board_id: str, statuses: Sequence[str] = ("pending", "claimed")) -> list[Invocation]:
+        """The board's invocations in these statuses, in agenda order."""
+        ...
+
+    async def claim(
+        self,
+        board_id: str | None,
+        *,
+        owner: str,
+        lease_s: float = DEFAULT_LEASE_S,
+        worker_names: Sequence[str] | None = None,
+        now: float | None = None,
+    ) -> Claim | None:
+        """Lease the best eligible invocation of a running board (or of any running board when
+        ``board_id`` is None): pending, or claimed with an expired lease; highest priority first,
+        then lowest order. None when nothing is eligible. Never hands one invocation to two
+        owners with overlapping leases."""
+        ...
+
+    async def heartbeat(
+        self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
+    ) -> float:
+        """Extend the owner's lease; returns the new ``lease_until``. ``LeaseLost`` when the
+        invocation is no longer claimed by ``owner``."""
+        ...
+
+    async def release_expired(self, now: float | None = None) -> int:
+        """Put claimed invocations whose lease expired back to pending (cancelling any whose key
+        is already pending again); returns how many were released or cancelled."""
+        ...
+
+    async def wait_for_work(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for new pending work; True if woken by a push (a
+        spurious True is allowed, so callers must still claim)."""
+        ...

@@ -1,0 +1,448 @@
+"""In-process store for tests and throwaway boards (``memory://``).
+
+Same guarantees as the durable backends except durability: everything lives in this process.
+Values are kept in their encoded form, so callers never share objects with the store. Every
+method runs without yielding to the event loop while it reads or writes, and a thread lock
+guards the data, so each call is atomic; an append validates everything before it changes
+anything, so a failing append leaves no trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..kernel.canonical import JSON
+from ..kernel.record import GENESIS, Record
+from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from . import _common as c
+from .base import (
+    BOARD_STATUSES,
+    DEFAULT_LEASE_S,
+    DEFAULT_SNAPSHOT_EVERY,
+    AgendaChanges,
+    AgendaError,
+    AppendResult,
+    BoardExists,
+    BoardInfo,
+    BoardNotFound,
+    Claim,
+    Conflict,
+    DuplicateInvocationCommit,
+    LeaseLost,
+    LoadedBoard,
+    Snapshot,
+    StoreError,
+)
+
+
+@dataclass(slots=True)
+class _Inv:
+    data: bytes
+    key: str
+    worker: str
+    priority: int
+    order: int
+    created: int
+    status: str
+    attempts: int
+    owner: str | None = None
+    lease_until: float | None = None
+    claims: int = 0
+    done_seq: int | None = None
+
+
+@dataclass(slots=True)
+class _Board:
+    board_id: str
+    name: str
+    blueprint: bytes
+    initial: bytes
+    meta: dict[str, JSON]
+    created: int
+    created_at: float
+    updated_at: float
+    status: str = "running"
+    reason: str | None = None
+    version: int = 0
+    seq: int = 0
+    last_hash: str = GENESIS
+    records: list[bytes] = field(default_factory=list)
+    snapshot: tuple[bytes, int, int, str, str] | None = None
+    invs: dict[str, _Inv] = field(default_factory=dict)
+
+    def info(self) -> BoardInfo:
+        return BoardInfo(
+            self.board_id,
+            self.name,
+            self.status,
+            self.reason,
+            self.created_at,
+            self.updated_at,
+            self.version,
+            self.seq,
+            self.last_hash,
+            dict(self.meta),
+        )
+
+
+class MemoryStore:
+    """A Store kept in process memory (see module docstring)."""
+
+    def __init__(self, url: str = "memory://", *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY) -> None:
+        self.url = url
+        self.snapshot_every = snapshot_every
+        self._boards: dict[str, _Board] = {}
+        self._lock = threading.Lock()
+        self._counter = itertools.count(1)
+        self._waiters: set[asyncio.Future[bool]] = set()
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str) -> MemoryStore:
+        """Open ``memory://[?snapshot_every=N]``."""
+        from urllib.parse import parse_qsl, urlsplit
+
+        opts = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+        unknown = set(opts) - {"snapshot_every"}
+        if unknown:
+            raise StoreError(f"unknown memory store options: {', '.join(sorted(unknown))}")
+        return cls(url, snapshot_every=c.int_option(opts, "snapshot_every", DEFAULT_SNAPSHOT_EVERY))
+
+    async def close(self) -> None:
+        """Drop the waiters; the data stays until the object is garbage."""
+        self._closed = True
+        self._wake()
+
+    # -- boards ---------------------------------------------------------------------------------
+    def _board(self, board_id: str) -> _Board:
+        board = self._boards.get(board_id)
+        if board is None:
+            raise BoardNotFound(board_id)
+        return board
+
+    async def create_board(
+        self,
+        blueprint: dict[str, Any],
+        initial_state: JSON,
+        *,
+        board_id: str | None = None,
+        name: str | None = None,
+        meta: dict[str, JSON] | None = None,
+        agenda: Sequence[Invocation] = (),
+    ) -> BoardInfo:
+        """See Store.create_board."""
+        bp = c.encode_json(blueprint)
+        init = c.encode_json(initial_state)
+        meta_copy = c.decode_json(c.json_meta(meta), "meta")
+        rows = [(inv, c.encode_invocation(inv)) for inv in agenda]
+        bid = board_id or uuid.uuid4().hex
+        with self._lock:
+            if bid in self._boards:
+                raise BoardExists(bid)
+            t = c.now()
+            label = name if name is not None else str(blueprint.get("name", "board"))
+            board = _Board(bid, label, bp, init, meta_copy, next(self._counter), t, t)
+            self._push(board, rows)
+            self._boards[bid] = board
+            info = board.info()
+        if rows:
+            self._wake()
+        return info
+
+    async def board_info(self, board_id: str) -> BoardInfo:
+        """See Store.board_info."""
+        with self._lock:
+            return self._board(board_id).info()
+
+    async def list_boards(self, *, status: str | None = None) -> list[BoardInfo]:
+        """See Store.list_boards."""
+        with self._lock:
+            boards = sorted(self._boards.values(), key=lambda b: b.created)
+            return [b.info() for b in boards if status is None or b.status == status]
+
+    async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
+        """See Store.set_status."""
+        if status not in BOARD_STATUSES:
+            raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
+        with self._lock:
+            board = self._board(board_id)
+            board.status, board.reason, board.updated_at = status, reason, c.now()
+            info = board.info()
+        if status == "running":
+            self._wake()
+        return info
+
+    async def delete_board(self, board_id: str) -> None:
+        """See Store.delete_board."""
+        with self._lock:
+            self._boards.pop(board_id, None)
+
+    # -- log --------------------------------------------------------------------------------------
+    async def append(
+        self,
+        board_id: str,
+        record: Record,
+        *,
+        agenda: AgendaChanges | None = None,
+        expected_version: int | None = None,
+        state: JSON = None,
+    ) -> AppendResult:
+        """See Store.append."""
+        c.check_record(record)
+        c.check_changes(board_id, agenda)
+        data = c.encode_record(record)
+        changes = agenda or AgendaChanges()
+        pushes = [(inv, c.encode_invocation(inv)) for inv in changes.push]
+        requeues = [(inv, c.encode_invocation(inv)) for inv in changes.requeue]
+        with self._lock:
+            board = self._board(board_id)
+            c.check_position(
+                board_id,
+                record,
+                last_seq=board.seq,
+                last_hash=board.last_hash,
+                version=board.version,
+                expected_version=expected_version,
+            )
+            due = c.snapshot_due(record.seq, board.snapshot[2] if board.snapshot else 0, self.snapshot_every)
+            snap = c.encode_json(state) if due and state is not None else None
+            self._check_agenda(board, changes)
+            # Everything is validated: apply.
+            board.records.append(data)
+            board.seq, board.last_hash, board.version = record.seq, record.hash, record.version
+            board.updated_at = c.now()
+            for inv_id in changes.complete:
+                row = board.invs[inv_id]
+                row.status, row.done_seq, row.owner, row.lease_until = DONE, record.seq, None, None
+            for inv_id in changes.cancel:
+                row = board.invs[inv_id]
+                if row.status in (PENDING, CLAIMED):
+                    row.status, row.owner, row.lease_until = CANCELLED, None, None
+            for inv, blob in requeues:
+                self._requeue(board, inv, blob)
+            pushed = self._push(board, pushes)
+            if snap is not None:
+                board.snapshot = (snap, record.version, record.seq, record.hash, record.state_after)
+        if pushed or requeues:
+            self._wake()
+        return AppendResult(record.seq, record.version, snap is not None, due and snap is None)
+
+    @staticmethod
+    def _check_agenda(board: _Board, changes: AgendaChanges) -> None:
+        for inv_id in changes.complete:
+            row = board.invs.get(inv_id)
+            if row is None:
+                raise AgendaError(f"board {board.board_id}: cannot complete unknown invocation {inv_id!r}")
+            if row.status == DONE:
+                raise DuplicateInvocationCommit(board.board_id, inv_id, row.done_seq)
+            if row.status == CANCELLED:
+                raise AgendaError(f"board {board.board_id}: cannot complete cancelled invocation {inv_id!r}")
+        for inv_id in changes.cancel:
+            if inv_id not in board.invs:
+                raise AgendaError(f"board {board.board_id}: cannot cancel unknown invocation {inv_id!r}")
+        for inv in changes.requeue:
+            row = board.invs.get(inv.id)
+            if row is None:
+                raise AgendaError(f"board {board.board_id}: cannot re-queue unknown invocation {inv.id!r}")
+            if row.status in (DONE, CANCELLED) and inv.id not in changes.complete:
+                raise AgendaError(f"board {board.board_id}: cannot re-queue {row.status} invocation {inv.id!r}")
+
+    def _requeue(self, board: _Board, inv: Invocation, blob: bytes) -> None:
+        row = board.invs[inv.id]
+        clash = any(o.status == PENDING and o.key == row.key and i != inv.id for i, o in board.invs.items())
+        row.data, row.attempts, row.owner, row.lease_until = blob, inv.attempts, None, None
+        row.status = CANCELLED if clash else PENDING
+
+    def _push(self, board: _Board, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
+        added: list[str] = []
+        pending_keys = {o.key for o in board.invs.values() if o.status == PENDING}
+        for inv, blob in rows:
+            if inv.id in board.invs or inv.key in pending_keys:
+                continue
+            board.invs[inv.id] = _Inv(
+                blob, inv.key, inv.worker, inv.priority, inv.order, next(self._counter), PENDING, inv.attempts
+            )
+            pending_keys.add(inv.key)
+            added.append(inv.id)
+        return added
+
+    async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
+        """See Store.read_records."""
+        with self._lock:
+            board = self._board(board_id)
+            start = max(from_seq, 1) - 1
+            stop = len(board.records) if limit is None else min(len(board.records), start + max(limit, 0))
+            blobs = board.records[start:stop]
+        return [c.decode_record(b, f"memory board {board_id}", start + i + 1) for i, b in enumerate(blobs)]
+
+    async def load_board(self, board_id: str) -> LoadedBoard:
+        """See Store.load_board."""
+        with self._lock:
+            board = self._board(board_id)
+            info = board.info()
+            snap = board.snapshot
+            start = snap[2] if snap else 0
+            blobs = board.records[start:]
+            invs = [(o.data, o.status, o.attempts) for o in board.invs.values() if o.status in (PENDING, CLAIMED)]
+            bp, init = board.blueprint, board.initial
+        where = f"memory board {board_id}"
+        snapshot = None
+        if snap is not None:
+            snapshot = Snapshot(c.decode_json(snap[0], where), snap[1], snap[2], snap[3], snap[4])
+        records = [c.decode_record(b, where, start + i + 1) for i, b in enumerate(blobs)]
+        agenda = sorted((c.decode_invocation(d, s, a, where) for d, s, a in invs), key=c.agenda_sort_key)
+        blueprint = c.decode_json(bp, where)
+        return LoadedBoard(
+            info,
+            blueprint,
+            c.decode_json(init, where),
+            snapshot,
+            records,
+            [i for i in agenda if i.status == PENDING],
+            [i for i in agenda if i.status == CLAIMED],
+        )
+
+    async def write_snapshot(
+        self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
+    ) -> None:
+        """See Store.write_snapshot."""
+        blob = c.encode_json(state)
+        with self._lock:
+            board = self._board(board_id)
+            if seq < 1 or seq > board.seq:
+                raise Conflict(board_id, f"snapshot at record {seq}, but the log ends at {board.seq}")
+            rec = c.decode_record(board.records[seq - 1], f"memory board {board_id}", seq)
+            if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
+                raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
+            if board.snapshot is None or board.snapshot[2] < seq:
+                board.snapshot = (blob, version, seq, last_hash, state_hash)
+
+    async def compact(self, board_id: str) -> Snapshot | None:
+        """See Store.compact."""
+        loaded = await self.load_board(board_id)
+        snap = c.build_snapshot(f"memory board {board_id}", loaded.snapshot, loaded.initial_state, loaded.records)
+        if snap is not None and snap is not loaded.snapshot:
+            await self.write_snapshot(
+                board_id,
+                snap.state,
+                version=snap.version,
+                seq=snap.seq,
+                last_hash=snap.last_hash,
+                state_hash=snap.state_hash,
+            )
+        return snap
+
+    # -- agenda -----------------------------------------------------------------------------------
+    async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
+        """See Store.push_invocations."""
+        rows = [(inv, c.encode_invocation(inv)) for inv in invocations]
+        with self._lock:
+            added = self._push(self._board(board_id), rows)
+        if added:
+            self._wake()
+        return added
+
+    async def agenda(self, board_id: str, statuses: Sequence[str] = (PENDING, CLAIMED)) -> list[Invocation]:
+        """See Store.agenda."""
+        with self._lock:
+            rows = [
+                (o.data, o.status, o.attempts, o.priority, o.order, o.created)
+                for o in self._board(board_id).invs.values()
+                if o.status in statuses
+            ]
+        rows.sort(key=lambda r: (-r[3], r[4], r[5]))
+        return [c.decode_invocation(d, s, a, f"memory board {board_id}") for d, s, a, *_ in rows]
+
+    async def claim(
+        self,
+        board_id: str | None,
+        *,
+        owner: str,
+        lease_s: float = DEFAULT_LEASE_S,
+        worker_names: Sequence[str] | None = None,
+        now: float | None = None,
+    ) -> Claim | None:
+        """See Store.claim."""
+        t = c.now() if now is None else now
+        workers = set(worker_names) if worker_names is not None else None
+        with self._lock:
+            if board_id is not None:
+                boards = [self._board(board_id)]
+            else:
+                boards = sorted(self._boards.values(), key=lambda b: b.created)
+            best: tuple[tuple[int, int, int], _Board, str, _Inv] | None = None
+            for board in boards:
+                if board.status != "running":
+                    continue
+                for inv_id, row in board.invs.items():
+                    eligible = row.status == PENDING or (
+                        row.status == CLAIMED and row.lease_until is not None and row.lease_until <= t
+                    )
+                    if not eligible or (workers is not None and row.worker not in workers):
+                        continue
+                    key = (-row.priority, row.order, row.created)
+                    if best is None or key < best[0]:
+                        best = (key, board, inv_id, row)
+            if best is None:
+                return None
+            _, board, inv_id, row = best
+            row.status, row.owner, row.lease_until = CLAIMED, owner, t + lease_s
+            row.claims += 1
+            inv = c.decode_invocation(row.data, CLAIMED, row.attempts, f"memory board {board.board_id}")
+            return Claim(board.board_id, inv, owner, t + lease_s, row.claims)
+
+    async def heartbeat(
+        self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
+    ) -> float:
+        """See Store.heartbeat."""
+        t = c.now() if now is None else now
+        with self._lock:
+            row = self._board(board_id).invs.get(invocation_id)
+            if row is None or row.status != CLAIMED or row.owner != owner:
+                raise LeaseLost(f"board {board_id}: invocation {invocation_id!r} is not claimed by {owner!r}")
+            row.lease_until = t + lease_s
+            return row.lease_until
+
+    async def release_expired(self, now: float | None = None) -> int:
+        """See Store.release_expired."""
+        t = c.now() if now is None else now
+        count = 0
+        with self._lock:
+            for board in self._boards.values():
+                for inv_id, row in board.invs.items():
+                    if row.status == CLAIMED and row.lease_until is not None and row.lease_until <= t:
+                        inv = c.decode_invocation(row.data, row.status, row.attempts, f"memory board {board.board_id}")
+                        self._requeue(board, replace(inv, id=inv_id), row.data)
+                        count += 1
+        if count:
+            self._wake()
+        return count
+
+    async def wait_for_work(self, timeout: float) -> bool:
+        """See Store.wait_for_work (woken by pushes in this process)."""
+        if self._closed:
+            return False
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiters.add(fut)
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
+        finally:
+            self._waiters.discard(fut)
+
+    def _wake(self) -> None:
+        for fut in list(self._waiters):
+            if not fut.done():
+                fut.get_loop().call_soon_threadsafe(_set_true, fut)
+
+
+def _set_true(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(True)

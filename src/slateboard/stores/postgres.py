@@ -1,0 +1,711 @@
+"""PostgreSQL store: psycopg 3 (async) with a connection pool, for boards shared by many runners.
+
+``postgresql://user@host:5432/db?schema=NAME&snapshot_every=N&pool_max=N``: the tables live in
+schema ``NAME`` (default ``slateboard``; created on open), so several stores (or test runs) can
+share one database without seeing each other's data. Other query parameters go to libpq.
+
+Guarantees, on top of the Store protocol's:
+- An append is one database transaction: a conditional ``UPDATE boards ... WHERE last_seq = ...
+  AND last_hash = ...`` (the CAS: a concurrent writer blocks on the row lock, then finds the
+  position moved and gets ``Conflict``), the record insert, the agenda rows it creates or
+  completes and the snapshot when due. ``NOTIFY slateboard_<schema>`` is sent (at commit) when
+  the append made new pending work, so idle runners blocked in ``wait_for_work`` wake up.
+- ``claim`` picks with ``FOR UPDATE SKIP LOCKED``: concurrent claimers never block each other
+  and never get the same invocation.
+- Connection failures raise ``StoreUnavailable`` and damaged data ``StoreCorrupt``; no psycopg
+  exception escapes.
+- Lease times are the client's clock (``time.time()``), like the other backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection, errors
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ..kernel.canonical import JSON
+from ..kernel.record import GENESIS, Record
+from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from . import _common as c
+from .base import (
+    BOARD_STATUSES,
+    DEFAULT_LEASE_S,
+    DEFAULT_SNAPSHOT_EVERY,
+    AgendaChanges,
+    AgendaError,
+    AppendResult,
+    BoardExists,
+    BoardInfo,
+    BoardNotFound,
+    Claim,
+    Conflict,
+    DuplicateInvocationCommit,
+    LeaseLost,
+    LoadedBoard,
+    SchemaTooNew,
+    Snapshot,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+)
+from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, SCHEMA_VERSION
+
+OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
+_BOARD_COLS = "board_id, name, status, reason, created_at, updated_at, version, last_seq, last_hash, meta"
+Conn = AsyncConnection[Any]
+
+
+class PostgresStore:
+    """A Store in a PostgreSQL schema (see module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        dsn: str,
+        pool: AsyncConnectionPool,
+        *,
+        schema: str,
+        snapshot_every: int,
+    ) -> None:
+        self.url = url
+        self.dsn = dsn
+        self.schema = schema
+        self.snapshot_every = snapshot_every
+        self.channel = f"slateboard_{schema}"
+        self._pool = pool
+        self._where = f"{c.redact(dsn)} schema {schema}"
+        self._listener: Conn | None = None
+        self._listen_lock = asyncio.Lock()
+        self._snap_hint: dict[str, int] = {}
+        self._closed = False
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresStore:
+        """Connect, create the schema if needed and apply the migrations it lacks."""
+        dsn, opts = c.split_options(url, OPTIONS)
+        dsn = "postgresql" + dsn[dsn.index(":") :] if dsn.startswith("postgres:") else dsn
+        schema = opts.get("schema", "slateboard")
+        if not _IDENT.match(schema):
+            raise StoreError(f"postgresql store schema {schema!r}: use lowercase letters, digits and _ (max 51)")
+        timeout = float(c.int_option(opts, "connect_timeout_s", 10, minimum=1))
+        where = c.redact(dsn)
+        # A direct connection first: its error names the reason, which a pool timeout would not.
+        try:
+            probe = await AsyncConnection.connect(dsn, autocommit=True, connect_timeout=int(timeout))
+            await probe.close()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"{where}: cannot connect ({_first_line(exc)})") from None
+        pool = AsyncConnectionPool(
+            dsn,
+            min_size=c.int_option(opts, "pool_min", 1, minimum=0),
+            max_size=c.int_option(opts, "pool_max", 8, minimum=1),
+            kwargs={"autocommit": True, "options": f"-c search_path={schema}"},
+            open=False,
+            timeout=timeout,
+        )
+        try:
+            await pool.open(wait=True, timeout=timeout)
+        except (PoolTimeout, psycopg.Error) as exc:
+            await pool.close()
+            raise StoreUnavailable(f"{where}: cannot open a connection pool ({_first_line(exc)})") from None
+        store = cls(
+            url,
+            dsn,
+            pool,
+            schema=schema,
+            snapshot_every=c.int_option(opts, "snapshot_every", DEFAULT_SNAPSHOT_EVERY),
+        )
+        try:
+            await store._migrate()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        """Close the pool and the listening connection (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._listener is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._listener.close()
+            self._listener = None
+        await self._pool.close()
+
+    async def drop_schema(self) -> None:
+        """Drop this store's schema with every board in it (tests and tear-down only)."""
+        async with self._conn() as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _conn(self) -> AsyncIterator[Conn]:
+        if self._closed:
+            raise StoreError(f"{self._where}: the store is closed")
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except StoreError:
+            raise
+        except PoolTimeout as exc:
+            raise StoreUnavailable(f"{self._where}: no database connection available ({exc})") from None
+        except psycopg.Error as exc:
+            raise self._translate(exc) from None
+
+    @contextlib.asynccontextmanager
+    async def _tx(self, *, repeatable: bool = False, lease: bool = False) -> AsyncIterator[Conn]:
+        """A transaction; ``lease=True`` for lease bookkeeping (claim, heartbeat, release), which
+        commits without waiting for its WAL flush: the WAL is sequential, so the next durable
+        commit flushes it too, and losing a lease change to a server crash only makes the
+        invocation claimable again, as an expired lease would."""
+        async with self._conn() as conn, conn.transaction():
+            if repeatable:
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            elif lease:
+                await conn.execute("SET LOCAL synchronous_commit = off")
+            yield conn
+
+    def _translate(self, exc: psycopg.Error) -> StoreError:
+        msg = _first_line(exc)
+        if isinstance(exc, (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName)):
+            return StoreCorrupt(self._where, f"the slateboard tables are damaged or missing ({msg})")
+        if isinstance(exc, (errors.DataCorrupted, errors.IndexCorrupted)):
+            return StoreCorrupt(self._where, f"the database reports damaged data ({msg})")
+        if isinstance(exc, psycopg.OperationalError):
+            return StoreUnavailable(f"{self._where}: {msg}")
+        return StoreError(f"{self._where}: {type(exc).__name__}: {msg}")
+
+    async def _migrate(self) -> None:
+        async with self._tx() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"slateboard:{self.schema}",))
+            await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            cur = await conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (self.schema,)
+            )
+            tables = {r[0] for r in await cur.fetchall()}
+            current = 0
+            if SCHEMA_TABLE in tables:
+                cur = await conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}")
+                row = await cur.fetchone()
+                current = int(row[0] or 0) if row else 0
+            elif tables:
+                raise StoreCorrupt(
+                    self._where,
+                    f"not a slateboard store: schema {self.schema} holds other tables ({', '.join(sorted(tables)[:6])})",
+                )
+            if current > SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self._where}: written by a newer slateboard (schema version {current}, this version knows "
+                    f"up to {SCHEMA_VERSION}); upgrade slateboard to open it"
+                )
+            for version, statements in POSTGRES_MIGRATIONS:
+                if version <= current:
+                    continue
+                for stmt in statements:
+                    await conn.execute(stmt)
+                await conn.execute(
+                    f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (%s, %s)", (version, c.now())
+                )
+
+    async def schema_version(self) -> int:
+        """The schema version stored in the database."""
+        async with self._conn() as conn:
+            cur = await conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}")
+            row = await cur.fetchone()
+            return int(row[0] or 0) if row else 0
+
+    def _snapshot_maybe_due(self, board_id: str, seq: int) -> bool:
+        if self.snapshot_every <= 0:
+            return False
+        last = self._snap_hint.get(board_id)
+        if last is None:
+            return seq % self.snapshot_every == 0
+        return c.snapshot_due(seq, last, self.snapshot_every)
+
+    # -- boards -----------------------------------------------------------------------------------
+    def _info(self, row: Sequence[Any]) -> BoardInfo:
+        meta = c.decode_json(row[9], f"{self._where} board {row[0]}")
+        return BoardInfo(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            float(row[4]),
+            float(row[5]),
+            int(row[6]),
+            int(row[7]),
+            row[8],
+            meta if isinstance(meta, dict) else {},
+        )
+
+    async def _board_row(self, conn: Conn, board_id: str, *, lock: bool = False) -> Sequence[Any]:
+        cur = await conn.execute(
+            f"SELECT {_BOARD_COLS} FROM boards WHERE board_id = %s{' FOR UPDATE' if lock else ''}",
+            (board_id,),
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise BoardNotFound(board_id)
+        return tuple(row)
+
+    async def create_board(
+        self,
+        blueprint: dict[str, Any],
+        initial_state: JSON,
+        *,
+        board_id: str | None = None,
+        name: str | None = None,
+        meta: dict[str, JSON] | None = None,
+        agenda: Sequence[Invocation] = (),
+    ) -> BoardInfo:
+        """See Store.create_board."""
+        bp = c.encode_json(blueprint)
+        init = c.encode_json(initial_state)
+        meta_b = c.json_meta(meta)
+        rows = [(inv, c.encode_invocation(inv)) for inv in agenda]
+        bid = board_id or uuid.uuid4().hex
+        label = name if name is not None else str(blueprint.get("name", "board"))
+        async with self._tx() as conn:
+            t = c.now()
+            cur = await conn.execute(
+                "INSERT INTO boards (board_id, name, blueprint, initial_state, meta, status, reason, created_at,"
+                " updated_at, version, last_seq, last_hash, snapshot_seq)"
+                " VALUES (%s, %s, %s, %s, %s, 'running', NULL, %s, %s, 0, 0, %s, 0)"
+                " ON CONFLICT (board_id) DO NOTHING RETURNING board_id",
+                (bid, label, bp, init, meta_b, t, t, GENESIS),
+            )
+            if await cur.fetchone() is None:
+                raise BoardExists(bid)
+            await self._push(conn, bid, rows)
+            self._snap_hint[bid] = 0
+            return self._info(await self._board_row(conn, bid))
+
+    async def board_info(self, board_id: str) -> BoardInfo:
+        """See Store.board_info."""
+        async with self._conn() as conn:
+            return self._info(await self._board_row(conn, board_id))
+
+    async def list_boards(self, *, status: str | None = None) -> list[BoardInfo]:
+        """See Store.list_boards."""
+        async with self._conn() as conn:
+            if status is None:
+                cur = await conn.execute(f"SELECT {_BOARD_COLS} FROM boards ORDER BY created_at, created")
+            else:
+                cur = await conn.execute(
+                    f"SELECT {_BOARD_COLS} FROM boards WHERE status = %s ORDER BY created_at, created", (status,)
+                )
+            return [self._info(r) for r in await cur.fetchall()]
+
+    async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
+        """See Store.set_status."""
+        if status not in BOARD_STATUSES:
+            raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
+        async with self._tx() as conn:
+            cur = await conn.execute(
+                "UPDATE boards SET status = %s, reason = %s, updated_at = %s WHERE board_id = %s",
+                (status, reason, c.now(), board_id),
+            )
+            if cur.rowcount == 0:
+                raise BoardNotFound(board_id)
+            if status == "running":
+                await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
+            return self._info(await self._board_row(conn, board_id))
+
+    async def delete_board(self, board_id: str) -> None:
+        """See Store.delete_board."""
+        async with self._tx() as conn:
+            for table in ("records", "snapshots", "invocations", "boards"):
+                await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
+
+    # -- log --------------------------------------------------------------------------------------
+    async def append(
+        self,
+        board_id: str,
+        record: Record,
+        *,
+        agenda: AgendaChanges | None = None,
+        expected_version: int | None = None,
+        state: JSON = None,
+    ) -> AppendResult:
+        """See Store.append."""
+        c.check_record(record)
+        c.check_changes(board_id, agenda)
+        data = c.encode_record(record)
+        changes = agenda or AgendaChanges()
+        pushes = [(inv, c.encode_invocation(inv)) for inv in changes.push]
+        requeues = [(inv, c.encode_invocation(inv)) for inv in changes.requeue]
+        snap: bytes | None = None
+        if state is not None and self._snapshot_maybe_due(board_id, record.seq):
+            snap = c.encode_json(state)
+        prev_version = record.version - 1 if record.outcome == "accepted" else record.version
+        async with self._tx() as conn:
+            # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
+            cur = await conn.execute(
+                "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
+                " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
+                " RETURNING snapshot_seq)"
+                " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
+                " RETURNING (SELECT snapshot_seq FROM b)",
+                (
+                    record.version,
+                    record.seq,
+                    record.hash,
+                    c.now(),
+                    board_id,
+                    record.seq - 1,
+                    record.prev,
+                    prev_version if expected_version is None else expected_version,
+                    board_id,
+                    record.seq,
+                    data,
+                ),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                info = self._info(await self._board_row(conn, board_id))
+                c.check_position(
+                    board_id,
+                    record,
+                    last_seq=info.seq,
+                    last_hash=info.last_hash,
+                    version=info.version,
+                    expected_version=expected_version,
+                )
+                raise Conflict(board_id, f"record {record.seq} does not continue the log", actual_seq=info.seq)
+            snap_seq = int(row[0])
+            await self._apply_agenda(conn, board_id, record.seq, changes, requeues)
+            added = await self._push(conn, board_id, pushes)
+            due = c.snapshot_due(record.seq, snap_seq, self.snapshot_every)
+            write_snap = due and snap is not None
+            if write_snap:
+                await conn.execute(
+                    "INSERT INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
+                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (board_id) DO UPDATE SET seq = EXCLUDED.seq,"
+                    " version = EXCLUDED.version, last_hash = EXCLUDED.last_hash,"
+                    " state_hash = EXCLUDED.state_hash, state = EXCLUDED.state",
+                    (board_id, record.seq, record.version, record.hash, record.state_after, snap),
+                )
+                await conn.execute("UPDATE boards SET snapshot_seq = %s WHERE board_id = %s", (record.seq, board_id))
+            if added or requeues:
+                await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
+        self._snap_hint[board_id] = record.seq if write_snap else snap_seq
+        return AppendResult(record.seq, record.version, write_snap, due and not write_snap)
+
+    async def _apply_agenda(
+        self,
+        conn: Conn,
+        board_id: str,
+        seq: int,
+        changes: AgendaChanges,
+        requeues: Sequence[tuple[Invocation, bytes]],
+    ) -> None:
+        if changes.complete:
+            ids = list(changes.complete)
+            cur = await conn.execute(
+                "UPDATE invocations SET status = 'done', done_seq = %s, owner = NULL, lease_until = NULL"
+                " WHERE board_id = %s AND id = ANY(%s) AND status IN ('pending', 'claimed') RETURNING id",
+                (seq, board_id, ids),
+            )
+            done = {r[0] for r in await cur.fetchall()}
+            missing = [i for i in ids if i not in done]
+            if missing:
+                cur = await conn.execute(
+                    "SELECT id, status, done_seq FROM invocations WHERE board_id = %s AND id = ANY(%s)",
+                    (board_id, missing),
+                )
+                found = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
+                for inv_id in missing:
+                    status, done_seq = found.get(inv_id, (None, None))
+                    if status == DONE:
+                        raise DuplicateInvocationCommit(board_id, inv_id, None if done_seq is None else int(done_seq))
+                    if status == CANCELLED:
+                        raise AgendaError(f"board {board_id}: cannot complete cancelled invocation {inv_id!r}")
+                    raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
+        for inv_id in changes.cancel:
+            cur = await conn.execute(
+                "SELECT status FROM invocations WHERE board_id = %s AND id = %s FOR UPDATE", (board_id, inv_id)
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise AgendaError(f"board {board_id}: cannot cancel unknown invocation {inv_id!r}")
+            if row[0] in (PENDING, CLAIMED):
+                await conn.execute(
+                    "UPDATE invocations SET status = 'cancelled', owner = NULL, lease_until = NULL"
+                    " WHERE board_id = %s AND id = %s",
+                    (board_id, inv_id),
+                )
+        for inv, blob in requeues:
+            cur = await conn.execute(
+                "SELECT status FROM invocations WHERE board_id = %s AND id = %s FOR UPDATE", (board_id, inv.id)
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise AgendaError(f"board {board_id}: cannot re-queue unknown invocation {inv.id!r}")
+            if row[0] in (DONE, CANCELLED) and inv.id not in changes.complete:
+                raise AgendaError(f"board {board_id}: cannot re-queue {row[0]} invocation {inv.id!r}")
+            await _requeue_row(conn, board_id, inv.id, blob, inv.attempts)
+
+    @staticmethod
+    async def _push(conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
+        added: list[str] = []
+        for inv, blob in rows:
+            cur = await conn.execute(
+                "INSERT INTO invocations (board_id, id, key, worker, priority, ord, status, attempts, data)"
+                " VALUES (%s, %s, %s, %s, %s, %s, 'pending', %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+                (board_id, inv.id, inv.key, inv.worker, inv.priority, inv.order, inv.attempts, blob),
+            )
+            if await cur.fetchone() is not None:
+                added.append(inv.id)
+        return added
+
+    async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
+        """See Store.read_records."""
+        async with self._tx(repeatable=True) as conn:
+            await self._board_row(conn, board_id)
+            return await self._records(conn, board_id, from_seq, limit)
+
+    async def _records(self, conn: Conn, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
+        cur = await conn.execute(
+            "SELECT seq, data FROM records WHERE board_id = %s AND seq >= %s ORDER BY seq LIMIT %s",
+            (board_id, from_seq, None if limit is None else max(limit, 0)),
+        )
+        where = f"{self._where} board {board_id}"
+        out = [c.decode_record(data, where, int(seq)) for seq, data in await cur.fetchall()]
+        expected = max(from_seq, 1)
+        for rec in out:
+            if rec.seq != expected:
+                raise StoreCorrupt(where, f"record {expected} is missing from the log")
+            expected += 1
+        return out
+
+    async def load_board(self, board_id: str) -> LoadedBoard:
+        """See Store.load_board."""
+        where = f"{self._where} board {board_id}"
+        async with self._tx(repeatable=True) as conn:
+            info = self._info(await self._board_row(conn, board_id))
+            cur = await conn.execute("SELECT blueprint, initial_state FROM boards WHERE board_id = %s", (board_id,))
+            row = await cur.fetchone()
+            assert row is not None
+            bp, init = row
+            cur = await conn.execute(
+                "SELECT seq, version, last_hash, state_hash, state FROM snapshots WHERE board_id = %s", (board_id,)
+            )
+            srow = await cur.fetchone()
+            snapshot = None
+            if srow is not None:
+                snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
+            start = snapshot.seq if snapshot else 0
+            self._snap_hint[board_id] = start
+            records = await self._records(conn, board_id, start + 1, None)
+            if (records[-1].seq if records else start) != info.seq:
+                raise StoreCorrupt(where, f"the log ends before record {info.seq}")
+            agenda = await _agenda(conn, board_id, (PENDING, CLAIMED), where)
+        blueprint = c.decode_json(bp, where)
+        if not isinstance(blueprint, dict):
+            raise StoreCorrupt(where, "the stored blueprint is not an object")
+        return LoadedBoard(
+            info,
+            blueprint,
+            c.decode_json(init, where),
+            snapshot,
+            records,
+            [i for i in agenda if i.status == PENDING],
+            [i for i in agenda if i.status == CLAIMED],
+        )
+
+    async def write_snapshot(
+        self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
+    ) -> None:
+        """See Store.write_snapshot."""
+        blob = c.encode_json(state)
+        async with self._tx() as conn:
+            cur = await conn.execute("SELECT data FROM records WHERE board_id = %s AND seq = %s", (board_id, seq))
+            row = await cur.fetchone()
+            if row is None:
+                await self._board_row(conn, board_id)
+                raise Conflict(board_id, f"snapshot at record {seq}, which is not in the log")
+            rec = c.decode_record(row[0], f"{self._where} board {board_id}", seq)
+            if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
+                raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
+            cur = await conn.execute(
+                "UPDATE boards SET snapshot_seq = %s WHERE board_id = %s AND snapshot_seq < %s RETURNING 1",
+                (seq, board_id, seq),
+            )
+            if await cur.fetchone() is not None:
+                await conn.execute(
+                    "INSERT INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
+                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (board_id) DO UPDATE SET seq = EXCLUDED.seq,"
+                    " version = EXCLUDED.version, last_hash = EXCLUDED.last_hash,"
+                    " state_hash = EXCLUDED.state_hash, state = EXCLUDED.state",
+                    (board_id, seq, version, last_hash, state_hash, blob),
+                )
+
+    async def compact(self, board_id: str) -> Snapshot | None:
+        """See Store.compact."""
+        loaded = await self.load_board(board_id)
+        snap = c.build_snapshot(
+            f"{self._where} board {board_id}", loaded.snapshot, loaded.initial_state, loaded.records
+        )
+        if snap is not None and snap is not loaded.snapshot:
+            await self.write_snapshot(
+                board_id,
+                snap.state,
+                version=snap.version,
+                seq=snap.seq,
+                last_hash=snap.last_hash,
+                state_hash=snap.state_hash,
+            )
+        return snap
+
+    # -- agenda -----------------------------------------------------------------------------------
+    async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
+        """See Store.push_invocations."""
+        rows = [(inv, c.encode_invocation(inv)) for inv in invocations]
+        async with self._tx() as conn:
+            await self._board_row(conn, board_id)
+            added = await self._push(conn, board_id, rows)
+            if added:
+                await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
+            return added
+
+    async def agenda(self, board_id: str, statuses: Sequence[str] = (PENDING, CLAIMED)) -> list[Invocation]:
+        """See Store.agenda."""
+        async with self._tx(repeatable=True) as conn:
+            await self._board_row(conn, board_id)
+            return await _agenda(conn, board_id, tuple(statuses), f"{self._where} board {board_id}")
+
+    async def claim(
+        self,
+        board_id: str | None,
+        *,
+        owner: str,
+        lease_s: float = DEFAULT_LEASE_S,
+        worker_names: Sequence[str] | None = None,
+        now: float | None = None,
+    ) -> Claim | None:
+        """See Store.claim (``FOR UPDATE SKIP LOCKED``)."""
+        t = c.now() if now is None else now
+        until = t + lease_s
+        where = ["b.status = 'running'", "(i2.status = 'pending' OR (i2.status = 'claimed' AND i2.lease_until <= %s))"]
+        params: list[Any] = [t]
+        if board_id is not None:
+            where.append("i2.board_id = %s")
+            params.append(board_id)
+        if worker_names is not None:
+            if not list(worker_names):
+                return None
+            where.append("i2.worker = ANY(%s)")
+            params.append(list(worker_names))
+        async with self._tx(lease=True) as conn:
+            if board_id is not None:
+                await self._board_row(conn, board_id)
+            cur = await conn.execute(
+                "UPDATE invocations i SET status = 'claimed', owner = %s, lease_until = %s, claims = i.claims + 1"
+                " FROM (SELECT i2.board_id, i2.id FROM invocations i2 JOIN boards b ON b.board_id = i2.board_id"
+                f" WHERE {' AND '.join(where)} ORDER BY i2.priority DESC, i2.ord, i2.created LIMIT 1"
+                " FOR UPDATE OF i2 SKIP LOCKED) pick"
+                " WHERE i.board_id = pick.board_id AND i.id = pick.id"
+                " RETURNING i.board_id, i.data, i.attempts, i.claims",
+                [owner, until, *params],
+            )
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        inv = c.decode_invocation(row[1], CLAIMED, int(row[2]), f"{self._where} board {row[0]}")
+        return Claim(row[0], inv, owner, until, int(row[3]))
+
+    async def heartbeat(
+        self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
+    ) -> float:
+        """See Store.heartbeat."""
+        until = (c.now() if now is None else now) + lease_s
+        async with self._tx(lease=True) as conn:
+            cur = await conn.execute(
+                "UPDATE invocations SET lease_until = %s WHERE board_id = %s AND id = %s AND status = 'claimed'"
+                " AND owner = %s",
+                (until, board_id, invocation_id, owner),
+            )
+            if cur.rowcount == 0:
+                raise LeaseLost(f"board {board_id}: invocation {invocation_id!r} is not claimed by {owner!r}")
+        return until
+
+    async def release_expired(self, now: float | None = None) -> int:
+        """See Store.release_expired."""
+        t = c.now() if now is None else now
+        async with self._tx(lease=True) as conn:
+            cur = await conn.execute(
+                "SELECT board_id, id FROM invocations WHERE status = 'claimed' AND lease_until <= %s"
+                " ORDER BY created FOR UPDATE SKIP LOCKED",
+                (t,),
+            )
+            rows = await cur.fetchall()
+            for bid, inv_id in rows:
+                await _requeue_row(conn, bid, inv_id, None, None)
+            if rows:
+                await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, ""))
+        return len(rows)
+
+    async def wait_for_work(self, timeout: float) -> bool:
+        """See Store.wait_for_work: ``LISTEN slateboard_<schema>`` on a dedicated connection."""
+        if self._closed:
+            return False
+        async with self._listen_lock:
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._listener = await AsyncConnection.connect(self.dsn, autocommit=True)
+                    await self._listener.execute(f'LISTEN "{self.channel}"')
+                async with self._conn() as conn:
+                    cur = await conn.execute(
+                        "SELECT 1 FROM invocations i JOIN boards b ON b.board_id = i.board_id"
+                        " WHERE i.status = 'pending' AND b.status = 'running' LIMIT 1"
+                    )
+                    if await cur.fetchone() is not None:
+                        return True
+                async for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                    return True
+                return False
+            except StoreError:
+                raise
+            except psycopg.Error as exc:
+                if self._listener is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        await self._listener.close()
+                    self._listener = None
+                raise self._translate(exc) from None
+
+
+async def _requeue_row(conn: Conn, board_id: str, inv_id: str, blob: bytes | None, attempts: int | None) -> None:
+    cur = await conn.execute(
+        "SELECT 1 FROM invocations o, invocations i WHERE i.board_id = %s AND i.id = %s AND o.board_id = i.board_id"
+        " AND o.key = i.key AND o.status = 'pending' AND o.id != i.id",
+        (board_id, inv_id),
+    )
+    status = CANCELLED if await cur.fetchone() is not None else PENDING
+    await conn.execute(
+        "UPDATE invocations SET status = %s, owner = NULL, lease_until = NULL, data = COALESCE(%s, data),"
+        " attempts = COALESCE(%s, attempts) WHERE board_id = %s AND id = %s",
+        (status, blob, attempts, board_id, inv_id),
+    )
+
+
+async def _agenda(conn: Conn, board_id: str, statuses: tuple[str, ...], where: str) -> list[Invocation]:
+    cur = await conn.execute(
+        "SELECT data, status, attempts FROM invocations WHERE board_id = %s AND status = ANY(%s)"
+        " ORDER BY priority DESC, ord, created",
+        (board_id, list(statuses)),
+    )
+    return [c.decode_invocation(d, s, int(a), where) for d, s, a in await cur.fetchall()]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,840 @@
+"""SQLite store: one file, WAL, one dedicated connection thread per store object.
+
+``sqlite:///abs/path.db`` (or ``sqlite://rel/path.db``; ``sqlite://`` alone uses the default file
+under the user's data directory). Query options: ``snapshot_every=N`` (records between
+snapshots), ``synchronous=full|normal`` and ``busy_timeout_ms=N``.
+
+Guarantees, on top of the Store protocol's:
+- Every write is one SQLite transaction started with ``BEGIN IMMEDIATE`` (the write lock is
+  taken before the CAS is read, so two writers in different processes serialise and the second
+  sees the first's record and gets ``Conflict``).
+- ``synchronous=full`` (the default) fsyncs the WAL at every commit: a returned append survives
+  a power loss. ``synchronous=normal`` survives the death of the process but may lose the last
+  commits on a power loss; it is faster on disks with slow syncs (see benchmarks/store.py).
+- A file that is not an SQLite database, is truncated, or is damaged raises ``StoreCorrupt``
+  naming the file and the problem; a locked file ``StoreUnavailable``; no sqlite3 exception
+  escapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ..kernel.canonical import JSON
+from ..kernel.record import GENESIS, Record
+from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from . import _common as c
+from .base import (
+    BOARD_STATUSES,
+    DEFAULT_LEASE_S,
+    DEFAULT_SNAPSHOT_EVERY,
+    AgendaChanges,
+    AgendaError,
+    AppendResult,
+    BoardExists,
+    BoardInfo,
+    BoardNotFound,
+    Claim,
+    Conflict,
+    DuplicateInvocationCommit,
+    LeaseLost,
+    LoadedBoard,
+    SchemaTooNew,
+    Snapshot,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+)
+from .migrations import SCHEMA_TABLE, SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLITE_TABLES
+
+T = TypeVar("T")
+
+OPTIONS = {"snapshot_every", "synchronous", "busy_timeout_ms"}
+_HEADER = b"SQLite format 3\x00"
+_BOARD_COLS = "board_id, name, status, reason, created_at, updated_at, version, last_seq, last_hash, meta"
+
+
+def default_path() -> Path:
+    """``<user data dir>/slateboard/slateboard.db`` (platformdirs)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("slateboard")) / "slateboard.db"
+
+
+def path_from_url(url: str) -> Path:
+    """The database file a ``sqlite:`` URL names: ``sqlite:///abs/path.db`` (or ``sqlite:////abs``)
+    is absolute, ``sqlite://rel/path.db`` and ``sqlite:rel.db`` are relative to the working
+    directory, ``sqlite://`` is the default file. The query string is ignored here."""
+    scheme, _, rest = url.partition(":")
+    if scheme.lower() != "sqlite":
+        raise StoreError(f"not a sqlite URL: {url!r}")
+    rest = rest.split("?", 1)[0].split("#", 1)[0]
+    if rest.startswith("///"):
+        raw = "/" + rest[3:].lstrip("/")
+    elif rest.startswith("//"):
+        raw = rest[2:]
+    else:
+        raw = rest
+    raw = unquote(raw)
+    if raw in ("", "/"):
+        return default_path()
+    return Path(raw).expanduser()
+
+
+def check_file(path: Path) -> None:
+    """Cheap checks before SQLite touches the file: it is an SQLite database and not truncated."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreUnavailable(f"{path}: cannot read the database file ({exc.strerror})") from None
+    if size == 0:
+        return
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+    except OSError as exc:
+        raise StoreUnavailable(f"{path}: cannot read the database file ({exc.strerror})") from None
+    if len(header) < 100:
+        if _HEADER.startswith(header[:16]) or header.startswith(_HEADER):
+            raise StoreCorrupt(str(path), f"truncated: the file has {size} bytes, less than an SQLite header")
+        raise StoreCorrupt(str(path), "not an SQLite database (the file does not start with an SQLite header)")
+    if not header.startswith(_HEADER):
+        raise StoreCorrupt(str(path), "not an SQLite database (the file does not start with an SQLite header)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise StoreCorrupt(str(path), f"damaged header: page size {page_size} is impossible")
+    if size % page_size:
+        raise StoreCorrupt(str(path), f"truncated: {size} bytes is not a whole number of {page_size}-byte pages")
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[92:96] == header[24:28]
+    if valid and pages * page_size > size:
+        raise StoreCorrupt(
+            str(path),
+            f"truncated: the header says {pages} pages ({pages * page_size} bytes), the file has {size} bytes",
+        )
+
+
+class SqliteStore:
+    """A Store in one SQLite file (see module docstring)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        url: str | None = None,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        synchronous: str = "full",
+        busy_timeout_ms: int = 30_000,
+    ) -> None:
+        self.path = Path(path)
+        self.url = url or f"sqlite:///{self.path}"
+        self.snapshot_every = snapshot_every
+        if synchronous.lower() not in ("full", "normal", "extra"):
+            raise StoreError(f"sqlite option synchronous={synchronous!r}: use full, normal or extra")
+        self.synchronous = synchronous.lower()
+        self.busy_timeout_ms = busy_timeout_ms
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slateboard-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._waiters: set[asyncio.Future[bool]] = set()
+        self._closed = False
+        self._snap_hint: dict[str, int] = {}
+
+    @classmethod
+    async def open(cls, url: str) -> SqliteStore:
+        """Open (creating if needed) the file a URL names and bring its schema up to date."""
+        _, opts = c.split_options(url, OPTIONS)
+        unknown = set(urlsplit(url).query and dict(parse_qsl(urlsplit(url).query))) - OPTIONS
+        if unknown:
+            raise StoreError(
+                f"unknown sqlite store options: {', '.join(sorted(unknown))} (known: {', '.join(sorted(OPTIONS))})"
+            )
+        store = cls(
+            path_from_url(url),
+            url=url,
+            snapshot_every=c.int_option(opts, "snapshot_every", DEFAULT_SNAPSHOT_EVERY),
+            synchronous=opts.get("synchronous", "full"),
+            busy_timeout_ms=c.int_option(opts, "busy_timeout_ms", 30_000),
+        )
+        try:
+            await store._run(store._open)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        """Close the connection and its thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for fut in list(self._waiters):
+            if not fut.done():
+                fut.cancel()
+
+        def shut() -> None:
+            if self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+                self._conn = None
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, shut)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    def _snapshot_maybe_due(self, board_id: str, seq: int) -> bool:
+        """Whether to serialise the state for an append (a hint; the transaction decides)."""
+        if self.snapshot_every <= 0:
+            return False
+        last = self._snap_hint.get(board_id)
+        if last is None:
+            return seq % self.snapshot_every == 0
+        return c.snapshot_due(seq, last, self.snapshot_every)
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed and fn is not self._open:
+            raise StoreError(f"{self.path}: the store is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._guard, fn, args)
+
+    async def _w(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in a write transaction on the connection thread."""
+        out: T = await self._run(self._write, fn)
+        return out
+
+    async def _w_lease(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A write transaction for lease bookkeeping (claim, heartbeat, release), committed
+        without its own fsync even under ``synchronous=full``: the WAL is append-only, so the
+        next durable commit syncs it too, and losing a lease change to a power cut only makes
+        the invocation claimable again, as an expired lease would."""
+        out: T = await self._run(self._write_lease, fn)
+        return out
+
+    def _write_lease(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self.synchronous == "normal":
+            return self._write(fn)
+        db = self._db
+        db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            return self._write(fn)
+        finally:
+            db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+
+    async def _r(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in a read transaction on the connection thread."""
+        out: T = await self._run(self._read, fn)
+        return out
+
+    def _guard(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            return fn(*args)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: sqlite3.Error) -> StoreError:
+        msg = str(exc)
+        low = msg.lower()
+        where = str(self.path)
+        if "locked" in low or "busy" in low:
+            return StoreUnavailable(f"{where}: the database is locked by another connection ({msg})")
+        if "unable to open" in low or "readonly" in low or "read-only" in low or "disk i/o" in low:
+            return StoreUnavailable(f"{where}: cannot open or write the database ({msg})")
+        if "not a database" in low or "malformed" in low or "corrupt" in low:
+            return StoreCorrupt(where, f"the database is damaged ({msg})")
+        if "no such table" in low or "no such column" in low:
+            return StoreCorrupt(where, f"the slateboard tables are damaged ({msg})")
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+            exc, (sqlite3.OperationalError, sqlite3.IntegrityError, sqlite3.ProgrammingError)
+        ):
+            return StoreCorrupt(where, f"the database is damaged ({msg})")
+        return StoreError(f"{where}: {type(exc).__name__}: {msg}")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"{self.path}: the store is closed")
+        return self._conn
+
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in a BEGIN IMMEDIATE transaction (rolled back on any exception)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(db, *args)
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return out
+
+    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in one read transaction (a consistent snapshot under WAL)."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            return fn(db, *args)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("COMMIT")
+
+    def _open(self) -> None:
+        check_file(self.path)
+        if not self.path.exists():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(f"{self.path}: cannot create its directory ({exc.strerror})") from None
+        db = sqlite3.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
+        )
+        self._conn = db
+        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+        if not mode or str(mode[0]).lower() != "wal":
+            raise StoreUnavailable(f"{self.path}: cannot switch the database to WAL mode (got {mode!r})")
+        db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        self._write(self._migrate)
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        current = 0
+        if SCHEMA_TABLE in tables:
+            row = db.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()
+            current = int(row[0] or 0)
+        elif tables:
+            mine = sorted(tables & set(SQLITE_TABLES))
+            found = ", ".join(sorted(tables)[:6])
+            problem = "its schema table is missing" if mine else "it holds other tables"
+            raise StoreCorrupt(str(self.path), f"not a slateboard store: {problem} (tables: {found})")
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path}: written by a newer slateboard (schema version {current}, this version knows "
+                f"up to {SCHEMA_VERSION}); upgrade slateboard to open it"
+            )
+        for version, statements in SQLITE_MIGRATIONS:
+            if version <= current:
+                continue
+            for stmt in statements:
+                db.execute(stmt)
+            db.execute(f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, c.now()))
+
+    async def schema_version(self) -> int:
+        """The schema version stored in the file."""
+
+        def q(db: sqlite3.Connection) -> int:
+            row = db.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()
+            return int(row[0] or 0)
+
+        return await self._r(q)
+
+    async def verify(self) -> None:
+        """Run SQLite's integrity check over the whole file (``StoreCorrupt`` naming the problem)."""
+
+        def q(db: sqlite3.Connection) -> None:
+            rows = [r[0] for r in db.execute("PRAGMA integrity_check(5)")]
+            if rows != ["ok"]:
+                raise StoreCorrupt(str(self.path), "integrity check failed: " + "; ".join(map(str, rows)))
+
+        await self._run(q, self._db)
+
+    # -- boards -----------------------------------------------------------------------------------
+    def _info(self, row: Sequence[Any]) -> BoardInfo:
+        meta = c.decode_json(row[9], f"{self.path} board {row[0]}")
+        return BoardInfo(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            float(row[4]),
+            float(row[5]),
+            int(row[6]),
+            int(row[7]),
+            row[8],
+            meta if isinstance(meta, dict) else {},
+        )
+
+    def _board_row(self, db: sqlite3.Connection, board_id: str) -> Sequence[Any]:
+        row = db.execute(f"SELECT {_BOARD_COLS} FROM boards WHERE board_id = ?", (board_id,)).fetchone()
+        if row is None:
+            raise BoardNotFound(board_id)
+        return tuple(row)
+
+    async def create_board(
+        self,
+        blueprint: dict[str, Any],
+        initial_state: JSON,
+        *,
+        board_id: str | None = None,
+        name: str | None = None,
+        meta: dict[str, JSON] | None = None,
+        agenda: Sequence[Invocation] = (),
+    ) -> BoardInfo:
+        """See Store.create_board."""
+        bp = c.encode_json(blueprint)
+        init = c.encode_json(initial_state)
+        meta_b = c.json_meta(meta)
+        rows = [(inv, c.encode_invocation(inv)) for inv in agenda]
+        bid = board_id or uuid.uuid4().hex
+        label = name if name is not None else str(blueprint.get("name", "board"))
+
+        def tx(db: sqlite3.Connection) -> BoardInfo:
+            if db.execute("SELECT 1 FROM boards WHERE board_id = ?", (bid,)).fetchone():
+                raise BoardExists(bid)
+            t = c.now()
+            db.execute(
+                "INSERT INTO boards (board_id, name, blueprint, initial_state, meta, status, reason, created_at,"
+                " updated_at, version, last_seq, last_hash, snapshot_seq)"
+                " VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, ?, 0, 0, ?, 0)",
+                (bid, label, bp, init, meta_b, t, t, GENESIS),
+            )
+            _push(db, bid, rows)
+            self._snap_hint[bid] = 0
+            return self._info(self._board_row(db, bid))
+
+        info = await self._w(tx)
+        if rows:
+            self._wake()
+        return info
+
+    async def board_info(self, board_id: str) -> BoardInfo:
+        """See Store.board_info."""
+        return await self._r(lambda db: self._info(self._board_row(db, board_id)))
+
+    async def list_boards(self, *, status: str | None = None) -> list[BoardInfo]:
+        """See Store.list_boards."""
+
+        def q(db: sqlite3.Connection) -> list[BoardInfo]:
+            if status is None:
+                rows = db.execute(f"SELECT {_BOARD_COLS} FROM boards ORDER BY created_at, rowid").fetchall()
+            else:
+                rows = db.execute(
+                    f"SELECT {_BOARD_COLS} FROM boards WHERE status = ? ORDER BY created_at, rowid", (status,)
+                ).fetchall()
+            return [self._info(r) for r in rows]
+
+        return await self._r(q)
+
+    async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
+        """See Store.set_status."""
+        if status not in BOARD_STATUSES:
+            raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
+
+        def tx(db: sqlite3.Connection) -> BoardInfo:
+            cur = db.execute(
+                "UPDATE boards SET status = ?, reason = ?, updated_at = ? WHERE board_id = ?",
+                (status, reason, c.now(), board_id),
+            )
+            if cur.rowcount == 0:
+                raise BoardNotFound(board_id)
+            return self._info(self._board_row(db, board_id))
+
+        info = await self._w(tx)
+        if status == "running":
+            self._wake()
+        return info
+
+    async def delete_board(self, board_id: str) -> None:
+        """See Store.delete_board."""
+
+        def tx(db: sqlite3.Connection) -> None:
+            for table in ("records", "snapshots", "invocations", "boards"):
+                db.execute(f"DELETE FROM {table} WHERE board_id = ?", (board_id,))
+
+        await self._w(tx)
+
+    # -- log --------------------------------------------------------------------------------------
+    async def append(
+        self,
+        board_id: str,
+        record: Record,
+        *,
+        agenda: AgendaChanges | None = None,
+        expected_version: int | None = None,
+        state: JSON = None,
+    ) -> AppendResult:
+        """See Store.append."""
+        c.check_record(record)
+        c.check_changes(board_id, agenda)
+        data = c.encode_record(record)
+        changes = agenda or AgendaChanges()
+        pushes = [(inv, c.encode_invocation(inv)) for inv in changes.push]
+        requeues = [(inv, c.encode_invocation(inv)) for inv in changes.requeue]
+        # Serialise the live state now, before yielding, only when a snapshot can be due.
+        snap: bytes | None = None
+        if state is not None and self._snapshot_maybe_due(board_id, record.seq):
+            snap = c.encode_json(state)
+
+        def tx(db: sqlite3.Connection) -> AppendResult:
+            row = db.execute(
+                "SELECT version, last_seq, last_hash, snapshot_seq FROM boards WHERE board_id = ?", (board_id,)
+            ).fetchone()
+            if row is None:
+                raise BoardNotFound(board_id)
+            version, last_seq, last_hash, snap_seq = int(row[0]), int(row[1]), row[2], int(row[3])
+            c.check_position(
+                board_id,
+                record,
+                last_seq=last_seq,
+                last_hash=last_hash,
+                version=version,
+                expected_version=expected_version,
+            )
+            db.execute("INSERT INTO records (board_id, seq, data) VALUES (?, ?, ?)", (board_id, record.seq, data))
+            due = c.snapshot_due(record.seq, snap_seq, self.snapshot_every)
+            write_snap = due and snap is not None
+            db.execute(
+                "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ?,"
+                " snapshot_seq = ? WHERE board_id = ?",
+                (record.version, record.seq, record.hash, c.now(), record.seq if write_snap else snap_seq, board_id),
+            )
+            _apply_agenda(db, board_id, record.seq, changes, requeues)
+            _push(db, board_id, pushes)
+            if write_snap:
+                db.execute(
+                    "INSERT OR REPLACE INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (board_id, record.seq, record.version, record.hash, record.state_after, snap),
+                )
+            self._snap_hint[board_id] = record.seq if write_snap else snap_seq
+            return AppendResult(record.seq, record.version, write_snap, due and not write_snap)
+
+        result = await self._w(tx)
+        if pushes or requeues:
+            self._wake()
+        return result
+
+    async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
+        """See Store.read_records."""
+
+        def q(db: sqlite3.Connection) -> list[Record]:
+            self._board_row(db, board_id)
+            return self._records(db, board_id, from_seq, limit)
+
+        return await self._r(q)
+
+    def _records(self, db: sqlite3.Connection, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
+        rows = db.execute(
+            "SELECT seq, data FROM records WHERE board_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (board_id, from_seq, -1 if limit is None else max(limit, 0)),
+        ).fetchall()
+        where = f"{self.path} board {board_id}"
+        out = [c.decode_record(data, where, int(seq)) for seq, data in rows]
+        expected = max(from_seq, 1)
+        for rec in out:
+            if rec.seq != expected:
+                raise StoreCorrupt(where, f"record {expected} is missing from the log")
+            expected += 1
+        return out
+
+    async def load_board(self, board_id: str) -> LoadedBoard:
+        """See Store.load_board."""
+
+        def q(db: sqlite3.Connection) -> LoadedBoard:
+            info = self._info(self._board_row(db, board_id))
+            where = f"{self.path} board {board_id}"
+            bp, init = db.execute(
+                "SELECT blueprint, initial_state FROM boards WHERE board_id = ?", (board_id,)
+            ).fetchone()
+            srow = db.execute(
+                "SELECT seq, version, last_hash, state_hash, state FROM snapshots WHERE board_id = ?", (board_id,)
+            ).fetchone()
+            snapshot = None
+            if srow is not None:
+                snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
+            start = snapshot.seq if snapshot else 0
+            self._snap_hint[board_id] = start
+            records = self._records(db, board_id, start + 1, None)
+            if (records[-1].seq if records else start) != info.seq:
+                raise StoreCorrupt(where, f"the log ends before record {info.seq}")
+            agenda = _agenda(db, board_id, (PENDING, CLAIMED), where)
+            blueprint = c.decode_json(bp, where)
+            if not isinstance(blueprint, dict):
+                raise StoreCorrupt(where, "the stored blueprint is not an object")
+            return LoadedBoard(
+                info,
+                blueprint,
+                c.decode_json(init, where),
+                snapshot,
+                records,
+                [i for i in agenda if i.status == PENDING],
+                [i for i in agenda if i.status == CLAIMED],
+            )
+
+        return await self._r(q)
+
+    async def write_snapshot(
+        self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
+    ) -> None:
+        """See Store.write_snapshot."""
+        blob = c.encode_json(state)
+
+        def tx(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT data FROM records WHERE board_id = ? AND seq = ?", (board_id, seq)).fetchone()
+            if row is None:
+                self._board_row(db, board_id)
+                raise Conflict(board_id, f"snapshot at record {seq}, which is not in the log")
+            rec = c.decode_record(row[0], f"{self.path} board {board_id}", seq)
+            if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
+                raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
+            cur = db.execute(
+                "UPDATE boards SET snapshot_seq = ? WHERE board_id = ? AND snapshot_seq < ?", (seq, board_id, seq)
+            )
+            if cur.rowcount:
+                db.execute(
+                    "INSERT OR REPLACE INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (board_id, seq, version, last_hash, state_hash, blob),
+                )
+
+        await self._w(tx)
+
+    async def compact(self, board_id: str) -> Snapshot | None:
+        """See Store.compact."""
+        loaded = await self.load_board(board_id)
+        snap = c.build_snapshot(f"{self.path} board {board_id}", loaded.snapshot, loaded.initial_state, loaded.records)
+        if snap is not None and snap is not loaded.snapshot:
+            await self.write_snapshot(
+                board_id,
+                snap.state,
+                version=snap.version,
+                seq=snap.seq,
+                last_hash=snap.last_hash,
+                state_hash=snap.state_hash,
+            )
+        return snap
+
+    # -- agenda -----------------------------------------------------------------------------------
+    async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
+        """See Store.push_invocations."""
+        rows = [(inv, c.encode_invocation(inv)) for inv in invocations]
+
+        def tx(db: sqlite3.Connection) -> list[str]:
+            self._board_row(db, board_id)
+            return _push(db, board_id, rows)
+
+        added = await self._w(tx)
+        if added:
+            self._wake()
+        return added
+
+    async def agenda(self, board_id: str, statuses: Sequence[str] = (PENDING, CLAIMED)) -> list[Invocation]:
+        """See Store.agenda."""
+
+        def q(db: sqlite3.Connection) -> list[Invocation]:
+            self._board_row(db, board_id)
+            return _agenda(db, board_id, tuple(statuses), f"{self.path} board {board_id}")
+
+        return await self._r(q)
+
+    async def claim(
+        self,
+        board_id: str | None,
+        *,
+        owner: str,
+        lease_s: float = DEFAULT_LEASE_S,
+        worker_names: Sequence[str] | None = None,
+        now: float | None = None,
+    ) -> Claim | None:
+        """See Store.claim."""
+        t = c.now() if now is None else now
+        until = t + lease_s
+
+        def tx(db: sqlite3.Connection) -> Claim | None:
+            where = ["b.status = 'running'", "(i.status = 'pending' OR (i.status = 'claimed' AND i.lease_until <= ?))"]
+            params: list[Any] = [t]
+            if board_id is not None:
+                self._board_row(db, board_id)
+                where.append("i.board_id = ?")
+                params.append(board_id)
+            if worker_names is not None:
+                names = list(worker_names)
+                if not names:
+                    return None
+                where.append(f"i.worker IN ({', '.join('?' * len(names))})")
+                params.extend(names)
+            row = db.execute(
+                "SELECT i.rowid FROM invocations i JOIN boards b ON b.board_id = i.board_id"
+                f" WHERE {' AND '.join(where)} ORDER BY i.priority DESC, i.ord, i.rowid LIMIT 1",
+                params,
+            ).fetchone()
+            if row is None:
+                return None
+            got = db.execute(
+                "UPDATE invocations SET status = 'claimed', owner = ?, lease_until = ?, claims = claims + 1"
+                " WHERE rowid = ? RETURNING board_id, data, attempts, claims",
+                (owner, until, row[0]),
+            ).fetchone()
+            inv = c.decode_invocation(got[1], CLAIMED, int(got[2]), f"{self.path} board {got[0]}")
+            return Claim(got[0], inv, owner, until, int(got[3]))
+
+        return await self._w_lease(tx)
+
+    async def heartbeat(
+        self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
+    ) -> float:
+        """See Store.heartbeat."""
+        until = (c.now() if now is None else now) + lease_s
+
+        def tx(db: sqlite3.Connection) -> float:
+            cur = db.execute(
+                "UPDATE invocations SET lease_until = ? WHERE board_id = ? AND id = ? AND status = 'claimed'"
+                " AND owner = ?",
+                (until, board_id, invocation_id, owner),
+            )
+            if cur.rowcount == 0:
+                raise LeaseLost(f"board {board_id}: invocation {invocation_id!r} is not claimed by {owner!r}")
+            return until
+
+        return await self._w_lease(tx)
+
+    async def release_expired(self, now: float | None = None) -> int:
+        """See Store.release_expired."""
+        t = c.now() if now is None else now
+
+        def tx(db: sqlite3.Connection) -> int:
+            rows = db.execute(
+                "SELECT board_id, id FROM invocations WHERE status = 'claimed' AND lease_until <= ? ORDER BY rowid",
+                (t,),
+            ).fetchall()
+            for bid, inv_id in rows:
+                _requeue_row(db, bid, inv_id, None, None)
+            return len(rows)
+
+        count = await self._w_lease(tx)
+        if count:
+            self._wake()
+        return count
+
+    async def wait_for_work(self, timeout: float) -> bool:
+        """See Store.wait_for_work: woken at once by pushes from this store object; pushes from
+        other processes are seen by polling the file every 50 ms."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        fut: asyncio.Future[bool] = loop.create_future()
+        self._waiters.add(fut)
+        try:
+            while not self._closed:
+                has = await self._run(
+                    self._read,
+                    lambda db: (
+                        db.execute(
+                            "SELECT 1 FROM invocations i JOIN boards b ON b.board_id = i.board_id"
+                            " WHERE i.status = 'pending' AND b.status = 'running' LIMIT 1"
+                        ).fetchone()
+                        is not None
+                    ),
+                )
+                if has:
+                    return True
+                left = deadline - loop.time()
+                if left <= 0:
+                    return False
+                try:
+                    return await asyncio.wait_for(asyncio.shield(fut), min(left, 0.05))
+                except TimeoutError:
+                    continue
+            return False
+        finally:
+            self._waiters.discard(fut)
+
+    def _wake(self) -> None:
+        for fut in list(self._waiters):
+            if not fut.done():
+                fut.get_loop().call_soon_threadsafe(_set_true, fut)
+
+
+def _set_true(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(True)
+
+
+def _push(db: sqlite3.Connection, board_id: str, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
+    added: list[str] = []
+    for inv, blob in rows:
+        cur = db.execute(
+            "INSERT OR IGNORE INTO invocations (board_id, id, key, worker, priority, ord, status, attempts, data)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            (board_id, inv.id, inv.key, inv.worker, inv.priority, inv.order, inv.attempts, blob),
+        )
+        if cur.rowcount:
+            added.append(inv.id)
+    return added
+
+
+def _requeue_row(db: sqlite3.Connection, board_id: str, inv_id: str, blob: bytes | None, attempts: int | None) -> None:
+    row = db.execute("SELECT key FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)).fetchone()
+    clash = db.execute(
+        "SELECT 1 FROM invocations WHERE board_id = ? AND key = ? AND status = 'pending' AND id != ?",
+        (board_id, row[0], inv_id),
+    ).fetchone()
+    status = CANCELLED if clash else PENDING
+    db.execute(
+        "UPDATE invocations SET status = ?, owner = NULL, lease_until = NULL, data = COALESCE(?, data),"
+        " attempts = COALESCE(?, attempts) WHERE board_id = ? AND id = ?",
+        (status, blob, attempts, board_id, inv_id),
+    )
+
+
+def _apply_agenda(
+    db: sqlite3.Connection,
+    board_id: str,
+    seq: int,
+    changes: AgendaChanges,
+    requeues: Sequence[tuple[Invocation, bytes]],
+) -> None:
+    for inv_id in changes.complete:
+        row = db.execute(
+            "SELECT status, done_seq FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)
+        ).fetchone()
+        if row is None:
+            raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
+        if row[0] == DONE:
+            raise DuplicateInvocationCommit(board_id, inv_id, None if row[1] is None else int(row[1]))
+        if row[0] == CANCELLED:
+            raise AgendaError(f"board {board_id}: cannot complete cancelled invocation {inv_id!r}")
+        db.execute(
+            "UPDATE invocations SET status = 'done', done_seq = ?, owner = NULL, lease_until = NULL"
+            " WHERE board_id = ? AND id = ?",
+            (seq, board_id, inv_id),
+        )
+    for inv_id in changes.cancel:
+        row = db.execute("SELECT status FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)).fetchone()
+        if row is None:
+            raise AgendaError(f"board {board_id}: cannot cancel unknown invocation {inv_id!r}")
+        if row[0] in (PENDING, CLAIMED):
+            db.execute(
+                "UPDATE invocations SET status = 'cancelled', owner = NULL, lease_until = NULL"
+                " WHERE board_id = ? AND id = ?",
+                (board_id, inv_id),
+            )
+    for inv, blob in requeues:
+        row = db.execute("SELECT status FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv.id)).fetchone()
+        if row is None:
+            raise AgendaError(f"board {board_id}: cannot re-queue unknown invocation {inv.id!r}")
+        if row[0] in (DONE, CANCELLED) and inv.id not in changes.complete:
+            raise AgendaError(f"board {board_id}: cannot re-queue {row[0]} invocation {inv.id!r}")
+        _requeue_row(db, board_id, inv.id, blob, inv.attempts)
+
+
+def _agenda(db: sqlite3.Connection, board_id: str, statuses: tuple[str, ...], where: str) -> list[Invocation]:
+    if not statuses:
+        return []
+    rows = db.execute(
+        f"SELECT data, status, attempts FROM invocations WHERE board_id = ? AND status IN ({', '.join('?' * len(statuses))})"
+        " ORDER BY priority DESC, ord, rowid",
+        (board_id, *statuses),
+    ).fetchall()
+    return [c.decode_invocation(d, s, int(a), where) for d, s, a in rows]

@@ -1,0 +1,46 @@
+"""Store URLs select the backend and carry its options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slateboard.stores import MemoryStore, StoreError, open_store
+from slateboard.stores.sqlite import SqliteStore, default_path, path_from_url
+
+
+def test_sqlite_paths() -> None:
+    assert path_from_url("sqlite:///tmp/x/board.db") == Path("/tmp/x/board.db")
+    assert path_from_url("sqlite:////tmp/x/board.db?synchronous=normal") == Path("/tmp/x/board.db")
+    assert path_from_url("sqlite://rel/board.db") == Path("rel/board.db")
+    assert path_from_url("sqlite:board.db") == Path("board.db")
+    assert path_from_url("sqlite://") == default_path()
+    assert default_path().name == "slateboard.db" and "slateboard" in str(default_path().parent)
+
+
+async def test_backends_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mem = await open_store("memory://?snapshot_every=7")
+    assert isinstance(mem, MemoryStore) and mem.snapshot_every == 7
+    s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?snapshot_every=3&synchronous=normal")
+    assert isinstance(s, SqliteStore) and s.snapshot_every == 3 and s.synchronous == "normal"
+    assert s.path == tmp_path / "a.db" and s.path.exists()
+    await s.close()
+    bare = await open_store(str(tmp_path / "b.db"))
+    assert isinstance(bare, SqliteStore) and bare.path == tmp_path / "b.db"
+    await bare.close()
+    # The default store lives under the user's data directory.
+    monkeypatch.setattr("platformdirs.user_data_dir", lambda name: str(tmp_path / "data" / name))
+    default = await open_store(None)
+    assert isinstance(default, SqliteStore)
+    assert default.path == tmp_path / "data" / "slateboard" / "slateboard.db" and default.path.exists()
+    await default.close()
+
+
+async def test_bad_options(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="synchronous"):
+        await open_store(f"sqlite:///{tmp_path / 'a.db'}?synchronous=off")
+    with pytest.raises(StoreError, match="not an integer"):
+        await open_store("memory://?snapshot_every=lots")
+    with pytest.raises(StoreError, match="unknown memory store options"):
+        await open_store("memory://?colour=blue")
