@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .canonical import JSON, CanonicalError, canonical_str
 from .invariants import check_touched, get, snapshot_old
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
@@ -288,8 +290,6 @@ class Kernel:
             raise Reject("parse", f"not representable as JSON: {exc}") from None
         if not isinstance(patch, (str, bytes, bytearray)):
             # Detach from the caller's objects: the state must not alias anything outside it.
-            import orjson
-
             value = orjson.loads(text)
         if len(text) > self.limits.max_bytes:
             raise Reject("parse", f"proposal is {len(text)} bytes, over the limit of {self.limits.max_bytes}")
@@ -436,7 +436,7 @@ class Kernel:
             outcome=outcome,
             worker=p.worker,
             invocation=p.invocation,
-            event=p.event,
+            event=_detach(p.event),
             view_hash=p.view_hash,
             patch=patch_text,
             stage=stage,
@@ -446,13 +446,22 @@ class Kernel:
             state_after=after,
             usage=p.usage,
             prev=self.last_hash,
-            meta=dict(p.meta) | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {}),
+            meta=_detach(dict(p.meta) | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {})),
         ).sealed()
 
     @staticmethod
     def _event(e: Effect, version: int) -> Event:
         op = e.op.op if e.kind != "delete" else ("remove" if e.op.op != "move" else "move")
         return Event(op, format_pointer(e.path), e.path, e.kind, e.appended, version)
+
+
+def _detach(value: Any) -> Any:
+    """A JSON copy of caller-supplied metadata, so the record shares nothing with the caller and
+    always hashes (a value JSON cannot carry is replaced by its repr, never raised)."""
+    try:
+        return orjson.loads(orjson.dumps(value, default=repr))
+    except (TypeError, orjson.JSONEncodeError):
+        return {"unserialisable": repr(value)[:1000]}
 
 
 def _prefix(a: Tokens, b: Tokens) -> bool:

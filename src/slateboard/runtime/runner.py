@@ -161,6 +161,10 @@ class Runner:
         )
         if not report.ok:
             raise RunnerError(f"board {self.board_id}: stored log does not verify: {report}")
+        if loaded.snapshot is not None and not loaded.records and report.state_hash != loaded.snapshot.state_hash:
+            raise RunnerError(
+                f"board {self.board_id}: snapshot at seq {loaded.snapshot.seq} does not match its state hash"
+            )
         self.kernel = Kernel(
             self.blueprint,
             report.state,
