@@ -12,7 +12,6 @@ from typing import Any
 
 import cel
 
-
 _ALL: frozenset[str] = frozenset({"\x00all"})
 
 

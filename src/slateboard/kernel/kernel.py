@@ -254,6 +254,24 @@ class Kernel:
         ).sealed()
         return self._hold(Decision(rec))
 
+    def adopt(self, record: Record) -> None:
+        """Advance the log position past a logged record that left the state unchanged
+        (a rejection, no-op or action), e.g. when replaying a log. Raises ValueError if the
+        record does not fit here (wrong seq/prev/version, or it claims a state change)."""
+        if self._pending is not None:
+            raise KernelBusy("a decision is awaiting commit or abort")
+        h = self.hasher.hexdigest
+        if record.seq != self.seq + 1 or record.prev != self.last_hash:
+            raise ValueError(f"record {record.seq} does not follow record {self.seq}")
+        if (
+            record.outcome == "accepted"
+            or record.version != self.version
+            or not record.state_before == record.state_after == h
+        ):
+            raise ValueError(f"record {record.seq} changes the state; it cannot be adopted")
+        self.seq = record.seq
+        self.last_hash = record.hash
+
     def changed_since(self, version: int) -> list[Tokens] | None:
         """Paths changed by commits after ``version``; None when older than the window."""
         if version >= self.version:

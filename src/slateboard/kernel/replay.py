@@ -158,11 +158,16 @@ def _revalidate(
                     f"kernel now decides {mine.outcome}/{mine.stage or '-'} "
                     f"({mine.reason or 'ok'}), log says {rec.outcome}/{rec.stage or '-'}"
                 )
-            elif mine.hash != rec.hash:
+            elif mine.hash == rec.hash:
+                kernel.commit(decision)
+            elif mine.outcome != "accepted":
+                # Same verdict at the same stage; the reason text may quote a Python object that
+                # the log only keeps as its repr, so adopt the logged record as it is.
+                kernel.abort(decision)
+                kernel.adopt(rec)
+            else:
                 kernel.abort(decision)
                 problem = "re-decided record differs from the logged one"
-            else:
-                kernel.commit(decision)
         elif problem is None:
             decision = kernel.action(
                 rec.kind,

@@ -1,0 +1,447 @@
+"""Agents of a team and the workers that turn their free-text replies into board proposals.
+
+An ``Agent`` is a role (its instructions become the system prompt), a model, and optional tools.
+Agents reply in plain text, so any model works, even a tiny local one; ``AgentWorker`` wraps the
+reply into one entry authored by the agent and proposes the patch that appends it (and signs it,
+see slateboard.team._board). The kernel still decides: the patch is authorised, schema-checked
+and checked against the board's invariants like any other proposal.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..kernel.canonical import JSON
+from ..kernel.pointer import escape_token, is_array_index
+from ..kernel.record import Usage
+from ..models import Message, Model, ModelError, resolve_model
+from ..scheduling.coordinator import parse_json_object
+from ..views import View
+from ..workers.base import Feedback, WorkerReply, feedback_lines
+from ..workers.tools import Tool, as_tool
+from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, USER_AUTHOR, make_entry
+
+__all__ = [
+    "DEFAULT_DECIDER_INSTRUCTIONS",
+    "Agent",
+    "AgentReply",
+    "AgentWorker",
+    "DeciderWorker",
+    "fallback_answer",
+    "render_board",
+    "run_agent",
+]
+
+Clock = Callable[[], datetime]
+
+DEFAULT_DECIDER_INSTRUCTIONS = """\
+Write the final answer to the task from the blackboard discussion below. Give the best answer
+the board supports, refer to specific entries where it helps, and mention disagreement when it
+matters."""
+
+_REF = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One role of a team: ``instructions`` (its system prompt), ``model`` (a Model, a model
+    string, or None for the team's model), and ``tools`` it may call before answering.
+
+    ``tools`` holds Tools or plain callables; ``...`` entries (the placeholder of the documented
+    usage example) are ignored. Tool calls are bounded by ``max_tool_calls`` per invocation.
+    """
+
+    instructions: str = ""
+    model: Model | str | None = None
+    tools: Sequence[Tool | Callable[..., Any] | Any] = ()
+    max_tokens: int = 512
+    temperature: float = 0.0
+    max_tool_calls: int = 4
+    timeout: float | None = 120.0
+    _tools: tuple[Tool, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.instructions, str):
+            raise TypeError(f"Agent instructions must be a string, got {type(self.instructions).__name__}")
+        tools = tuple(as_tool(t) for t in self.tools if t is not Ellipsis)
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate tool names: {names}")
+        object.__setattr__(self, "_tools", tools)
+
+    @property
+    def tool_list(self) -> tuple[Tool, ...]:
+        """The agent's tools (placeholders removed)."""
+        return self._tools
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReply:
+    """What one agent run produced: the final text, summed usage, tool calls, and the error
+    (model failure) if any."""
+
+    text: str
+    usage: Usage
+    tool_calls: tuple[JSON, ...] = ()
+    error: str | None = None
+
+
+def _tool_help(tools: Sequence[Tool]) -> str:
+    import orjson
+
+    lines = ["", "Tools you may call before answering:"]
+    for t in tools:
+        params = orjson.dumps(dict(t.parameters or {})).decode("utf-8")
+        lines.append(f"- {t.name}: {t.description or '(no description)'} args schema: {params}")
+    lines.append('To call one, reply with only {"tool": "<name>", "args": {...}}; you will then get its result.')
+    return "\n".join(lines)
+
+
+async def run_agent(
+    agent: Agent, model: Model, prompt: str, *, json_schema: Mapping[str, Any] | None = None
+) -> AgentReply:
+    """Run ``agent`` on ``prompt`` with ``model``: its instructions as the system message, tool
+    calls (``{"tool": name, "args": {...}}`` replies naming one of its tools) executed up to
+    ``max_tool_calls``, and the last reply returned. Never raises for a model failure: the reply
+    then carries ``error`` and the text so far."""
+    started = time.perf_counter()
+    tools = agent.tool_list
+    user = prompt + (_tool_help(tools) if tools else "")
+    messages: list[Message] = []
+    if agent.instructions.strip():
+        messages.append(Message.system(agent.instructions))
+    messages.append(Message.user(user))
+    tin = tout = 0
+    calls: list[JSON] = []
+    text = ""
+
+    def usage() -> Usage:
+        return Usage(tin, tout, round((time.perf_counter() - started) * 1000.0, 3), "worker")
+
+    try:
+        while True:
+            allow = bool(tools) and len(calls) < agent.max_tool_calls
+            gen = await model.generate(
+                messages,
+                json_schema=json_schema if not tools else None,
+                max_tokens=agent.max_tokens,
+                temperature=agent.temperature,
+                timeout=agent.timeout,
+            )
+            tin += gen.usage.prompt_tokens
+            tout += gen.usage.completion_tokens
+            text = gen.text
+            if not allow:
+                break
+            obj = parse_json_object(text, keys=("tool",))
+            found = next((t for t in tools if obj is not None and obj.get("tool") == t.name), None)
+            if found is None or obj is None:
+                break
+            raw_args = obj.get("args")
+            args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+            result = await found.call(args)
+            calls.append({"tool": found.name, "ok": result.ok})
+            left = agent.max_tool_calls - len(calls)
+            tail = f"You may call {left} more tool(s), or give your answer." if left else "Give your answer now."
+            messages = [*messages, Message.assistant(text), Message.user(f"{result.message()}\n{tail}")]
+    except (ModelError, TimeoutError) as exc:
+        return AgentReply(text, usage(), tuple(calls), f"{type(exc).__name__}: {exc}")
+    return AgentReply(text, usage(), tuple(calls))
+
+
+# -- rendering ------------------------------------------------------------------------------------
+Shown = Mapping[str, Any] | str
+"""A board entry to render, or an already rendered line (a summary of an entry not shown)."""
+
+
+def _index_of(path: str | None, prefix: str) -> int | None:
+    if path is None or not path.startswith(prefix):
+        return None
+    rest = path[len(prefix) :]
+    return int(rest) if is_array_index(rest) else None
+
+
+def _shown_at(view: View, pointer: str) -> tuple[list[Shown], int]:
+    """What the view shows of the entry array at ``pointer``, in board order: whole entries, and
+    for entries the budget left out a summary line (``<id> … <start of the entry>``); plus how
+    many entries are only covered by range handles (not shown at all)."""
+    data = view.data
+    prefix = pointer + "/"
+    found: list[tuple[int, Shown]] = []
+    whole = data.get(pointer)
+    if isinstance(whole, list):
+        found.extend((i, e) for i, e in enumerate(whole) if isinstance(e, dict))
+    for key, value in data.items():
+        index = _index_of(key, prefix)
+        if index is not None and isinstance(value, dict):
+            found.append((index, value))
+    hidden = 0
+    for h in view.handles:
+        if h.pointer != pointer:
+            continue
+        index = _index_of(h.path, prefix)
+        if index is None:
+            hidden += h.items or 0
+        else:
+            found.append((index, f"{h.id} (shortened) {h.summary or ''}"))
+    found.sort(key=lambda kv: kv[0])
+    return [item for _, item in found], hidden
+
+
+def _entries_only(shown: Sequence[Shown]) -> list[dict[str, Any]]:
+    return [dict(e) for e in shown if not isinstance(e, str)]
+
+
+def _line(entry: Shown, private: bool = False) -> str:
+    if isinstance(entry, str):
+        return entry
+    kind = entry.get("kind", "contribution")
+    refs = entry.get("references") or []
+    tail = f" (refs: {', '.join(str(r) for r in refs)})" if refs else ""
+    if private:
+        return f"{entry.get('id', '?')} [private:{kind}] {entry.get('content', '')}{tail}"
+    return f"{entry.get('id', '?')} [{kind}] {entry.get('author', '?')}: {entry.get('content', '')}{tail}"
+
+
+def render_board(
+    public: Sequence[Shown],
+    private: Sequence[Shown] = (),
+    *,
+    hidden_public: int = 0,
+    hidden_private: int = 0,
+) -> str:
+    """The board as text: every public entry, then the reader's own private notes, or
+    ``(empty)``. One line per entry: ``<id> [<kind>] <author>: <content>``; string items are
+    lines already rendered (summaries of entries a bounded view shortened)."""
+    parts: list[str] = []
+    lines = [_line(e) for e in public]
+    if hidden_public:
+        lines.insert(0, f"({hidden_public} earlier entries not shown)")
+    if lines:
+        parts.append("=== Public board ===\n" + "\n".join(lines))
+    notes = [_line(e, private=True) for e in private]
+    if hidden_private:
+        notes.insert(0, f"({hidden_private} earlier notes not shown)")
+    if notes:
+        parts.append("=== Your private notes ===\n" + "\n".join(notes))
+    return "\n\n".join(parts) if parts else "(empty)"
+
+
+def fallback_answer(public: Sequence[Mapping[str, Any]]) -> str:
+    """The answer without a decider: the last ``answer``-kind entry, else the last contribution
+    (an entry by an agent, i.e. not by ``user`` or ``system``), else ``""``."""
+    for entry in reversed(public):
+        if entry.get("kind") == "answer":
+            return str(entry.get("content", ""))
+    for entry in reversed(public):
+        if entry.get("author") not in (USER_AUTHOR, SYSTEM_AUTHOR):
+            return str(entry.get("content", ""))
+    return ""
+
+
+# -- workers --------------------------------------------------------------------------------------
+def _event_field(event: JSON, key: str) -> Any:
+    return event.get(key) if isinstance(event, dict) else None
+
+
+class AgentWorker:
+    """The worker of one agent: prompt with the board view and the coordinator's instruction,
+    wrap the text reply into one public entry authored by the agent, propose appending it.
+
+    Guarantees: the proposed patch appends exactly one public entry whose ``author`` is this
+    worker's name, with a fresh id (``e<n>``), the ``timestamp`` from the worker's clock (so it is
+    part of the logged patch), references to existing entries cited as ``[id]`` in the text, and
+    the signature op the board requires. A reply that is a JSON object with a string ``content``
+    may also set ``kind`` (not ``problem``/``error``), ``references`` and a private ``note`` (an
+    entry appended to the agent's own scratchpad). A model failure gives an empty patch, which
+    the kernel rejects at stage ``parse``, with the error in the diagnostics. Never raises for a
+    model or tool failure.
+    """
+
+    kind = "agent"
+
+    def __init__(
+        self,
+        name: str,
+        agent: Agent,
+        model: Model | str | None = None,
+        *,
+        state: Callable[[], JSON] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._name = name
+        self.agent = agent
+        self.model: Model = resolve_model(model if model is not None else (agent.model or "local"))
+        self.state = state
+        self.clock: Clock = clock or _utcnow
+
+    @property
+    def name(self) -> str:
+        """The blueprint worker (the agent's name)."""
+        return self._name
+
+    def prompt(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> str:
+        """The user prompt of one invocation (deterministic in its inputs)."""
+        public, hidden = _shown_at(view, "/public")
+        private, hidden_p = _shown_at(view, f"/private/{escape_token(self._name)}")
+        board = render_board(public, private, hidden_public=hidden, hidden_private=hidden_p)
+        instruction = _event_field(event, "instruction")
+        if not isinstance(instruction, str) or not instruction.strip():
+            instruction = f"Contribute to the blackboard as {self._name}."
+        text = (
+            f"You are {self._name}.\n\n"
+            f"Blackboard state:\n{board}\n\n"
+            f"Coordinator instruction: {instruction}\n\n"
+            "Write ONE contribution in plain text. Be concrete, and cite earlier entries by their id "
+            "in brackets (for example [e2]) when you build on them."
+        )
+        lines = feedback_lines(view, feedback)
+        if lines:
+            text += "\n\nYour previous contribution was refused: " + "; ".join(lines)
+        return text
+
+    def _ids(self, view: View) -> tuple[set[str], int, int]:
+        state = self.state() if self.state is not None else None
+        if isinstance(state, dict) and isinstance(state.get("public"), list):
+            public = [e for e in state["public"] if isinstance(e, dict)]
+            priv = state.get("private")
+            mine = priv.get(self._name) if isinstance(priv, dict) else None
+            return {str(e.get("id")) for e in public}, len(public), len(mine) if isinstance(mine, list) else 0
+        items, hidden = _shown_at(view, "/public")
+        notes, hidden_p = _shown_at(view, f"/private/{escape_token(self._name)}")
+        ids = {str(e.get("id")) for e in _entries_only(items)} | {
+            e.split(" ", 1)[0] for e in items if isinstance(e, str)
+        }
+        return ids, len(items) + hidden, len(notes) + hidden_p
+
+    def entry_patch(self, text: str, view: View) -> tuple[list[dict[str, JSON]], dict[str, JSON]]:
+        """The patch appending ``text`` as this agent's entry, and the entry itself."""
+        known, count, notes = self._ids(view)
+        entry_id = f"e{count + 1}"
+        kind = "contribution"
+        content = text.strip()
+        refs: list[str] = []
+        note: str | None = None
+        obj = parse_json_object(content)
+        if obj is not None and isinstance(obj.get("content"), str) and content.lstrip().startswith(("{", "`")):
+            content = obj["content"]
+            k = obj.get("kind")
+            if (
+                isinstance(k, str)
+                and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,31}", k)
+                and k not in ("problem", "error")
+            ):
+                kind = k
+            raw_refs = obj.get("references")
+            if isinstance(raw_refs, list):
+                refs = [r for r in raw_refs if isinstance(r, str)]
+            if isinstance(obj.get("note"), str) and obj["note"].strip():
+                note = obj["note"]
+        for m in _REF.finditer(content):
+            refs.append(m.group(1))
+        refs = [r for i, r in enumerate(refs) if r in known and r not in refs[:i]][:64]
+        now = self.clock()
+        entry = make_entry(entry_id, self._name, content, kind=kind, references=refs, at=now)
+        tok = escape_token(self._name)
+        ops: list[dict[str, JSON]] = [
+            {"op": "add", "path": "/public/-", "value": entry},
+            {"op": "add", "path": f"/signatures/{tok}", "value": entry_id},
+        ]
+        if note is not None:
+            ops.append(
+                {
+                    "op": "add",
+                    "path": f"/private/{tok}/-",
+                    "value": make_entry(f"{self._name}.n{notes + 1}", self._name, note, kind="note", at=now),
+                }
+            )
+        return ops, entry
+
+    async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
+        """Run the agent and propose its entry (see class docstring)."""
+        reply = await run_agent(self.agent, self.model, self.prompt(view, event, feedback=feedback))
+        diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
+        if reply.tool_calls:
+            diagnostics["tool_calls"] = list(reply.tool_calls)
+        if reply.error is not None:
+            diagnostics["error"] = reply.error
+            return WorkerReply("", reply.usage, diagnostics=diagnostics, raw=reply.text)
+        ops, entry = self.entry_patch(reply.text, view)
+        diagnostics["entry"] = entry["id"]
+        return WorkerReply(ops, reply.usage, diagnostics=diagnostics, raw=reply.text)
+
+
+class DeciderWorker:
+    """The worker that writes ``/answer``: a decider agent's reply to the whole public board, or,
+    without one (or when its model fails), ``fallback_answer`` of the board. The fallback reads
+    the committed board from ``state`` (a zero-argument callable) when given, so that a bounded
+    view cannot hide the entry it must return; otherwise the entries the view shows.
+
+    Guarantees: the patch is one ``add /answer`` op with a string; ``diagnostics["fallback"]``
+    says whether the fallback was used and ``diagnostics["error"]`` why, when the model failed.
+    """
+
+    kind = "decider"
+
+    def __init__(
+        self,
+        agent: Agent | None,
+        model: Model | str | None = None,
+        *,
+        instructions: str | None = None,
+        state: Callable[[], JSON] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.state = state
+        self.model: Model | None = (
+            resolve_model(model if model is not None else (agent.model or "local")) if agent is not None else None
+        )
+        self.instructions = instructions or DEFAULT_DECIDER_INSTRUCTIONS
+
+    @property
+    def name(self) -> str:
+        """The blueprint worker that writes the answer."""
+        return DECIDER_WORKER
+
+    def _public(self, view: View) -> list[dict[str, Any]]:
+        state = self.state() if self.state is not None else None
+        if isinstance(state, dict) and isinstance(state.get("public"), list):
+            return [e for e in state["public"] if isinstance(e, dict)]
+        return _entries_only(_shown_at(view, "/public")[0])
+
+    def prompt(self, view: View) -> str:
+        """The decider's user prompt: its instructions and the full public board."""
+        public, hidden = _shown_at(view, "/public")
+        return f"{self.instructions}\n\nFull blackboard state:\n{render_board(public, hidden_public=hidden)}"
+
+    async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
+        """Decide the answer (see class docstring)."""
+        public = self._public(view)
+        diagnostics: dict[str, JSON] = {"kind": self.kind}
+        if self.agent is None or self.model is None:
+            diagnostics["fallback"] = True
+            answer = fallback_answer(public)
+            return WorkerReply(
+                [{"op": "add", "path": "/answer", "value": answer}], Usage(component="decider"), (), diagnostics
+            )
+        reply = await run_agent(self.agent, self.model, self.prompt(view))
+        usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "decider")
+        diagnostics["model"] = self.model.name
+        if reply.tool_calls:
+            diagnostics["tool_calls"] = list(reply.tool_calls)
+        if reply.error is not None:
+            diagnostics.update({"error": reply.error, "fallback": True})
+            answer = fallback_answer(public)
+        else:
+            diagnostics["fallback"] = False
+            answer = reply.text
+        return WorkerReply([{"op": "add", "path": "/answer", "value": answer}], usage, (), diagnostics, reply.text)

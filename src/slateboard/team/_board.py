@@ -1,0 +1,247 @@
+"""The built-in blueprint of the classic blackboard, and the board entries it holds.
+
+State::
+
+    {"task": "<the prompt>",
+     "public": [entry, ...],                    # the shared board, append-only
+     "private": {"<agent>": [entry, ...]},      # one scratchpad per agent
+     "signatures": {"<author>": "<entry id>"},  # id of each author's latest public entry
+     "answer": null | "<final answer>"}
+
+    entry = {"id", "kind", "author", "references", "content", "timestamp"}
+
+How the kernel knows that an agent only appends entries authored by itself: the kernel checks
+invariants on the state, not on who wrote it, so authorship is tied to the write contract.
+
+* Private scratchpads: only agent A's contract covers ``/private/A/-``, and an invariant at
+  ``/private/A/*`` requires ``author == "A"``. So every entry there was written by A and says so.
+* The public board is one shared list, so the path cannot tell writers apart. Each author has
+  a signature slot ``/signatures/<author>`` that only its own contract may write, and a
+  transition invariant on the whole state requires that, for every entry a patch adds to
+  ``/public``, the signature slot of the entry's ``author`` changed in the same patch. A patch
+  comes from one worker and every op path is authorised, so a patch by B that adds an entry
+  claiming author A would have to write ``/signatures/A``, which B's contract forbids: the
+  kernel rejects it (stage ``authorise``, or ``invariants`` when the slot was left alone).
+  New entries are told apart from old ones by id, and ids are unique (an invariant), so an old
+  id cannot be reused to dodge the check. Nobody can append as ``user`` (no slot exists).
+* Reserved kinds: ``problem`` entries only by ``user`` and ``error`` entries only by ``system``.
+* References name existing public entries other than the entry itself.
+
+Everything is CEL in the blueprint (stored with the board), so ``replay(..., revalidate=True)``
+re-decides every proposal from the log alone. Timestamps are written by the proposing worker
+into the entry, so they are part of the logged patch and replay never reads a clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..kernel.canonical import JSON
+from ..kernel.pointer import escape_token
+
+__all__ = [
+    "AGENT_OPS",
+    "DECIDER_WORKER",
+    "RESERVED_AUTHORS",
+    "SYSTEM_AUTHOR",
+    "SYSTEM_WORKER",
+    "USER_AUTHOR",
+    "blackboard_blueprint",
+    "check_agent_names",
+    "make_entry",
+    "timestamp",
+]
+
+USER_AUTHOR = "user"
+"""Author of the problem entry."""
+SYSTEM_AUTHOR = "system"
+"""Author of error entries (e.g. the coordinator named an unknown agent)."""
+RESERVED_AUTHORS = (USER_AUTHOR, SYSTEM_AUTHOR)
+SYSTEM_WORKER = "__system"
+"""The blueprint worker that posts ``system`` entries."""
+DECIDER_WORKER = "__decider"
+"""The blueprint worker that writes ``/answer``."""
+AGENT_OPS = ["add", "test"]
+
+_KIND_PATTERN = "^[A-Za-z][A-Za-z0-9_.-]{0,31}$"
+
+ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "kind", "author", "references", "content", "timestamp"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "minLength": 1, "maxLength": 64},
+        "kind": {"type": "string", "pattern": _KIND_PATTERN},
+        "author": {"type": "string", "minLength": 1, "maxLength": 200},
+        "references": {"type": "array", "items": {"type": "string"}, "maxItems": 64},
+        "content": {"type": "string"},
+        "timestamp": {"type": "string", "minLength": 1, "maxLength": 64},
+    },
+}
+
+
+def check_agent_names(names: Sequence[str]) -> None:
+    """Raise ValueError for an agent name the board cannot hold: not a non-empty string, one of
+    the reserved authors (``user``, ``system``), or starting with ``__`` (internal workers)."""
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"agent names must be non-empty strings, got {name!r}")
+        if name in RESERVED_AUTHORS or name.startswith("__"):
+            raise ValueError(f"agent name {name!r} is reserved (user, system and names starting with '__')")
+
+
+def timestamp(moment: datetime) -> str:
+    """ISO 8601 text of ``moment`` in UTC (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
+
+
+def make_entry(
+    entry_id: str,
+    author: str,
+    content: str,
+    *,
+    kind: str = "contribution",
+    references: Sequence[str] = (),
+    at: datetime,
+) -> dict[str, JSON]:
+    """One board entry in the built-in schema."""
+    return {
+        "id": entry_id,
+        "kind": kind,
+        "author": author,
+        "references": list(references),
+        "content": content,
+        "timestamp": timestamp(at),
+    }
+
+
+def _cel_str(text: str) -> str:
+    # JSON string escapes are valid CEL string escapes.
+    return json.dumps(text, ensure_ascii=True)
+
+
+def blackboard_blueprint(
+    agents: Sequence[str],
+    *,
+    instructions: Mapping[str, str] | None = None,
+    view_budget: int = 100_000,
+    name: str = "blackboard",
+) -> dict[str, Any]:
+    """The blueprint (plain JSON) of a blackboard for these agents (see module docstring).
+
+    Raises ValueError for reserved or repeated agent names.
+    """
+    names = list(agents)
+    check_agent_names(names)
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names repeat: {names}")
+    authors = [*names, SYSTEM_AUTHOR]
+    schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["task", "public", "private", "signatures", "answer"],
+        "additionalProperties": False,
+        "properties": {
+            "task": {"type": "string"},
+            "public": {"type": "array", "items": ENTRY_SCHEMA},
+            "private": {
+                "type": "object",
+                "required": names,
+                "additionalProperties": False,
+                "properties": {n: {"type": "array", "items": ENTRY_SCHEMA} for n in names},
+            },
+            "signatures": {
+                "type": "object",
+                "required": authors,
+                "additionalProperties": False,
+                "properties": {a: {"type": "string", "maxLength": 64} for a in authors},
+            },
+            "answer": {"type": ["string", "null"]},
+        },
+    }
+    roles = dict(instructions or {})
+    workers: dict[str, Any] = {}
+    for n in names:
+        tok = escape_token(n)
+        workers[n] = {
+            "instruction": roles.get(n, ""),
+            "reads": ["/task", "/public", f"/private/{tok}"],
+            "writes": ["/public/-", f"/private/{tok}/-", f"/signatures/{tok}"],
+            "ops": AGENT_OPS,
+            "view_budget": view_budget,
+        }
+    workers[SYSTEM_WORKER] = {
+        "instruction": "Posts system entries (errors) on the public board.",
+        "reads": ["/public"],
+        "writes": ["/public/-", f"/signatures/{SYSTEM_AUTHOR}"],
+        "ops": AGENT_OPS,
+        "view_budget": view_budget,
+    }
+    workers[DECIDER_WORKER] = {
+        "instruction": "Writes the final answer from the public board.",
+        "reads": ["/task", "/public"],
+        "writes": ["/answer"],
+        "ops": ["add", "replace", "test"],
+        "view_budget": view_budget,
+    }
+    invariants: list[dict[str, Any]] = [
+        {
+            "name": "public entries are signed by their author",
+            "at": "",
+            "rule": (
+                "self.public.filter(e, !oldSelf.public.exists(o, o.id == e.id))"
+                ".all(e, e.author in oldSelf.signatures && e.author in self.signatures"
+                " && self.signatures[e.author] != oldSelf.signatures[e.author])"
+            ),
+            "message": "a new public entry must be signed by its author in the same patch "
+            "(an agent may only append entries authored by itself)",
+        },
+        {
+            "name": "public entry ids are unique",
+            "at": "/public",
+            "rule": "self.all(e, self.filter(o, o.id == e.id).size() == 1)",
+            "message": "public entry ids must be unique",
+        },
+        {
+            "name": "reserved kinds",
+            "at": "/public/*",
+            "rule": "!(self.kind in ['problem', 'error']) || self.author in ['user', 'system']",
+            "message": "only the user posts 'problem' entries and only the system posts 'error' entries",
+        },
+        {
+            "name": "references exist",
+            "at": "/public/*",
+            "rule": "self.references.all(r, r != self.id && root.public.exists(e, e.id == r))",
+            "message": "references must name other entries on the public board",
+        },
+    ]
+    for n in names:
+        invariants.append(
+            {
+                "name": f"{n} scratchpad is authored by {n}",
+                "at": f"/private/{escape_token(n)}/*",
+                "rule": f"self.author == {_cel_str(n)}",
+                "message": f"entries in {n}'s scratchpad are authored by {n}",
+            }
+        )
+    initial: dict[str, Any] = {
+        "task": "",
+        "public": [],
+        "private": {n: [] for n in names},
+        "signatures": dict.fromkeys(authors, ""),
+        "answer": None,
+    }
+    return {
+        "name": name,
+        "description": "The classic blackboard: a coordinator picks which agent contributes each round.",
+        "schema": schema,
+        "initial_state": initial,
+        "workers": workers,
+        "invariants": invariants,
+        "done": "state.answer != null",
+        "answer": "/answer",
+    }
