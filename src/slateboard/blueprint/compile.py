@@ -301,6 +301,9 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
     approval = tuple(p for i, a in enumerate(bp.approval) if (p := pattern(a, f"/approval/{i}")))
     if bp.answer is not None:
         pattern(bp.answer, "/answer")
+    task_tokens = pattern(bp.task, "/task")
+    if task_tokens is not None and len(task_tokens.tokens) != 1:
+        issues.append(BlueprintIssue("/task", f"the task pointer {bp.task!r} must name one top-level member"))
 
     if issues:
         raise BlueprintError(issues, source_label)

@@ -130,6 +130,7 @@ class Blueprint(_Strict):
     stages: list[StageSpec] = Field(default_factory=list)
     done: str | None = Field(None, description="CEL over state: the board is done when true.")
     answer: str | None = Field(None, description="Pointer of the answer in the state, for the decider.")
+    task: str = Field("/task", description="Pointer of the top-level state member that receives a run's task text.")
     approval: list[str] = Field(default_factory=list, description="Patterns whose changes need human approval.")
     quarantine: str | None = Field(None, description="Pattern of the region untrusted workers write.")
     limits: Limits = Field(default_factory=Limits)

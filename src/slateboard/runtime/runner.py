@@ -61,13 +61,21 @@ async def create_board(
     blueprint: CompiledBlueprint | dict[str, Any],
     *,
     inputs: Mapping[str, JSON] | None = None,
+    task: str | None = None,
     board_id: str | None = None,
     name: str | None = None,
 ) -> str:
     """Create a board from an accepted blueprint: its initial state (with ``inputs`` merged in at
-    the top level and re-validated) and the invocations of its start rules. Returns the id."""
+    the top level, and ``task`` put at the blueprint's task pointer, then re-validated) and the
+    invocations of its start rules. Returns the id."""
     compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
     spec_json = compiled.spec.to_json()
+    if task is not None:
+        key = parse_pointer(compiled.spec.task)[0]
+        props = compiled.spec.state_schema.get("properties")
+        if not isinstance(props, dict) or key not in props:
+            raise ValueError(f"blueprint {compiled.spec.name!r} has no {compiled.spec.task!r} member for the task")
+        inputs = {**(inputs or {}), key: task}
     if inputs:
         state = compiled.initial_state()
         if not isinstance(state, dict):
