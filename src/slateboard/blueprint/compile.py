@@ -182,6 +182,11 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
                 [BlueprintIssue("", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")],
                 label,
             ) from None
+    if isinstance(data, dict) and isinstance(data.get("rules"), list):
+        # YAML 1.1 reads an unquoted `on:` key as the boolean true; a rule never means that.
+        for rule in data["rules"]:
+            if isinstance(rule, dict) and True in rule and "on" not in rule:
+                rule["on"] = rule.pop(True)
     return compile_blueprint(data, source_label=label)
 
 

@@ -1,0 +1,170 @@
+"""The ``slateboard`` command: the Typer app, its global options and its error handling."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from . import _errors
+from ._errors import EXIT_USAGE, one_line, report
+from ._extra import (
+    PASS_THROUGH,
+    approve_command,
+    architect_command,
+    bench_command,
+    faults_command,
+    refuse_command,
+    serve_command,
+    templates_command,
+)
+from ._inspect import boards_command, log_command, replay_command, show_command
+from ._run import run_command
+
+
+def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
+    """Take ``--debug`` out of the arguments wherever it stands (before a ``--``)."""
+    out: list[str] = []
+    debug = False
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        if arg == "--debug":
+            debug = True
+        else:
+            out.append(arg)
+    return out, debug
+
+
+_CLICK_KINDS = ("NoArgsIsHelpError", "UsageError", "ClickException", "Abort")
+
+
+def _click_kind(exc: BaseException) -> str | None:
+    """Which click exception ``exc`` is (by class name, so both click and the copy of click that
+    newer typer versions vendor are recognised), or None."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _CLICK_KINDS and cls.__module__.split(".")[0] in ("click", "typer"):
+            return cls.__name__
+    return None
+
+
+class SlateboardGroup(TyperGroup):
+    """The top-level group: runs a command and turns every failure into one line and an exit
+    code (see ``_errors``), for the entry point and for test runners alike."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line ``args`` (default ``sys.argv[1:]``); exit (or, when not
+        standalone, return) with its exit code."""
+        argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))
+        _errors.settings.debug = debug
+        if debug:
+            logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+            logging.getLogger("slateboard").setLevel(logging.DEBUG)
+        code = self._run(argv, prog_name or "slateboard", complete_var, windows_expand_args, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def _run(
+        self, argv: list[str], prog_name: str, complete_var: str | None, windows_expand_args: bool, **extra: Any
+    ) -> int:
+        try:
+            rv = super().main(
+                argv,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except (Exception, KeyboardInterrupt) as exc:
+            kind = _click_kind(exc)
+            if kind == "NoArgsIsHelpError":
+                text = str(getattr(exc, "format_message", str)()).rstrip()
+                if text:
+                    sys.stdout.write(text + "\n")
+                return EXIT_USAGE
+            if kind in ("UsageError", "ClickException"):
+                if _errors.settings.debug:
+                    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+                message = one_line(str(getattr(exc, "format_message", str)()))
+                ctx = getattr(exc, "ctx", None)
+                where = f" (see: {ctx.command_path} --help)" if kind == "UsageError" and ctx is not None else ""
+                sys.stderr.write(f"error: {message}{where}\n")
+                code = getattr(exc, "exit_code", EXIT_USAGE)
+                return code if isinstance(code, int) else EXIT_USAGE
+            if kind == "Abort":
+                sys.stderr.write("error: aborted\n")
+                return 1
+            return report(exc)
+        return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+
+
+app = typer.Typer(
+    cls=SlateboardGroup,
+    name="slateboard",
+    help=(
+        "slateboard: LLM workers collaborate on a board whose state changes only through validated, "
+        "authorised, logged JSON Patch proposals."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"slateboard {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks and debug logs (accepted anywhere on the line).")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Global options (before or after the command)."""
+    if debug:
+        _errors.settings.debug = True
+
+
+app.command("run")(run_command)
+app.command("boards")(boards_command)
+app.command("log")(log_command)
+app.command("show")(show_command)
+app.command("replay")(replay_command)
+app.command("architect")(architect_command)
+app.command("templates")(templates_command)
+app.command("bench", context_settings=PASS_THROUGH)(bench_command)
+app.command("approve", context_settings=PASS_THROUGH)(approve_command)
+app.command("refuse", context_settings=PASS_THROUGH)(refuse_command)
+app.command("serve", context_settings=PASS_THROUGH)(serve_command)
+app.command("faults", context_settings=PASS_THROUGH)(faults_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The ``slateboard`` entry point: run ``argv`` (default: the process arguments) and exit."""
+    command = typer.main.get_command(app)
+    command.main(args=None if argv is None else list(argv), prog_name="slateboard")

@@ -1,0 +1,175 @@
+"""``architect``, ``templates``, ``bench``, and the commands that exist but are not built yet
+(``approve``, ``refuse``, ``serve``, ``faults``: they fail with exit code 2, never pretend)."""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from ._common import JsonOption, as_blueprint_json, console, print_json, run_async, template_entries, templates_module
+from ._errors import EXIT_USAGE, CliError, not_supported, one_line
+
+BENCH_ENV = "SLATEBOARD_BENCHMARKS"
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+# -- architect ------------------------------------------------------------------------------------
+def architect_command(
+    request: Annotated[str, typer.Argument(help="What the board should do, in plain words.", show_default=False)],
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model for the Architect's call.")
+    ] = None,
+    repairs: Annotated[
+        int | None, typer.Option("--repairs", min=0, help="Repair rounds after the first attempt (default: 2).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the YAML to FILE instead of stdout.")
+    ] = None,
+) -> None:
+    """Turn a request into a blueprint with the Architect and print it as YAML."""
+    module, build = _architect()
+    kwargs: dict[str, Any] = {} if model is None else {"model": model}
+    if repairs is not None:
+        kwargs["max_repairs"] = repairs
+    failure = getattr(module, "ArchitectError", None)
+    try:
+        result: Any = build(request, **kwargs)
+        if inspect.isawaitable(result):
+            awaitable = result
+
+            async def wait() -> Any:
+                return await awaitable
+
+            result = run_async(wait)
+    except Exception as exc:
+        if isinstance(failure, type) and isinstance(exc, failure):
+            issues = getattr(exc, "issues", None) or []
+            head = str(exc).split("\n", 1)[0]
+            raise CliError(
+                f"the Architect produced no accepted blueprint: {one_line(head)}",
+                details=[f"  - {one_line(str(i))}" for i in issues],
+            ) from exc
+        raise
+    text = yaml.safe_dump(as_blueprint_json(result), sort_keys=False, allow_unicode=True)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.write_text(text, encoding="utf-8")
+    sys.stderr.write(f"blueprint written to {output}\n")
+
+
+def _architect() -> tuple[ModuleType, Any]:
+    name = "slateboard.architect"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        module = None
+    build = getattr(module, "blueprint_from_request", None) if module is not None else None
+    if module is None or build is None:
+        raise CliError("the Architect is not available in this installation (no slateboard.architect)", code=EXIT_USAGE)
+    return module, build
+
+
+# -- templates ------------------------------------------------------------------------------------
+def templates_command(as_json: JsonOption = False) -> None:
+    """List the blueprint templates that slateboard run accepts by name."""
+    module = templates_module()
+    if module is None:
+        raise CliError("templates are not available in this installation", code=EXIT_USAGE)
+    entries = template_entries(module)
+    if as_json:
+        print_json([{"name": n, "description": d} for n, d in entries])
+        return
+    out = console()
+    if not entries:
+        out.print("no templates")
+        return
+    table = Table(box=None, pad_edge=False)
+    table.add_column("template", no_wrap=True)
+    table.add_column("description")
+    for name, desc in entries:
+        table.add_row(name, desc)
+    out.print(table)
+
+
+# -- bench ----------------------------------------------------------------------------------------
+class Bench(enum.StrEnum):
+    """The benchmark scripts under benchmarks/."""
+
+    kernel = "kernel"
+    store = "store"
+    constrained = "constrained"
+
+
+def find_benchmarks() -> Path:
+    """The benchmarks directory: $SLATEBOARD_BENCHMARKS, else ./benchmarks in the working
+    directory or one of its parents, else the one next to this source checkout."""
+    env = os.environ.get(BENCH_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_dir():
+            raise CliError(f"{BENCH_ENV}={env} is not a directory")
+        return path
+    cwd = Path.cwd().resolve()
+    candidates = [d / "benchmarks" for d in (cwd, *cwd.parents)]
+    candidates.append(Path(__file__).resolve().parents[3] / "benchmarks")
+    for candidate in candidates:
+        if (candidate / "kernel.py").is_file() or (candidate / "store.py").is_file():
+            return candidate
+    raise CliError(
+        "no benchmarks directory found: run from a slateboard source checkout or set "
+        f"{BENCH_ENV} to the directory holding kernel.py, store.py and constrained.py"
+    )
+
+
+def bench_command(
+    ctx: typer.Context,
+    name: Annotated[Bench, typer.Argument(help="Which benchmark to run.", show_default=False)],
+) -> None:
+    """Run a benchmark script (benchmarks/NAME.py) with this Python; further arguments go to it.
+
+    Example: slateboard bench kernel --proposals 1000 --sizes 100,10000 --json
+
+    The benchmarks directory is $SLATEBOARD_BENCHMARKS, else ./benchmarks here or in a parent, else the source checkout's.
+    """
+    script = find_benchmarks() / f"{name.value}.py"
+    if not script.is_file():
+        raise CliError(f"benchmark script not found: {script}")
+    sys.stdout.flush()
+    proc = subprocess.run([sys.executable, str(script), *ctx.args], check=False)
+    if proc.returncode:
+        raise typer.Exit(proc.returncode)
+
+
+# -- not built yet ----------------------------------------------------------------------------------
+def approve_command(ctx: typer.Context, board: Annotated[str, typer.Argument(metavar="BOARD")]) -> None:
+    """Approve a change waiting for human approval (not supported yet)."""
+    raise not_supported("human approval", "no board waits for approval in this version, so there is nothing to approve")
+
+
+def refuse_command(ctx: typer.Context, board: Annotated[str, typer.Argument(metavar="BOARD")]) -> None:
+    """Refuse a change waiting for human approval (not supported yet)."""
+    raise not_supported("human approval", "no board waits for approval in this version, so there is nothing to refuse")
+
+
+def serve_command(ctx: typer.Context) -> None:
+    """Serve the web dashboard (not supported yet)."""
+    raise not_supported("the dashboard (slateboard serve)", "inspect boards with slateboard boards/log/show instead")
+
+
+def faults_command(ctx: typer.Context) -> None:
+    """Run the fault-injection suite (not supported yet)."""
+    raise not_supported("fault injection (slateboard faults)")

@@ -1,0 +1,356 @@
+"""Reading boards back: ``boards``, ``log``, ``show`` and ``replay --verify``.
+
+Nothing here writes to the store. States are rebuilt by replaying the log (``slateboard.kernel.
+replay``), never taken on trust from a snapshot; ``replay --verify`` also checks the snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from itertools import takewhile
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.json import JSON as RichJSON
+from rich.table import Table
+from rich.text import Text
+
+from ._common import (
+    JsonOption,
+    StoreOption,
+    cell,
+    console,
+    opened_store,
+    print_json,
+    resolve_board,
+    run_async,
+    short,
+    store_hint,
+)
+from ._errors import EXIT_VERIFY_FAILED, CliError
+
+if TYPE_CHECKING:
+    from ..kernel.record import Record
+    from ..kernel.replay import ReplayReport
+    from ..stores.base import BoardInfo, LoadedBoard
+
+BoardArg = Annotated[
+    str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix of one).", show_default=False)
+]
+OUTCOMES = ("accepted", "rejected", "noop", "action")
+
+
+def _when(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
+
+
+def _info_json(b: BoardInfo) -> dict[str, Any]:
+    return {
+        "board_id": b.board_id,
+        "name": b.name,
+        "status": b.status,
+        "reason": b.reason,
+        "version": b.version,
+        "records": b.seq,
+        "created_at": b.created_at,
+        "updated_at": b.updated_at,
+    }
+
+
+def boards_command(
+    store: StoreOption = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only boards in this status: running, paused, done, failed.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the boards of a store, oldest first."""
+    from ..stores.base import BOARD_STATUSES
+
+    if status is not None and status not in BOARD_STATUSES:
+        raise CliError(f"unknown status {status!r} (one of: {', '.join(BOARD_STATUSES)})", code=2)
+
+    async def go() -> list[BoardInfo]:
+        async with opened_store(store) as st:
+            return await st.list_boards(status=status)
+
+    found = run_async(go)
+    if as_json:
+        print_json([_info_json(b) for b in found])
+        return
+    out = console()
+    if not found:
+        out.print("no boards in this store")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("board", "name", "status", "version", "records", "updated", "reason"):
+        wraps = col in ("name", "reason")
+        table.add_column(
+            col,
+            justify="right" if col in ("version", "records") else "left",
+            no_wrap=not wraps,
+            min_width=6 if wraps else None,
+        )
+    for b in found:
+        style = {"failed": "red", "running": "yellow"}.get(b.status, "")
+        table.add_row(
+            b.board_id,
+            cell(b.name),
+            Text(b.status, style=style),
+            str(b.version),
+            str(b.seq),
+            _when(b.updated_at),
+            cell(b.reason),
+        )
+    out.print(table)
+
+
+def log_command(
+    board: BoardArg,
+    store: StoreOption = None,
+    worker: Annotated[list[str] | None, typer.Option("--worker", "-w", help="Only this worker's records.")] = None,
+    outcome: Annotated[
+        str | None, typer.Option("--outcome", "-o", help="Only records with this outcome: " + ", ".join(OUTCOMES) + ".")
+    ] = None,
+    stage: Annotated[str | None, typer.Option("--stage", help="Only rejections at this stage.")] = None,
+    patches: Annotated[bool, typer.Option("--patches", help="Show each record's patch too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a board's transaction log as a table (every record, or the filtered ones)."""
+    if outcome is not None and outcome not in OUTCOMES:
+        raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
+
+    async def go() -> tuple[BoardInfo, list[Record]]:
+        async with opened_store(store) as st:
+            info = await resolve_board(st, board, store)
+            return info, await st.read_records(info.board_id)
+
+    info, records = run_async(go)
+    chosen = [
+        r
+        for r in records
+        if (not worker or r.worker in worker)
+        and (outcome is None or r.outcome == outcome)
+        and (stage is None or r.stage == stage)
+    ]
+    if as_json:
+        print_json([r.to_json() for r in chosen])
+        return
+    out = console()
+    out.print(
+        f"board [bold]{info.board_id}[/] ({info.name}), {info.status}"
+        + (f": {info.reason}" if info.reason else "")
+        + f", version {info.version}, {len(records)} records"
+        + (f", {len(chosen)} shown" if len(chosen) != len(records) else "")
+    )
+    if not chosen:
+        return
+    table = Table(box=None, pad_edge=False)
+    table.add_column("seq", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("worker", no_wrap=True)
+    table.add_column("stage", no_wrap=True)
+    table.add_column("ver", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    if patches:
+        table.add_column("patch", overflow="fold")
+    for r in chosen:
+        style = {"accepted": "green", "rejected": "red", "noop": "yellow"}.get(r.outcome, "dim")
+        row: list[str | Text] = [
+            str(r.seq),
+            r.kind,
+            Text(r.outcome, style=style),
+            r.worker or "-",
+            r.stage or "-",
+            str(r.version),
+            str(r.usage.tokens_in + r.usage.tokens_out),
+            Text(r.reason or "") if patches else cell(r.reason),
+        ]
+        if patches:
+            row.append(r.patch or "")
+        table.add_row(*row)
+    out.print(table)
+
+
+async def _load_all(store: str | None, board: str) -> tuple[BoardInfo, LoadedBoard, list[Record]]:
+    async with opened_store(store) as st:
+        info = await resolve_board(st, board, store)
+        loaded = await st.load_board(info.board_id)
+        records = await st.read_records(info.board_id)
+        return info, loaded, records
+
+
+def _replay(loaded: LoadedBoard, records: list[Record], *, revalidate: bool = False) -> ReplayReport:
+    from ..blueprint.compile import compile_blueprint
+    from ..kernel.replay import replay
+
+    blueprint = compile_blueprint(loaded.blueprint, source_label=f"stored with board {loaded.board_id}")
+    return replay(blueprint, loaded.initial_state, records, revalidate=revalidate)
+
+
+def show_command(
+    board: BoardArg,
+    store: StoreOption = None,
+    at: Annotated[
+        int | None, typer.Option("--at", min=0, metavar="VERSION", help="The state at this version (default: latest).")
+    ] = None,
+    path: Annotated[
+        str | None, typer.Option("--path", metavar="POINTER", help="Only this part of the state (a JSON Pointer).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a board's state at any version, rebuilt by replaying its log."""
+    info, loaded, records = run_async(lambda: _load_all(store, board))
+    last = records[-1].version if records else 0
+    if at is not None and at > last:
+        raise CliError(f"board {info.board_id} has no version {at} (its latest version is {last})")
+    limit = last if at is None else at
+    chosen = list(takewhile(lambda r: r.version <= limit, records))
+    report = _replay(loaded, chosen)
+    if not report.ok:
+        raise CliError(
+            f"board {info.board_id}: the log does not verify at record {report.bad_seq}: {report.problem}"
+            f" (see: slateboard replay {info.board_id} --verify{store_hint(store)})"
+        )
+    state: Any = report.state
+    if path:
+        state = _pick(state, path)
+    if as_json:
+        data: dict[str, Any] = {"board_id": info.board_id, "version": report.version, "state_hash": report.state_hash}
+        if path:
+            data["path"] = path
+        data["state"] = state
+        print_json(data)
+        return
+    out = console()
+    where = f" at {path}" if path else ""
+    out.print(
+        f"board [bold]{info.board_id}[/] ({info.name}) version {report.version}{where}, state {report.state_hash[:12]}"
+    )
+    import json
+
+    out.print(RichJSON(json.dumps(state, ensure_ascii=False)))
+
+
+def _pick(state: Any, pointer: str) -> Any:
+    from ..kernel.invariants import _MISSING
+    from ..kernel.invariants import get as get_at
+    from ..kernel.pointer import PointerError, parse_pointer
+
+    try:
+        tokens = parse_pointer(pointer)
+    except PointerError as exc:
+        raise CliError(f"--path {pointer!r} is not a JSON Pointer: {exc}", code=2) from None
+    found = get_at(state, tokens)
+    if found is _MISSING:
+        raise CliError(f"nothing at {pointer} in this state")
+    return found
+
+
+def replay_command(
+    board: BoardArg,
+    store: StoreOption = None,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Check every record's hash and state hash; exit 0 only when all match."),
+    ] = False,
+    revalidate: Annotated[
+        bool, typer.Option("--revalidate", help="Also re-run every kernel decision and compare it with the log.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Replay a board's log from its initial state without calling any model.
+
+    With --verify: exit 0 when every record and state hash matches, else name the first bad record and the problem.
+
+    Exit code 3 when the log does not verify. Without --verify the replayed state is printed too.
+    """
+    from ..blueprint.compile import BlueprintError
+    from ..stores.base import StoreCorrupt
+
+    try:
+        info, loaded, records = run_async(lambda: _load_all(store, board))
+    except StoreCorrupt as exc:
+        if not verify:
+            raise
+        _fail_verify(board, None, None, f"the stored log cannot be read: {exc}", 0, as_json)
+        return
+    try:
+        report = _replay(loaded, records, revalidate=revalidate)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        # replay reports a bad record instead of raising; should a malformed one get through, say so
+        if isinstance(exc, BlueprintError):
+            raise
+        _fail_verify(info.board_id, None, None, f"replay could not continue: {type(exc).__name__}: {exc}", 0, as_json)
+        return
+    problem = None if report.ok else report.problem
+    bad = report.bad_seq
+    if report.ok:
+        problem = _check_snapshot(loaded, records)
+    if problem is not None:
+        bad_rec = records[bad - 1] if bad is not None and 1 <= bad <= len(records) else None
+        _fail_verify(info.board_id, bad, bad_rec, problem, report.checked, as_json)
+        return
+    mode = "revalidated" if revalidate else "verified"
+    if as_json:
+        data: dict[str, Any] = {
+            "board_id": info.board_id,
+            "ok": True,
+            "checked": report.checked,
+            "version": report.version,
+            "state_hash": report.state_hash,
+            "revalidated": revalidate,
+        }
+        if not verify:
+            data["state"] = report.state
+        print_json(data)
+        return
+    out = console()
+    out.print(
+        f"[green]ok[/]: board {info.board_id}: {report.checked} records {mode}, "
+        f"version {report.version}, state {report.state_hash[:12]}"
+    )
+    if not verify:
+        import json
+
+        out.print(RichJSON(json.dumps(report.state, ensure_ascii=False)))
+
+
+def _check_snapshot(loaded: LoadedBoard, records: list[Record]) -> str | None:
+    """A stored snapshot must be the state the log reaches at its seq."""
+    from ..kernel.statehash import state_hash
+
+    snap = loaded.snapshot
+    if snap is None:
+        return None
+    if not 1 <= snap.seq <= len(records):
+        return f"the snapshot is at record {snap.seq}, outside the log (1..{len(records)})"
+    rec = records[snap.seq - 1]
+    if rec.hash != snap.last_hash or rec.version != snap.version or rec.state_after != snap.state_hash:
+        return f"the snapshot at record {snap.seq} does not match that record"
+    if state_hash(snap.state) != snap.state_hash:
+        return f"the snapshot at record {snap.seq} holds a state whose hash differs from the log's"
+    return None
+
+
+def _fail_verify(
+    board: str, bad_seq: int | None, record: Record | None, problem: str, checked: int, as_json: bool
+) -> None:
+    """Report a log that does not verify (the first bad record and the problem) and exit 3."""
+    if as_json:
+        data: dict[str, Any] = {"board_id": board, "ok": False, "checked": checked, "bad_seq": bad_seq}
+        data["problem"] = problem
+        data["record"] = record.to_json() if record is not None else None
+        print_json(data)
+    where = f"record {bad_seq}" if bad_seq is not None else "the log"
+    sys.stderr.write(f"verification failed: board {board}: {where}: {problem}\n")
+    if record is not None:
+        sys.stderr.write(
+            f"  first bad record: seq {record.seq}, {record.kind}, {record.outcome}, worker {record.worker or '-'},"
+            f" stage {record.stage or '-'}, version {record.version}, reason {short(record.reason, 60) or '-'}\n"
+        )
+    sys.stderr.write(f"  {checked} record{'s' if checked != 1 else ''} before it verified\n")
+    raise typer.Exit(EXIT_VERIFY_FAILED)

@@ -1,0 +1,347 @@
+"""``slateboard run``: create a board from a blueprint or template and drive it to its end.
+
+The live display is fed by the runner's events (never by polling the store); the summary after
+the run is read back from the store, so it is the audit trail, not the display's own counts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter, deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.pretty import Pretty
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from ._common import (
+    JsonOption,
+    StoreOption,
+    add_import_paths,
+    cell,
+    console,
+    load_blueprint_or_template,
+    opened_store,
+    print_json,
+    run_async,
+    store_hint,
+)
+from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint
+    from ..kernel.record import Record
+    from ..models.protocol import Model
+    from ..runtime import RunEvent, RunResult
+    from ..stores.base import BoardInfo
+
+_RECENT = 6
+
+
+class RunDisplay:
+    """What the live display shows, updated from run events (thread-safe: rich refreshes it
+    from its own thread)."""
+
+    def __init__(self, board_id: str, name: str, max_steps: int, parallel: int) -> None:
+        self.board_id = board_id
+        self.name = name
+        self.max_steps = max_steps
+        self.parallel = parallel
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self.steps = 0
+        self.version = 0
+        self.accepted = 0
+        self.noops = 0
+        self.rejected: Counter[str] = Counter()
+        self.tokens = 0
+        self.running: dict[str, str] = {}
+        self.recent: deque[tuple[int, str, str, str, str]] = deque(maxlen=_RECENT)
+        self.circuit: deque[str] = deque(maxlen=3)
+        self.end_reason: str | None = None
+        self._lock = threading.Lock()
+        self._spinner = Spinner("dots")
+
+    def feed(self, event: RunEvent) -> None:
+        """Take one run event into account."""
+        d = event.data
+        with self._lock:
+            if event.kind == "run.started":
+                self.version = _int(d.get("version"))
+            elif event.kind == "invocation.started":
+                self.running[str(d.get("invocation"))] = str(d.get("worker"))
+            elif event.kind == "proposal.decided":
+                self.running.pop(str(d.get("invocation")), None)
+                self.steps += 1
+                outcome = str(d.get("outcome"))
+                stage = str(d.get("stage") or "")
+                if outcome == "accepted":
+                    self.accepted += 1
+                elif outcome == "rejected":
+                    self.rejected[stage or "-"] += 1
+                elif outcome == "noop":
+                    self.noops += 1
+                self.version = _int(d.get("version"))
+                self.tokens = _int(d.get("tokens"))
+                reason = str(d.get("reason") or "")
+                self.recent.append((_int(d.get("seq")), str(d.get("worker")), outcome, stage, reason))
+            elif event.kind == "circuit.action":
+                who = f" {d.get('worker')}" if d.get("worker") else ""
+                self.circuit.append(f"{d.get('action')}{who}: {d.get('reason') or ''}")
+            elif event.kind == "run.ended":
+                self.end_reason = str(d.get("reason"))
+                self.version = _int(d.get("version"), self.version)
+                self.finished = time.monotonic()
+                self.running.clear()
+
+    def __rich__(self) -> RenderableType:
+        with self._lock:
+            return self._render()
+
+    def _render(self) -> RenderableType:
+        elapsed = (self.finished or time.monotonic()) - self.started
+        head = Table.grid(padding=(0, 2))
+        for _ in range(5):
+            head.add_column()
+        rejected = sum(self.rejected.values())
+        by_stage = ", ".join(f"{s} {n}" for s, n in sorted(self.rejected.items()))
+        head.add_row(
+            f"step [bold]{self.steps}[/]/{self.max_steps}",
+            f"version [bold]{self.version}[/]",
+            f"accepted [green]{self.accepted}[/]",
+            f"rejected [red]{rejected}[/]" + (f" ({by_stage})" if by_stage else ""),
+            f"tokens {self.tokens:,}  {elapsed:.1f}s",
+        )
+        parts: list[RenderableType] = [head]
+        if self.end_reason is None:
+            workers = ", ".join(sorted(self.running.values())) or "choosing the next invocation"
+            status = Table.grid(padding=(0, 1))
+            status.add_row(self._spinner, Text(f"running: {workers}"))
+            parts.append(status)
+        if self.recent:
+            table = Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False)
+            table.add_column("seq", justify="right", style="dim", no_wrap=True)
+            table.add_column("worker", no_wrap=True)
+            table.add_column("outcome", no_wrap=True)
+            table.add_column("stage", no_wrap=True)
+            table.add_column("reason")
+            for seq, worker, outcome, stage, reason in self.recent:
+                style = {"accepted": "green", "rejected": "red"}.get(outcome, "yellow")
+                table.add_row(str(seq), worker, Text(outcome, style=style), stage or "-", cell(reason))
+            parts.append(table)
+        for line in self.circuit:
+            parts.append(cell(f"circuit: {line}", style="yellow"))
+        if self.end_reason is not None:
+            style = "red" if self.end_reason.startswith("circuit") else "bold"
+            parts.append(cell(f"ended: {self.end_reason}", style=style))
+        return Panel(Group(*parts), title=f"slateboard run · {self.name} · board {self.board_id}", title_align="left")
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _inputs(compiled: CompiledBlueprint, task: str | None, pairs: list[str], label: str) -> dict[str, Any] | None:
+    """The top-level values to merge into the initial state: ``--task`` (at the blueprint's task
+    pointer, ``/task`` unless the blueprint says otherwise) and every ``--input NAME=VALUE``
+    (VALUE read as JSON when it parses)."""
+    schema = compiled.spec.state_schema
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    known = sorted(props) if isinstance(props, dict) else []
+    listing = ", ".join(known) or "none"
+    out: dict[str, Any] = {}
+    if task is not None:
+        task_key = compiled.spec.task.lstrip("/").replace("~1", "/").replace("~0", "~")
+        if task_key not in known:
+            raise CliError(
+                f"--task given, but blueprint {label} has no {task_key!r} property in its state schema"
+                f" (its properties: {listing}); set one with --input NAME=VALUE"
+            )
+        out[task_key] = task
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"--input {pair!r}: expected NAME=VALUE", code=EXIT_USAGE)
+        if key not in known:
+            raise CliError(f"--input {key}: blueprint {label} has no property {key!r} (its properties: {listing})")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out or None
+
+
+def run_command(
+    blueprint: Annotated[
+        str,
+        typer.Argument(
+            metavar="BLUEPRINT_OR_TEMPLATE",
+            help="A blueprint file (YAML or JSON) or the name of a template (see: slateboard templates).",
+            show_default=False,
+        ),
+    ],
+    task: Annotated[
+        str | None,
+        typer.Option("--task", "-t", help="The task, put into the board's initial state at /task."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", metavar="MODEL", help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini."
+        ),
+    ] = None,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input",
+            "-i",
+            metavar="NAME=VALUE",
+            help="Put VALUE (JSON, else a string) at /NAME of the initial state; repeatable.",
+        ),
+    ] = None,
+    store: StoreOption = None,
+    parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a board from a blueprint file or template and run it to its end.
+
+    Shows live progress, then the answer and an audit summary (--json: the run result as JSON).
+
+    Function workers (module:callable) are imported from installed packages, the working directory or the blueprint's.
+
+    Exit code 1 when the circuit policy halted the run (the board is marked failed).
+    """
+    compiled, path = load_blueprint_or_template(blueprint)
+    add_import_paths(Path.cwd(), path.parent if path is not None else None)
+    initial = _inputs(compiled, task, inputs or [], blueprint)
+    resolved = _resolve(compiled, model)
+    steps_limit = max_steps or compiled.spec.limits.max_steps
+
+    created: list[str] = []
+
+    async def go() -> tuple[RunResult, list[Record], BoardInfo]:
+        from ..runtime import Runner, create_board
+
+        async with opened_store(store) as st:
+            board_id = await create_board(st, compiled, inputs=initial, name=name)
+            created.append(board_id)
+            runner = Runner(st, board_id, model=resolved, parallel=parallel, max_steps=max_steps)
+            if as_json:
+                result = await runner.run()
+            else:
+                display = RunDisplay(board_id, name or compiled.spec.name, steps_limit, parallel)
+                result = await _run_with_display(runner, display)
+            records = await st.read_records(board_id)
+            info = await st.board_info(board_id)
+            return result, records, info
+
+    try:
+        result, records, info = run_async(go)
+    except KeyboardInterrupt:
+        if not created:
+            raise
+        raise CliError(
+            f"interrupted: board {created[0]} stopped mid-run; its log is intact"
+            f" (see: slateboard log {created[0]}{store_hint(store)})",
+            code=EXIT_INTERRUPTED,
+        ) from None
+    if as_json:
+        print_json(result.to_json())
+    else:
+        _summary(result, records, info, store, has_answer=compiled.spec.answer is not None)
+    if info.status == "failed":
+        import sys
+
+        sys.stderr.write(f"board {info.board_id} failed: {result.end_reason}\n")
+        raise typer.Exit(EXIT_ERROR)
+
+
+def _resolve(compiled: CompiledBlueprint, model: str | None) -> Model | None:
+    """Resolve the model string and build every worker once before a board exists, so a bad
+    model string or function reference fails without leaving a half-made board behind."""
+    from ..models import resolve_model
+    from ..workers.factory import make_workers
+
+    resolved = resolve_model(model) if model else None
+    make_workers(compiled, model=resolved)
+    return resolved
+
+
+async def _run_with_display(runner: Any, display: RunDisplay) -> RunResult:
+    import asyncio
+
+    events = runner.events()
+
+    async def consume() -> None:
+        async for event in events:
+            display.feed(event)
+
+    out = console()
+    with Live(display, console=out, refresh_per_second=8, transient=False, redirect_stderr=False):
+        consumer = asyncio.create_task(consume())
+        try:
+            result: RunResult = await runner.run()
+        except BaseException:
+            consumer.cancel()
+            raise
+        await consumer
+    return result
+
+
+def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: str | None, *, has_answer: bool) -> None:
+    out = console()
+    out.print()
+    if not has_answer:
+        out.print("[bold]Answer:[/] none (the blueprint names no answer path)")
+    elif result.answer is None:
+        out.print("[bold]Answer:[/] none on the board")
+    elif isinstance(result.answer, str):
+        out.print("[bold]Answer:[/]", Text(result.answer))
+    else:
+        out.print("[bold]Answer:[/]")
+        out.print(Pretty(result.answer))
+    outcomes = Counter(r.outcome for r in records)
+    stages = Counter(r.stage or "-" for r in records if r.outcome == "rejected")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("board", f"{info.board_id} ({info.name}), {info.status}: {result.end_reason}")
+    grid.add_row("version", str(result.version))
+    counts = ", ".join(f"{outcomes[k]} {k}" for k in ("accepted", "rejected", "noop", "action") if outcomes[k])
+    grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))
+    if stages:
+        grid.add_row("rejected by stage", ", ".join(f"{s} {n}" for s, n in sorted(stages.items())))
+    grid.add_row("tokens", f"{result.total_tokens:,}")
+    out.print(Panel(grid, title="Audit", title_align="left"))
+    for title, usage in (("component", result.usage), ("worker", result.usage_by_worker)):
+        if not usage:
+            continue
+        table = Table(title=f"tokens by {title}", title_justify="left", box=None, pad_edge=False)
+        table.add_column(title)
+        table.add_column("in", justify="right")
+        table.add_column("out", justify="right")
+        table.add_column("calls", justify="right")
+        for key, u in sorted(usage.items()):
+            table.add_row(key, f"{u.tokens_in:,}", f"{u.tokens_out:,}", str(u.calls))
+        out.print(table)
+    if store is not None and store.lower().startswith("memory:"):
+        out.print(Text("the board lived in a memory:// store: it is gone now that this process ends", style="dim"))
+        return
+    hint = store_hint(store)
+    out.print("inspect with:", style="dim")
+    for cmd in ("log", "show", "replay"):
+        extra = " --verify" if cmd == "replay" else ""
+        out.print(Text(f"  slateboard {cmd} {info.board_id}{extra}{hint}", style="dim"), soft_wrap=True)
