@@ -18,6 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..kernel.canonical import JSON, hash_json
+from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, Tokens, escape_token, region_contains
 from ..kernel.schema import Location, SchemaError, SchemaIndex
 from .cel import CelCompileError, CelExpr, compile_cel
@@ -173,6 +174,8 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
         label = str(path)
         try:
             text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise BlueprintError([BlueprintIssue("", f"not UTF-8 text (byte {exc.start})")], label) from None
         except OSError as exc:
             raise BlueprintError([BlueprintIssue("", f"cannot read file: {exc.strerror}")], label) from None
         try:
@@ -216,10 +219,17 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
             raise BlueprintError(found, source_label) from None
     issues: list[BlueprintIssue] = []
 
+    schema: SchemaIndex | None
     try:
         schema = SchemaIndex(bp.state_schema)
     except SchemaError as exc:
-        raise BlueprintError([BlueprintIssue("/schema", str(exc))], source_label) from None
+        # Keep going: the checks that do not need the schema still report their issues.
+        issues.append(BlueprintIssue("/schema", str(exc)))
+        schema = None
+    try:
+        check_json_value(bp.initial_state, JsonLimits(max_bytes=1 << 62, max_depth=bp.limits.max_depth))
+    except JsonValueError as exc:
+        issues.append(BlueprintIssue("/initial_state" + exc.path, exc.reason))
 
     def pattern(text: str, where: str) -> Pattern | None:
         try:
@@ -249,7 +259,7 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
             p = pattern(w, f"{base}/writes/{i}")
             if p is None:
                 continue
-            if not pattern_locations(schema, p.tokens):
+            if schema is not None and not pattern_locations(schema, p.tokens):
                 issues.append(
                     BlueprintIssue(
                         f"{base}/writes/{i}",
@@ -296,7 +306,14 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
     for i, inv in enumerate(bp.invariants):
         where = f"/invariants/{i}"
         p = pattern(inv.at, f"{where}/at")
-        if p is not None and not pattern_locations(schema, p.tokens):
+        if p is not None and ("-" in p.tokens or "**" in p.tokens):
+            issues.append(
+                BlueprintIssue(
+                    f"{where}/at", f"location {inv.at!r}: use '*' for items; '-' and '**' are not node locations"
+                )
+            )
+            p = None
+        if p is not None and schema is not None and not pattern_locations(schema, p.tokens):
             issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches no location of the state schema"))
         expr = cel(inv.rule, f"{where}/rule")
         if p is not None and expr is not None:
@@ -310,7 +327,7 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
     if task_tokens is not None and len(task_tokens.tokens) != 1:
         issues.append(BlueprintIssue("/task", f"the task pointer {bp.task!r} must name one top-level member"))
 
-    if issues:
+    if issues or schema is None:
         raise BlueprintError(issues, source_label)
 
     for v in schema.validate_state(bp.initial_state):

@@ -8,13 +8,12 @@ patch at the same concrete path, captured before applying (only for invariants t
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .canonical import JSON
-from .patch import Effect, Op
+from .patch import Effect
 from .pointer import Pattern, Tokens, format_pointer, is_array_index
 
 if TYPE_CHECKING:
@@ -115,69 +114,77 @@ def _prefix_matches(pattern: Pattern, tokens: Tokens) -> bool:
     return all(a == "*" or a == b for a, b in zip(pt, tokens, strict=False))
 
 
-def snapshot_old(bp: CompiledBlueprint, state: JSON, ops: list[Op]) -> dict[Tokens, JSON]:
-    """Before applying, copy the old values that oldSelf-using invariants may need."""
-    users = [inv for inv in bp.all_invariants if inv.uses_old]
-    if not users:
-        return {}
-    snaps: dict[Tokens, JSON] = {}
-    for op in ops:
-        if op.op == "test":
-            continue
-        for tokens in (op.tokens, op.from_tokens) if op.from_tokens is not None else (op.tokens,):
-            for inv in users:
-                pt = inv.pattern.tokens
-                n = min(len(pt), len(tokens))
-                if not _prefix_matches(inv.pattern, tokens[:n]):
-                    continue
-                key = tokens[:n]
-                if key not in snaps:
-                    node = get(state, key)
-                    if node is not _MISSING:
-                        snaps[key] = copy.deepcopy(node)
-    return snaps
+def touched_targets(
+    bp: CompiledBlueprint, state: JSON, effects: list[Effect]
+) -> list[tuple[CompiledInvariant, Tokens]]:
+    """The (invariant, concrete node) pairs a patch requires checking, in a stable order.
 
-
-def _old_at(snaps: dict[Tokens, JSON], path: Tokens) -> JSON:
-    if path in snaps:
-        return snaps[path]
-    for k in range(len(path) - 1, -1, -1):
-        base = path[:k]
-        if base in snaps:
-            return get(snaps[base], path[k:])
-    return _MISSING
-
-
-def check_touched(
-    bp: CompiledBlueprint, state: JSON, effects: list[Effect], snaps: dict[Tokens, JSON]
-) -> list[InvariantFailure]:
-    """Check the invariants of every node the effects touched (see module docstring)."""
-    invariants = bp.all_invariants
-    if not invariants:
-        return []
-    out: list[InvariantFailure] = []
+    ``effects`` are the rebased effects (paths as in the final state). A node is checked when
+    it matches the invariant's location and was changed inside, or lies in a subtree the patch
+    put in place. Invariants that read ``root`` (and Python invariants not declared node-local)
+    are checked on every matching node, since any change may affect them.
+    """
+    out: list[tuple[CompiledInvariant, Tokens]] = []
     seen: set[tuple[int, Tokens]] = set()
-    for eff in effects:
-        epath = eff.path
-        for inv in invariants:
-            pt = inv.pattern.tokens
-            if inv.pattern.deep:
-                pt = pt[:-1]
+
+    def add(inv: CompiledInvariant, path: Tokens) -> None:
+        if (inv.index, path) not in seen:
+            seen.add((inv.index, path))
+            out.append((inv, path))
+
+    for inv in bp.all_invariants:
+        if not effects:
+            break
+        if inv.uses_root:
+            for path in expand(state, inv.pattern.tokens):
+                add(inv, path)
+            continue
+        pt = inv.pattern.tokens
+        for eff in effects:
+            epath = eff.path
             if len(pt) <= len(epath):
-                if len(pt) == len(epath) and eff.kind == "delete":
+                if (len(pt) == len(epath) and eff.kind == "delete") or not _prefix_matches(
+                    inv.pattern, epath[: len(pt)]
+                ):
                     continue
-                if not _prefix_matches(inv.pattern, epath[: len(pt)]):
-                    continue
-                targets: Iterator[Tokens] = iter((epath[: len(pt)],))
-            else:
-                if eff.kind == "delete" or not _prefix_matches(inv.pattern, epath):
-                    continue
-                targets = expand(state, pt[len(epath) :], epath)
-            for path in targets:
-                if (inv.index, path) in seen:
-                    continue
-                seen.add((inv.index, path))
-                reason = _evaluate(inv, state, path, _old_at(snaps, path))
-                if reason is not None:
-                    out.append(InvariantFailure(inv.index, inv.name, format_pointer(path), reason))
+                add(inv, epath[: len(pt)])
+            elif eff.kind != "delete" and _prefix_matches(inv.pattern, epath):
+                for path in expand(state, pt[len(epath) :], epath):
+                    add(inv, path)
+    return out
+
+
+def pre_patch_path(path: Tokens, raw_effects: list[Effect]) -> Tokens | None:
+    """Where the node now at ``path`` was before the patch, following array shifts backwards
+    through the raw (unrebased) effects; None when the patch created it (an insert)."""
+    tokens = list(path)
+    for eff in reversed(raw_effects):
+        if eff.kind == "root":
+            return tuple(tokens)
+        if eff.kind not in ("insert", "delete"):
+            continue
+        parent = eff.parent
+        n = len(parent)
+        if len(tokens) <= n or tuple(tokens[:n]) != parent or not is_array_index(tokens[n]):
+            continue
+        k, j = int(tokens[n]), int(eff.key)  # type: ignore[arg-type]
+        if eff.kind == "insert":
+            if k == j:
+                return None
+            if k > j:
+                tokens[n] = str(k - 1)
+        elif k >= j:
+            tokens[n] = str(k + 1)
+    return tuple(tokens)
+
+
+def evaluate_targets(
+    targets: list[tuple[CompiledInvariant, Tokens]], state: JSON, old: dict[Tokens, JSON]
+) -> list[InvariantFailure]:
+    """Evaluate each (invariant, node); ``old`` maps nodes to their pre-patch values."""
+    out: list[InvariantFailure] = []
+    for inv, path in targets:
+        reason = _evaluate(inv, state, path, old.get(path, _MISSING))
+        if reason is not None:
+            out.append(InvariantFailure(inv.index, inv.name, format_pointer(path), reason))
     return out

@@ -10,6 +10,7 @@ every fault becomes a rejection naming its stage and the path involved.
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .canonical import JSON, CanonicalError, canonical_str
-from .invariants import check_touched, get, snapshot_old
+from .invariants import evaluate_targets, get, pre_patch_path, touched_targets
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
-from .pointer import Tokens, format_pointer, region_contains
+from .pointer import Tokens, format_pointer, is_array_index, region_contains
 from .record import GENESIS, Record, Usage
 from .statehash import StateHasher
 
@@ -71,10 +72,20 @@ class Decision:
 
     record: Record
     events: list[Event] = field(default_factory=list)
-    ops: list[Op] = field(default_factory=list)
     _applied: Applied | None = None
-    _changed: list[Tokens] = field(default_factory=list)
+    _changed: list[tuple[Tokens, int | None]] = field(default_factory=list)
     _root: JSON = None
+
+    @property
+    def ops(self) -> list[Op]:
+        """The checked operations, parsed afresh from the logged patch (never shared with the
+        state); empty when the patch did not parse."""
+        if self.record.patch is None or self.record.stage in ("parse", "ops"):
+            return []
+        try:
+            return check_ops(orjson.loads(self.record.patch))
+        except (orjson.JSONDecodeError, OpError):
+            return []
 
     @property
     def accepted(self) -> bool:
@@ -125,7 +136,7 @@ class Kernel:
         self.hasher = StateHasher(self.state)
         lim = blueprint.spec.limits
         self.limits = JsonLimits(max_bytes=lim.max_patch_bytes, max_depth=lim.max_depth)
-        self._changes: deque[tuple[int, list[Tokens]]] = deque(maxlen=STALE_WINDOW)
+        self._changes: deque[tuple[int, list[tuple[Tokens, int | None]]]] = deque(maxlen=STALE_WINDOW)
         self._pending: Decision | None = None
 
     # -- public API -------------------------------------------------------------------------
@@ -149,7 +160,6 @@ class Kernel:
             contract = self.blueprint.workers[proposal.worker]
             self._authorise(ops, contract)
             self._stale(ops, contract, proposal.viewed_version)
-            snaps = snapshot_old(self.blueprint, self.state, ops)
             try:
                 applied = apply_ops(self.state, ops, self.hasher.observe)
             except ApplyError as exc:
@@ -157,20 +167,20 @@ class Kernel:
             self.state = applied.root
             effects = rebase(applied.effects)
             self._schema(effects)
-            self._invariants(effects, snaps)
+            applied = self._invariants(ops, applied, effects)
         except Reject as rej:
             if applied is not None:
                 applied.undo()
                 self.state = applied.root
             rec = self._record(proposal, "rejected", patch_text, rej.stage, rej.reason, before, before)
-            return self._hold(Decision(rec, ops=ops))
+            return self._hold(Decision(rec))
         except Exception as exc:  # a kernel bug must not corrupt state or escape as a crash
             if applied is not None:
                 applied.undo()
                 self.state = applied.root
             reason = f"internal error: {type(exc).__name__}: {exc}"
             rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
-            return self._hold(Decision(rec, ops=ops))
+            return self._hold(Decision(rec))
         after = self.hasher.hexdigest
         if after == before:
             applied.undo()
@@ -184,11 +194,15 @@ class Kernel:
                 before,
                 before,
             )
-            return self._hold(Decision(rec, ops=ops))
+            return self._hold(Decision(rec))
         rec = self._record(proposal, "accepted", patch_text, None, None, before, after, version=self.version + 1)
         events = [self._event(e, self.version + 1) for e in effects]
-        changed = [e.path for e in effects]
-        return self._hold(Decision(rec, events, ops, applied, changed, self.state))
+        # An array insert or delete also moves every later item: keep where the shift starts.
+        changed: list[tuple[Tokens, int | None]] = [(e.path, None) for e in effects]
+        changed += [
+            (e.parent, int(e.key)) for e in effects if e.kind in ("insert", "delete") and isinstance(e.key, int)
+        ]
+        return self._hold(Decision(rec, events, applied, changed, self.state))
 
     def commit(self, decision: Decision) -> Record:
         """Make a prepared decision final (after its record was durably appended)."""
@@ -272,13 +286,14 @@ class Kernel:
         self.seq = record.seq
         self.last_hash = record.hash
 
-    def changed_since(self, version: int) -> list[Tokens] | None:
-        """Paths changed by commits after ``version``; None when older than the window."""
+    def changed_since(self, version: int) -> list[tuple[Tokens, int | None]] | None:
+        """Changes committed after ``version``: (path, index from which the items of that array
+        shifted, or None); None when ``version`` is older than the window."""
         if version >= self.version:
             return []
         if not self._changes or self._changes[0][0] > version + 1:
             return None
-        out: list[Tokens] = []
+        out: list[tuple[Tokens, int | None]] = []
         for v, paths in self._changes:
             if v > version:
                 out.extend(paths)
@@ -309,8 +324,9 @@ class Kernel:
         if not isinstance(patch, (str, bytes, bytearray)):
             # Detach from the caller's objects: the state must not alias anything outside it.
             value = orjson.loads(text)
-        if len(text) > self.limits.max_bytes:
-            raise Reject("parse", f"proposal is {len(text)} bytes, over the limit of {self.limits.max_bytes}")
+        size = len(text.encode("utf-8"))
+        if size > self.limits.max_bytes:
+            raise Reject("parse", f"proposal is {size} bytes, over the limit of {self.limits.max_bytes}")
         return value, text
 
     def _ops(self, value: JSON, worker: str) -> list[Op]:
@@ -369,21 +385,25 @@ class Kernel:
         changed = self.changed_since(viewed)
         if changed is None:
             raise Reject("stale", f"viewed at version {viewed}, now {self.version}: too old to compare")
-        for c in changed:
+        now = f"viewed at version {viewed}, now {self.version}"
+        for c, shifted_from in changed:
+            where = format_pointer(c) or "/"
             for op in ops:
-                target = op.tokens[:-1] if op.tokens and op.tokens[-1] == "-" else op.tokens
-                appended = target is not op.tokens
-                if _prefix(c, target) or (not appended and _prefix(target, c)):
-                    raise Reject(
-                        "stale",
-                        f"viewed at version {viewed}, now {self.version}: {format_pointer(c) or '/'} changed since, and op {op.index} touches {op.path!r}",
-                    )
-            for p in contract.reads:
+                for tokens, label in ((op.tokens, op.path), (op.from_tokens, op.from_path)):
+                    if tokens is None:
+                        continue
+                    target = tokens[:-1] if tokens and tokens[-1] == "-" else tokens
+                    appended = len(target) != len(tokens)
+                    if shifted_from is None and (_prefix(c, target) or (not appended and _prefix(target, c))):
+                        raise Reject("stale", f"{now}: {where} changed since, and op {op.index} touches {label!r}")
+                    if shifted_from is not None and _shifts(c, shifted_from, target):
+                        raise Reject(
+                            "stale",
+                            f"{now}: items of {where} from index {shifted_from} moved, and op {op.index} addresses {label!r}",
+                        )
+            for p in contract.reads if shifted_from is None else ():
                 if region_contains(p, c) or _pattern_below(p.tokens, c):
-                    raise Reject(
-                        "stale",
-                        f"viewed at version {viewed}, now {self.version}: {format_pointer(c) or '/'} changed since, inside the read contract {p.text!r}",
-                    )
+                    raise Reject("stale", f"{now}: {where} changed since, inside the read contract {p.text!r}")
 
     def _schema(self, effects: list[Effect]) -> None:
         schema = self.blueprint.schema
@@ -398,6 +418,12 @@ class Kernel:
                 checked.add(())
                 continue
             if eff.kind != "delete":
+                node = get(self.state, path)
+                if node is not _missing() and len(path) + _depth(node, self.limits.max_depth) > self.limits.max_depth:
+                    raise Reject(
+                        "schema",
+                        f"{format_pointer(path)}: the state would nest deeper than {self.limits.max_depth} levels",
+                    )
                 _, loc = schema.locate(path)
                 if loc is None:
                     raise Reject(
@@ -423,11 +449,28 @@ class Kernel:
             if violations:
                 raise Reject("schema", "; ".join(str(v) for v in violations[:3]))
 
-    def _invariants(self, effects: list[Effect], snaps: dict[Tokens, JSON]) -> None:
-        failures = check_touched(self.blueprint, self.state, effects, snaps)
+    def _invariants(self, ops: list[Op], applied: Applied, effects: list[Effect]) -> Applied:
+        targets = touched_targets(self.blueprint, self.state, effects)
+        old: dict[Tokens, JSON] = {}
+        wanted = {path: pre_patch_path(path, applied.effects) for inv, path in targets if inv.uses_old}
+        if any(pre is not None for pre in wanted.values()):
+            # oldSelf needs pre-patch values: step back (undo is exact), copy them, re-apply.
+            applied.undo()
+            self.state = applied.root
+            for path, pre in wanted.items():
+                if pre is not None:
+                    node = get(self.state, pre)
+                    if node is not _missing():
+                        old[path] = copy.deepcopy(node)
+            applied = apply_ops(self.state, ops, self.hasher.observe)
+            self.state = applied.root
+        failures = evaluate_targets(targets, self.state, old)
         if failures:
             f = failures[0]
+            applied.undo()
+            self.state = applied.root
             raise Reject("invariants", f"invariant {f.name!r} at {f.path or '/'}: {f.reason}")
+        return applied
 
     # -- helpers ----------------------------------------------------------------------------
     def _hold(self, decision: Decision) -> Decision:
@@ -446,8 +489,11 @@ class Kernel:
         *,
         version: int | None = None,
     ) -> Record:
+        meta = dict(p.meta)
         if patch_text is None:
             patch_text = _raw_text(p.patch, self.limits.max_bytes)
+            if not _lossless(p.patch, patch_text):
+                meta["patch_lossy"] = True  # replay adopts this rejection instead of re-deciding it
         return Record(
             seq=self.seq + 1,
             kind="proposal",
@@ -464,7 +510,7 @@ class Kernel:
             state_after=after,
             usage=p.usage,
             prev=self.last_hash,
-            meta=_detach(dict(p.meta) | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {})),
+            meta=_detach(meta | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {})),
         ).sealed()
 
     @staticmethod
@@ -486,6 +532,29 @@ def _prefix(a: Tokens, b: Tokens) -> bool:
     return len(a) <= len(b) and b[: len(a)] == a
 
 
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of ``value`` (a scalar is 0), counting no further than ``limit + 1``."""
+    best = 0
+    stack = [(value, 0)]
+    while stack:
+        node, d = stack.pop()
+        if d > best:
+            best = d
+            if best > limit:
+                return best
+        if isinstance(node, dict):
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, d + 1) for v in node)
+    return best
+
+
+def _shifts(parent: Tokens, start: int, target: Tokens) -> bool:
+    """True when ``target`` addresses an item of array ``parent`` at index >= ``start``."""
+    n = len(parent)
+    return len(target) > n and target[:n] == parent and is_array_index(target[n]) and int(target[n]) >= start
+
+
 def _pattern_below(pattern: Tokens, c: Tokens) -> bool:
     """True when concrete path ``c`` is an ancestor of nodes the pattern names."""
     pt = pattern[:-1] if pattern and pattern[-1] == "**" else pattern
@@ -498,7 +567,8 @@ def _missing() -> Any:
     return _MISSING
 
 
-def _raw_text(patch: Any, limit: int) -> str | None:
+def _raw_text(patch: Any, limit: int) -> str:
+    """The proposal as loggable text (always valid UTF-8, at most ``limit`` bytes of input)."""
     if isinstance(patch, (bytes, bytearray)):
         text = bytes(patch[:limit]).decode("utf-8", "replace")
     elif isinstance(patch, str):
@@ -508,4 +578,9 @@ def _raw_text(patch: Any, limit: int) -> str | None:
             text = repr(patch)[:4096]
         except Exception:
             text = f"<unprintable {type(patch).__name__}>"
-    return text
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _lossless(patch: Any, text: str) -> bool:
+    """True when re-submitting the logged ``text`` is the same proposal as ``patch``."""
+    return isinstance(patch, str) and patch == text

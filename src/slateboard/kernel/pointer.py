@@ -17,15 +17,19 @@ class PointerError(ValueError):
     """A string that is not a valid JSON Pointer; the message names the pointer and the fault."""
 
 
-@lru_cache(maxsize=65536)
 def parse_pointer(pointer: str) -> Tokens:
     """Parse an RFC 6901 pointer into unescaped tokens.
 
-    ``""`` is the whole document. Raises PointerError for a pointer that does not start with
-    ``/`` or that contains ``~`` not followed by ``0`` or ``1``.
+    ``""`` is the whole document. Raises PointerError for a value that is not a string, a
+    pointer that does not start with ``/``, or ``~`` not followed by ``0`` or ``1``.
     """
     if not isinstance(pointer, str):
         raise PointerError(f"pointer must be a string, got {type(pointer).__name__}")
+    return _parse_pointer(pointer)
+
+
+@lru_cache(maxsize=65536)
+def _parse_pointer(pointer: str) -> Tokens:
     if pointer == "":
         return ()
     if not pointer.startswith("/"):

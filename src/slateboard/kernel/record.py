@@ -118,7 +118,24 @@ class Record:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Record:
-        """Rebuild a record from its JSON form; raises KeyError/TypeError on a malformed one."""
+        """Rebuild a record from its JSON form; raises ValueError naming the first bad field.
+
+        Strict: exactly the record's keys, each of its type, so an altered stored record is
+        refused here instead of being silently repaired.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a record must be an object, got {type(data).__name__}")
+        keys = set(data)
+        if keys != _KEYS:
+            missing, extra = sorted(_KEYS - keys), sorted(keys - _KEYS)
+            raise ValueError(f"record keys differ: missing {missing}, unexpected {extra}")
+        for name, types in _TYPES.items():
+            value = data[name]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                raise ValueError(f"record field {name!r} has type {type(value).__name__}")
+        usage = data["usage"]
+        if set(usage) != _USAGE_KEYS:
+            raise ValueError(f"record usage keys differ: {sorted(usage)}")
         return cls(
             seq=data["seq"],
             kind=data["kind"],
@@ -133,16 +150,25 @@ class Record:
             version=data["version"],
             state_before=data["state_before"],
             state_after=data["state_after"],
-            usage=Usage.from_json(data["usage"]),
+            usage=Usage.from_json(usage),
             prev=data["prev"],
-            meta=data.get("meta") or {},
+            meta=data["meta"],
             hash=data["hash"],
         )
 
     @classmethod
     def from_bytes(cls, raw: bytes | str) -> Record:
-        """Parse the persisted form."""
-        return cls.from_json(orjson.loads(raw))
+        """Parse the persisted form; raises ValueError unless ``raw`` is exactly the canonical
+        form of a well-formed record (any altered byte is refused or changes the hash)."""
+        data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"record is not JSON: {exc}") from None
+        record = cls.from_json(parsed)
+        if canonical_bytes(parsed) != data:
+            raise ValueError("record bytes are not in canonical form")
+        return record
 
     def sealed(self) -> Record:
         """A copy with ``hash`` filled in."""
@@ -154,3 +180,31 @@ class Record:
     def accepted(self) -> bool:
         """True for a committed state transition."""
         return self.outcome == "accepted"
+
+
+_KEYS = frozenset(
+    {
+        "seq", "kind", "outcome", "worker", "invocation", "event", "view_hash", "patch", "stage",
+        "reason", "version", "state_before", "state_after", "usage", "prev", "meta", "hash",
+    }
+)  # fmt: skip
+_USAGE_KEYS = frozenset({"tokens_in", "tokens_out", "latency_ms", "component"})
+_NONE = type(None)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "seq": (int,),
+    "kind": (str,),
+    "outcome": (str,),
+    "worker": (str, _NONE),
+    "invocation": (str, _NONE),
+    "view_hash": (str, _NONE),
+    "patch": (str, _NONE),
+    "stage": (str, _NONE),
+    "reason": (str, _NONE),
+    "version": (int,),
+    "state_before": (str,),
+    "state_after": (str,),
+    "usage": (dict,),
+    "prev": (str,),
+    "meta": (dict,),
+    "hash": (str,),
+}

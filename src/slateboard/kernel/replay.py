@@ -59,18 +59,27 @@ def replay(
     ``start_*`` let a replay begin from a snapshot instead of the initial state. ``on_state``
     is called after every record with the record and the (live, do not mutate) state.
     """
-    state = orjson.loads(orjson.dumps(initial_state))
+    try:
+        state = orjson.loads(orjson.dumps(initial_state))
+        hasher = StateHasher(state)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return ReplayReport(
+            False, 0, start_version, None, "", start_seq + 1, f"the starting state is not usable: {exc}"
+        )
     if revalidate:
         return _revalidate(blueprint, state, records, start_version, start_seq, start_hash, on_state)
-    hasher = StateHasher(state)
     version, seq, prev = start_version, start_seq, start_hash
     checked = 0
 
     def fail(rec: Record, problem: str) -> ReplayReport:
-        return ReplayReport(False, checked, version, state, hasher.hexdigest, rec.seq, problem)
+        # Name the position in the log: a damaged record may carry a damaged seq of its own.
+        return ReplayReport(False, checked, version, state, hasher.hexdigest, seq + 1, problem)
 
     for rec in records:
-        problem = _check_link(rec, seq, prev)
+        try:
+            problem = _check_link(rec, seq, prev)
+        except Exception as exc:  # a re-sealed record with fields of the wrong type
+            return fail(rec, f"malformed record: {type(exc).__name__}: {exc}")
         if problem:
             return fail(rec, problem)
         current = hasher.hexdigest
@@ -85,7 +94,7 @@ def replay(
             try:
                 ops = check_ops(orjson.loads(rec.patch or "null"))
                 applied = apply_ops(state, ops, hasher.observe)
-            except (orjson.JSONDecodeError, OpError, ApplyError) as exc:
+            except (orjson.JSONDecodeError, OpError, ApplyError, TypeError, ValueError) as exc:
                 return fail(rec, f"accepted patch does not apply: {exc}")
             state = applied.root
             version = rec.version
@@ -110,6 +119,18 @@ def replay(
 
 
 def _check_link(rec: Record, seq: int, prev: str) -> str | None:
+    if not (
+        type(rec.seq) is int
+        and type(rec.version) is int
+        and isinstance(rec.state_before, str)
+        and isinstance(rec.state_after, str)
+        and isinstance(rec.prev, str)
+        and isinstance(rec.hash, str)
+        and isinstance(rec.outcome, str)
+        and isinstance(rec.meta, dict)
+        and (rec.patch is None or isinstance(rec.patch, str))
+    ):
+        return "malformed record: a field has the wrong type"
     if rec.seq != seq + 1:
         return f"sequence number {rec.seq}, expected {seq + 1}"
     if rec.prev != prev:
@@ -132,59 +153,71 @@ def _revalidate(
     kernel = Kernel(blueprint, state, version=version, seq=seq, last_hash=prev)
     checked = 0
     for rec in records:
-        problem = _check_link(rec, kernel.seq, kernel.last_hash)
-        if problem is None and rec.kind == "proposal":
-            assert rec.worker is not None
-            viewed = rec.meta.get("viewed_version")
-            proposal = Proposal(
-                rec.worker,
-                rec.patch if rec.patch is not None else "",
-                viewed if isinstance(viewed, int) else None,
-                rec.invocation,
-                rec.event,
-                rec.view_hash,
-                rec.usage,
-                {k: v for k, v in rec.meta.items() if k != "viewed_version"},
-            )
-            decision = kernel.prepare(proposal)
-            mine = decision.record
-            if (mine.outcome, mine.stage, mine.state_after) != (
-                rec.outcome,
-                rec.stage,
-                rec.state_after,
-            ):
-                kernel.abort(decision)
-                problem = (
-                    f"kernel now decides {mine.outcome}/{mine.stage or '-'} "
-                    f"({mine.reason or 'ok'}), log says {rec.outcome}/{rec.stage or '-'}"
-                )
-            elif mine.hash == rec.hash:
-                kernel.commit(decision)
-            elif mine.outcome != "accepted":
-                # Same verdict at the same stage; the reason text may quote a Python object that
-                # the log only keeps as its repr, so adopt the logged record as it is.
-                kernel.abort(decision)
-                kernel.adopt(rec)
-            else:
-                kernel.abort(decision)
-                problem = "re-decided record differs from the logged one"
-        elif problem is None:
-            decision = kernel.action(
-                rec.kind,
-                rec.reason or "",
-                worker=rec.worker,
-                invocation=rec.invocation,
-                meta=rec.meta,
-                usage=rec.usage,
-            )
-            if decision.record.hash != rec.hash:
-                kernel.abort(decision)
-                problem = "action record differs when rebuilt"
-            else:
-                kernel.commit(decision)
+        position = kernel.seq + 1
+        try:
+            problem = _redecide(kernel, rec)
+        except Exception as exc:  # malformed but re-sealed records must be reported, not raised
+            problem = f"malformed record: {type(exc).__name__}: {exc}"
         if problem:
-            return ReplayReport(False, checked, kernel.version, kernel.state, kernel.state_hash, rec.seq, problem)
+            return ReplayReport(False, checked, kernel.version, kernel.state, kernel.state_hash, position, problem)
         checked += 1
         if on_state is not None:
             on_state(rec, kernel.state)
     return ReplayReport(True, checked, kernel.version, kernel.state, kernel.state_hash)
+
+
+def _redecide(kernel: Kernel, rec: Record) -> str | None:
+    """Re-run one logged record through the kernel; the problem, or None when it matches."""
+    problem = _check_link(rec, kernel.seq, kernel.last_hash)
+    if problem is not None:
+        return problem
+    if rec.kind == "proposal" and rec.meta.get("patch_lossy") and rec.outcome == "rejected":
+        # The log keeps only a lossy copy of what was proposed: adopt its verdict as logged.
+        return _adopt(kernel, rec)
+    if rec.kind == "proposal":
+        if not isinstance(rec.worker, str):
+            return "malformed record: a proposal without a worker"
+        viewed = rec.meta.get("viewed_version")
+        proposal = Proposal(
+            rec.worker,
+            rec.patch if rec.patch is not None else "",
+            viewed if isinstance(viewed, int) and not isinstance(viewed, bool) else None,
+            rec.invocation,
+            rec.event,
+            rec.view_hash,
+            rec.usage,
+            {k: v for k, v in rec.meta.items() if k != "viewed_version"},
+        )
+        decision = kernel.prepare(proposal)
+        mine = decision.record
+        if (mine.outcome, mine.stage, mine.state_after) != (rec.outcome, rec.stage, rec.state_after):
+            kernel.abort(decision)
+            return (
+                f"kernel now decides {mine.outcome}/{mine.stage or '-'} "
+                f"({mine.reason or 'ok'}), log says {rec.outcome}/{rec.stage or '-'}"
+            )
+        if mine.hash == rec.hash:
+            kernel.commit(decision)
+            return None
+        kernel.abort(decision)
+        if mine.outcome != "accepted":
+            # Same verdict at the same stage; the reason text may quote a Python object that
+            # the log only keeps as its repr, so adopt the logged record as it is.
+            return _adopt(kernel, rec)
+        return "re-decided record differs from the logged one"
+    decision = kernel.action(
+        rec.kind, rec.reason or "", worker=rec.worker, invocation=rec.invocation, meta=rec.meta, usage=rec.usage
+    )
+    if decision.record.hash != rec.hash:
+        kernel.abort(decision)
+        return "action record differs when rebuilt"
+    kernel.commit(decision)
+    return None
+
+
+def _adopt(kernel: Kernel, rec: Record) -> str | None:
+    try:
+        kernel.adopt(rec)
+    except ValueError as exc:
+        return str(exc)
+    return None

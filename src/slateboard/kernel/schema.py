@@ -62,6 +62,7 @@ class Location:
     validator: Any = None
     property_names: Any = None
     nav: str = "#"  # where navigation to children continues (the target of a plain $ref)
+    also: tuple[Any, ...] = ()  # further validators that apply to the same member (overlapping patterns)
     children: dict[str, Location] = field(default_factory=dict)
 
 
@@ -119,7 +120,9 @@ class SchemaIndex:
             if resolved is False:
                 return Location(pointer, False, validator=validator, whole=True)
             return Location(pointer, True, any=True, validator=validator)
-        whole = bool(_WHOLE_KEYWORDS & resolved.keys()) or ("$ref" in resolved and nav_pointer == pointer)
+        # A $ref left after resolving plain references sits beside other keywords: both apply,
+        # so the node is validated whole rather than navigated.
+        whole = bool(_WHOLE_KEYWORDS & resolved.keys()) or "$ref" in resolved
         loc = Location(pointer, resolved, whole=whole, validator=validator, nav=nav_pointer)
         if "propertyNames" in resolved:
             loc.property_names = self._map.get(f"{nav_pointer}/propertyNames")
@@ -138,6 +141,8 @@ class SchemaIndex:
         key = token
         if not isinstance(schema, dict):
             return None
+        if loc.whole:
+            return _ANY  # a change below a whole location re-validates that whole node
         props = schema.get("properties")
         types = schema.get("type")
         if types is not None:
@@ -149,8 +154,22 @@ class SchemaIndex:
             or types == "array"
             or (isinstance(types, list) and "array" in types and "object" not in types)
         )
-        if isinstance(props, dict) and token in props:
+        patterns = schema.get("patternProperties") or {}
+        matching = [p for p in patterns if _regex(p).search(token)] if isinstance(patterns, dict) else []
+        if isinstance(props, dict) and token in props and not matching:
             result = self._location(f"{base}/properties/{escape_token(token)}", props[token])
+        elif matching and (len(matching) > 1 or (isinstance(props, dict) and token in props)):
+            # Several subschemas apply to this member (a property and patterns, or several
+            # patterns): validate against all of them, as a whole.
+            subs = [self._location(f"{base}/patternProperties/{escape_token(p)}", patterns[p]) for p in matching]
+            if isinstance(props, dict) and token in props:
+                subs.insert(0, self._location(f"{base}/properties/{escape_token(token)}", props[token]))
+            first = subs[0]
+            result = Location(
+                first.pointer, {"allOf": [x.schema for x in subs]}, whole=True, validator=first.validator,
+                also=tuple(x.validator for x in subs[1:] if x.validator is not None),
+            )  # fmt: skip
+            key = token
         elif array_like and (is_array_index(token) or token in ("-", "*")):
             key = "#item"
             cached = loc.children.get(key)
@@ -214,10 +233,14 @@ class SchemaIndex:
         """Validate a whole value against its location; violations carry full state paths."""
         if loc.any or loc.validator is None:
             return []
-        if loc.validator.is_valid(value):
-            return []
+        for validator in (loc.validator, *loc.also):
+            if not validator.is_valid(value):
+                return self._violations(loc, validator, value, path)
+        return []
+
+    def _violations(self, loc: Location, validator: Any, value: JSON, path: str) -> list[SchemaViolation]:
         out = []
-        for err in loc.validator.iter_errors(value):
+        for err in validator.iter_errors(value):
             sub = format_pointer([str(t) for t in err.instance_path])
             out.append(
                 SchemaViolation(
