@@ -1,0 +1,269 @@
+"""Function workers: plain Python callables (sync or async) that propose patches.
+
+A function receives the view (and, when its signature takes them, the triggering ``event`` and
+the rejection ``feedback``) and returns a patch: a list of operations, one operation object, a
+JSON string, a ``{"patch": ..., "usage": ..., "expand": ...}`` object, a ``(patch, Usage)`` pair,
+or a full WorkerReply. Declare one with ``@function_worker(reads=..., writes=..., ops=...)`` (its
+contract then travels with it: ``to_spec()`` is its blueprint entry, and ``make_worker`` checks
+it against the blueprint) or wrap any callable in ``FunctionWorker(fn)``. Blueprints refer to
+functions as ``"package.module:callable"`` (``resolve_function``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from ..kernel.canonical import JSON
+from ..kernel.record import Usage
+from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import WorkerContract
+    from ..views import View
+
+__all__ = ["FunctionWorker", "function_worker", "resolve_function"]
+
+logger = logging.getLogger("slateboard.workers")
+
+
+def resolve_function(reference: str) -> Callable[..., Any]:
+    """The callable named by ``"package.module:callable"`` (``callable`` may be dotted, e.g.
+    ``"pkg.mod:Class.method"``). Raises WorkerConfigError naming the reference and the cause
+    when the module cannot be imported, the attribute is missing, or it is not callable."""
+    if not isinstance(reference, str) or reference.count(":") != 1:
+        raise WorkerConfigError(f"bad function reference {reference!r}: expected 'package.module:callable'")
+    module_name, _, attr = reference.partition(":")
+    if not module_name or not attr:
+        raise WorkerConfigError(f"bad function reference {reference!r}: expected 'package.module:callable'")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        raise WorkerConfigError(f"cannot import function {reference!r}: {type(exc).__name__}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise WorkerConfigError(
+                f"cannot import function {reference!r}: module {module_name!r} has no attribute {attr!r}"
+            ) from None
+    if not callable(target):
+        raise WorkerConfigError(f"function reference {reference!r} names a {type(target).__name__}, not a callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _arity(fn: Callable[..., Any]) -> tuple[bool, bool]:
+    """(pass event positionally, pass feedback by keyword) for ``fn``'s signature."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True, False
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = any(p.kind == p.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+    takes_event = var_pos or len(positional) >= 2
+    takes_feedback = var_kw or "feedback" in sig.parameters
+    return takes_event, takes_feedback
+
+
+class FunctionWorker:
+    """A worker that runs a Python callable (see the module docstring for what it may return).
+
+    Guarantees: ``propose`` returns a WorkerReply; an exception raised by the function (or a
+    return value that is not a patch) does not propagate: it becomes a reply with an empty patch
+    (a parse rejection) whose ``diagnostics["error"]`` names the exception, and is logged.
+    Usage carries ``component`` and the call's wall time; tokens are whatever the function
+    reported (0 otherwise).
+    """
+
+    kind = "function"
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        reads: Sequence[str] | None = None,
+        writes: Sequence[str] | None = None,
+        ops: Sequence[str] | None = None,
+        instruction: str = "",
+        component: str = DEFAULT_COMPONENT,
+        reference: str | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise WorkerConfigError(f"a function worker needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self._name = name or str(getattr(fn, "__name__", "function"))
+        self.reads = tuple(reads) if reads is not None else None
+        self.writes = tuple(writes) if writes is not None else None
+        self.ops = tuple(ops) if ops is not None else None
+        self.instruction = instruction
+        self.component = component
+        module = getattr(fn, "__module__", None)
+        qualname = getattr(fn, "__qualname__", None)
+        self.reference = reference or (f"{module}:{qualname}" if module and qualname else None)
+        self._takes_event, self._takes_feedback = _arity(fn)
+
+    @property
+    def name(self) -> str:
+        """The blueprint worker this proposes for."""
+        return self._name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly (decorated functions stay usable as functions)."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"FunctionWorker({self.reference or self.fn!r}, name={self._name!r})"
+
+    def with_name(self, name: str) -> FunctionWorker:
+        """The same function and contract, proposing for worker ``name``."""
+        return FunctionWorker(
+            self.fn,
+            name=name,
+            reads=self.reads,
+            writes=self.writes,
+            ops=self.ops,
+            instruction=self.instruction,
+            component=self.component,
+            reference=self.reference,
+        )
+
+    def to_spec(self) -> dict[str, JSON]:
+        """This worker's blueprint entry: ``{"function": reference, "reads", "writes", "ops", ...}``
+        (members it does not declare are left out, so blueprint defaults apply)."""
+        spec: dict[str, JSON] = {}
+        if self.reference and "<locals>" not in self.reference:
+            spec["function"] = self.reference
+        if self.instruction:
+            spec["instruction"] = self.instruction
+        if self.reads is not None:
+            spec["reads"] = list(self.reads)
+        if self.writes is not None:
+            spec["writes"] = list(self.writes)
+        if self.ops is not None:
+            spec["ops"] = list(self.ops)
+        return spec
+
+    def check_contract(self, contract: WorkerContract) -> None:
+        """Raise WorkerConfigError when a contract this worker declares (reads, writes, ops)
+        differs from the blueprint's contract for it."""
+        problems = []
+        declared = (
+            ("reads", self.reads, [p.text for p in contract.reads]),
+            ("writes", self.writes, [p.text for p in contract.writes]),
+            ("ops", self.ops, sorted(contract.ops)),
+        )
+        for label, mine, theirs in declared:
+            if mine is not None and set(mine) != set(theirs):
+                problems.append(f"{label}: declared {sorted(mine)}, blueprint has {sorted(theirs)}")
+        if problems:
+            raise WorkerConfigError(f"function worker {contract.name!r} contract mismatch: " + "; ".join(problems))
+
+    async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
+        """Run the function on the view (see the class for the guarantees)."""
+        started = time.perf_counter()
+        diagnostics: dict[str, JSON] = {"kind": self.kind, "function": self.reference or self._name}
+        args: list[Any] = [view, event] if self._takes_event else [view]
+        kwargs: dict[str, Any] = {"feedback": feedback} if self._takes_feedback else {}
+        try:
+            result = self.fn(*args, **kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            logger.exception("worker %s: function %s raised", self._name, self.reference or self.fn)
+            diagnostics.update({"error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__})
+            return WorkerReply("", self._usage(started, None), diagnostics=diagnostics)
+        return self._reply(result, started, diagnostics)
+
+    def _usage(self, started: float, reported: Usage | None) -> Usage:
+        latency = round((time.perf_counter() - started) * 1000.0, 3)
+        if reported is None:
+            return Usage(0, 0, latency, self.component)
+        return Usage(reported.tokens_in, reported.tokens_out, reported.latency_ms or latency, self.component)
+
+    def _reply(self, result: Any, started: float, diagnostics: dict[str, JSON]) -> WorkerReply:
+        if isinstance(result, WorkerReply):
+            merged = {**diagnostics, **result.diagnostics}
+            return WorkerReply(result.patch, self._usage(started, result.usage), result.expand, merged, result.raw)
+        reported: Usage | None = None
+        expand: tuple[str, ...] = ()
+        patch: Any = result
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], Usage):
+            patch, reported = result
+        elif isinstance(result, dict) and "patch" in result:
+            patch = result["patch"]
+            raw_usage = result.get("usage")
+            if isinstance(raw_usage, Usage):
+                reported = raw_usage
+            elif isinstance(raw_usage, dict):
+                reported = Usage.from_json(raw_usage)
+            raw_expand = result.get("expand")
+            if isinstance(raw_expand, (list, tuple)):
+                expand = tuple(h for h in raw_expand if isinstance(h, str))
+        if isinstance(patch, dict) and "op" in patch:
+            patch = [patch]
+        if patch is None:
+            diagnostics["error"] = "the function returned no patch"
+            patch = ""
+        elif not isinstance(patch, (list, str, bytes, bytearray)):
+            diagnostics["error"] = f"the function returned a {type(patch).__name__}, not a patch"
+            diagnostics["returned"] = jsonable(patch, 500)
+            patch = ""
+        return WorkerReply(patch, self._usage(started, reported), expand, diagnostics)
+
+
+@overload
+def function_worker(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    reads: Sequence[str] | None = None,
+    writes: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    instruction: str = "",
+    component: str = DEFAULT_COMPONENT,
+) -> FunctionWorker: ...
+
+
+@overload
+def function_worker(
+    *,
+    name: str | None = None,
+    reads: Sequence[str] | None = None,
+    writes: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    instruction: str = "",
+    component: str = DEFAULT_COMPONENT,
+) -> Callable[[Callable[..., Any]], FunctionWorker]: ...
+
+
+def function_worker(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    reads: Sequence[str] | None = None,
+    writes: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    instruction: str = "",
+    component: str = DEFAULT_COMPONENT,
+) -> FunctionWorker | Callable[[Callable[..., Any]], FunctionWorker]:
+    """Declare a function worker with its contract: ``@function_worker`` or
+    ``@function_worker(reads=[...], writes=[...], ops=[...])``. The result is a FunctionWorker
+    that can still be called as the plain function."""
+
+    def make(f: Callable[..., Any]) -> FunctionWorker:
+        return FunctionWorker(
+            f, name=name, reads=reads, writes=writes, ops=ops, instruction=instruction, component=component
+        )
+
+    if fn is not None:
+        return make(fn)
+    return make

@@ -1,0 +1,297 @@
+"""LLM workers: prompt a model with the view, read its patch tolerantly, optionally call tools.
+
+Decoding modes (``decoding``):
+
+* ``"contract"`` (default): the reply is constrained by the schema of the proposals the worker
+  may make now (``slateboard.workers.constrain``), derived from its write contract, the schema
+  fragments and the current state; falls back to ``"json"`` when that schema is empty.
+* ``"json"``: the reply is constrained to the generic ``{"patch": [RFC 6902 ops]}`` shape only.
+* ``"none"``: free text (no ``json_schema`` is sent).
+
+The state used to expand write patterns comes from ``state`` (a zero-argument callable returning
+the committed state, e.g. ``lambda: kernel.state``) or, without one, from a sketch of what the
+view shows (``constrain.sketch_state``): then only paths the worker can see, or whose parents the
+schema requires, are offered.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..kernel.canonical import JSON
+from ..kernel.record import Usage
+from ..models import Generation, Message, Model, ModelError, ModelRequestError, resolve_model
+from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, sum_usage, usage_from
+from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
+from .parse import ParsedReply, parse_reply
+from .prompt import build_messages
+from .tools import Tool, ToolResult, as_tool
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint
+    from ..views import View
+
+__all__ = ["DEFAULT_MAX_TOOL_CALLS", "DEFAULT_WORKER_MAX_TOKENS", "Decoding", "LLMWorker"]
+
+logger = logging.getLogger("slateboard.workers")
+
+Decoding = Literal["contract", "json", "none"]
+DEFAULT_WORKER_MAX_TOKENS = 384
+DEFAULT_MAX_TOOL_CALLS = 4
+
+
+class LLMWorker:
+    """A worker backed by a chat model (see the module docstring for the decoding modes).
+
+    When the provider refuses the reply schema itself (``ModelRequestError`` on a call with a
+    schema), the call is repeated once without a schema and later calls send none (decoding
+    ``"none"``, with ``diagnostics["schema_refused"]``): structured output is used where it can be.
+
+    ``max_ops`` bounds the operations of one proposal under constrained decoding (default: 1 for
+    the in-process ``local`` model, DEFAULT_MAX_OPS otherwise).
+
+    Guarantees: ``propose`` never raises for a model failure (any ``ModelError`` or timeout):
+    it returns a reply whose patch is the raw text so far (``""`` when there is none), which the
+    kernel rejects at stage ``parse``, with ``diagnostics["error"]``/``["error_type"]`` set and the
+    error logged. Usage sums every model call of the invocation (tool rounds included) and carries
+    ``component``. Prompts are deterministic functions of the inputs.
+    """
+
+    kind = "llm"
+
+    def __init__(
+        self,
+        blueprint: CompiledBlueprint,
+        name: str,
+        model: Model | str | None = None,
+        *,
+        decoding: Decoding = "contract",
+        state: Callable[[], JSON] | None = None,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        max_tokens: int = DEFAULT_WORKER_MAX_TOKENS,
+        temperature: float = 0.0,
+        timeout: float | None = 120.0,
+        max_ops: int | None = None,
+        max_string_length: int | None = 160,
+        safe_strings: bool = True,
+        instruction: str | None = None,
+        component: str = DEFAULT_COMPONENT,
+    ) -> None:
+        if name not in blueprint.workers:
+            known = ", ".join(sorted(blueprint.workers)) or "none"
+            raise WorkerConfigError(f"unknown worker {name!r} (workers: {known})")
+        if decoding not in ("contract", "json", "none"):
+            raise WorkerConfigError(f"worker {name!r}: unknown decoding {decoding!r}")
+        self.blueprint = blueprint
+        self._name = name
+        self.contract = blueprint.workers[name]
+        self.model: Model = resolve_model(model if model is not None else (self.contract.spec.model or "local"))
+        self.decoding: Decoding = decoding
+        self.state = state
+        self.tools: tuple[Tool, ...] = tuple(as_tool(t) for t in tools)
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names):
+            raise WorkerConfigError(f"worker {name!r}: duplicate tool names {names}")
+        self.max_tool_calls = max(0, max_tool_calls)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.timeout = timeout
+        if max_ops is None:
+            # A 135M in-process model repeats its one good operation until max_tokens runs out.
+            max_ops = 1 if self.model.name == "local" or self.model.name.startswith("local:") else DEFAULT_MAX_OPS
+        self.max_ops = max_ops
+        self.max_string_length = max_string_length
+        self.safe_strings = safe_strings
+        self._schema_refused = False
+        self.instruction = instruction
+        self.component = component
+
+    @property
+    def name(self) -> str:
+        """The blueprint worker this proposes for."""
+        return self._name
+
+    # -- building blocks (public so they can be inspected and tested) -------------------------
+    def messages(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> list[Message]:
+        """The prompt of one invocation (see slateboard.workers.prompt)."""
+        return build_messages(
+            self.blueprint,
+            self._name,
+            view,
+            event,
+            feedback=feedback,
+            tools=self.tools,
+            instruction=self.instruction,
+        )
+
+    def patch_schema(self, view: View) -> tuple[dict[str, Any] | None, str]:
+        """The wrapped patch schema to send and the decoding actually used (``contract`` falls
+        back to ``json`` when the worker can do nothing in the current state)."""
+        if self.decoding == "none":
+            return None, "none"
+        if self.decoding == "contract":
+            state = self.state() if self.state is not None else self._sketch(view)
+            derived = proposal_schema(
+                self.blueprint,
+                self._name,
+                state,
+                max_ops=self.max_ops,
+                handles=[h.handle for h in view.handles],
+                string_max_length=self.max_string_length,
+                json_safe_strings=self.safe_strings,
+            )
+            if derived is not None:
+                return derived.schema, "contract"
+        return generic_patch_schema(sorted(self.contract.ops), max_ops=self.max_ops), "json"
+
+    def reply_schema(self, view: View, *, allow_tools: bool) -> tuple[dict[str, Any] | None, str]:
+        """The ``json_schema`` for one model call: the patch schema, or (while tool calls are
+        left) either it or a tool call ``{"tool": name, "args": {...}}``."""
+        schema, used = self.patch_schema(view)
+        if schema is None or not allow_tools or not self.tools:
+            return schema, used
+        defs = schema.pop("$defs", None)
+        calls = [
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"const": t.name},
+                    "args": dict(t.parameters) if t.parameters else {"type": "object"},
+                },
+                "required": ["tool", "args"],
+                "additionalProperties": False,
+            }
+            for t in self.tools
+        ]
+        combined: dict[str, Any] = {"anyOf": [schema, *calls]}
+        if defs:
+            combined["$defs"] = defs
+        return combined, used
+
+    def _sketch(self, view: View) -> JSON:
+        known = [h.path for h in view.handles if h.path is not None]
+        for h in view.handles:
+            if h.is_range and h.id.startswith("[") and h.id.endswith("]"):
+                try:
+                    a, b = (int(x) for x in h.id[1:-1].split(":"))
+                except ValueError:
+                    continue
+                if b > a:
+                    known.append(f"{h.pointer}/{b - 1}")
+        return sketch_state(self.blueprint, self._name, view.data, known)
+
+    # -- the invocation ------------------------------------------------------------------------
+    async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
+        """Prompt the model, run requested tools (bounded), and return its patch (see class)."""
+        started = time.perf_counter()
+        messages = self.messages(view, event, feedback=feedback)
+        usages: list[Usage] = []
+        calls: list[JSON] = []
+        diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
+        raw = ""
+        parsed: ParsedReply | None = None
+        finish: str | None = None
+        used: str = self.decoding
+        try:
+            while True:
+                allow_tools = bool(self.tools) and len(calls) < self.max_tool_calls
+                schema, used = self.reply_schema(view, allow_tools=allow_tools)
+                if self._schema_refused:
+                    schema, used = None, "none"
+                try:
+                    gen = await self._generate(messages, schema)
+                except ModelRequestError as exc:
+                    if schema is None:
+                        raise
+                    # The provider refused the schema itself (e.g. a strict structured-output mode
+                    # that cannot express it): ask without one from now on, and say so.
+                    logger.warning(
+                        "worker %s: %s refused the reply schema (%s); continuing without",
+                        self._name,
+                        self.model.name,
+                        exc,
+                    )
+                    self._schema_refused = True
+                    diagnostics["schema_refused"] = str(exc)
+                    schema, used = None, "none"
+                    gen = await self._generate(messages, None)
+                usages.append(usage_from(gen.usage.prompt_tokens, gen.usage.completion_tokens, gen.latency_s, ""))
+                raw, finish = gen.text, gen.finish_reason
+                parsed = parse_reply(raw)
+                if parsed.tool is None or not allow_tools:
+                    break
+                result = await self._run_tool(parsed.tool.name, parsed.tool.args, allow_tools)
+                calls.append({"tool": parsed.tool.name, "ok": result.ok})
+                messages = [*messages, Message.assistant(raw), Message.user(self._tool_message(result, len(calls)))]
+        except ModelError as exc:
+            return self._failed(exc, raw, usages, calls, diagnostics, started)
+        except TimeoutError as exc:  # a provider that let a bare timeout escape
+            return self._failed(exc, raw, usages, calls, diagnostics, started)
+        assert parsed is not None
+        diagnostics.update({"decoding": used, "parse": parsed.how, "finish_reason": finish})
+        if calls:
+            diagnostics["tool_calls"] = calls
+        if parsed.tool is not None:
+            diagnostics["error"] = "the model asked for a tool call instead of proposing a patch"
+        patch = parsed.patch if parsed.ok else raw
+        return WorkerReply(
+            patch=patch,
+            usage=sum_usage(usages, self.component, time.perf_counter() - started),
+            expand=parsed.expand,
+            diagnostics=diagnostics,
+            raw=raw,
+        )
+
+    async def _generate(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
+        return await self.model.generate(
+            messages,
+            json_schema=schema,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            timeout=self.timeout,
+        )
+
+    async def _run_tool(self, name: str, args: dict[str, JSON], allowed: bool) -> ToolResult:
+        if not allowed:
+            return ToolResult(name, False, error=f"no tool calls left (limit {self.max_tool_calls})")
+        found = next((t for t in self.tools if t.name == name), None)
+        if found is None:
+            known = ", ".join(t.name for t in self.tools)
+            return ToolResult(name, False, error=f"unknown tool {name!r} (tools: {known})")
+        result = await found.call(args)
+        if not result.ok:
+            logger.info("worker %s: tool %s failed: %s", self._name, name, result.error)
+        return result
+
+    def _tool_message(self, result: ToolResult, used: int) -> str:
+        left = self.max_tool_calls - used
+        tail = (
+            f"You may call {left} more tool(s), or reply with the patch."
+            if left > 0
+            else 'No more tool calls: reply now with {"patch": [...]}.'
+        )
+        return f"{result.message()}\n{tail}"
+
+    def _failed(
+        self,
+        exc: BaseException,
+        raw: str,
+        usages: list[Usage],
+        calls: list[JSON],
+        diagnostics: dict[str, JSON],
+        started: float,
+    ) -> WorkerReply:
+        logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, exc)
+        diagnostics.update({"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__})
+        if calls:
+            diagnostics["tool_calls"] = calls
+        return WorkerReply(
+            patch=raw,
+            usage=sum_usage(usages, self.component, time.perf_counter() - started),
+            diagnostics=diagnostics,
+            raw=raw,
+        )

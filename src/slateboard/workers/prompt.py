@@ -1,0 +1,175 @@
+"""Prompts for LLM workers: role, view, writable schema, patch format, example, feedback.
+
+``build_messages`` is deterministic (same inputs, same messages), so recorded/replayed models
+match requests exactly. The system message holds what does not change between invocations (the
+instruction, the contract, the format and an example built from the worker's own write
+patterns); the user message holds the view, the reasons the last proposals were rejected and,
+for tool-using workers, the tool list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..kernel.canonical import JSON, canonical_str
+from ..kernel.pointer import format_pointer
+from ..models import Message
+from .base import Feedback, feedback_lines
+from .constrain import PATCH_KEY
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint, WorkerContract
+    from ..views import View
+    from .tools import Tool
+
+__all__ = ["build_messages", "example_patch", "example_value", "writable_lines"]
+
+_MAX_SCHEMA_CHARS = 600
+
+
+def example_value(schema: Any, depth: int = 0) -> JSON:
+    """A small value that fits ``schema`` in the common cases (const, enum, required members,
+    minimums); used only to show the format, never proposed on the worker's behalf."""
+    if depth > 4 or not isinstance(schema, dict):
+        return "..."
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return example_value(schema[key][0], depth + 1)
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), t[0] if t else None)
+    props = schema.get("properties")
+    if t == "object" or (t is None and isinstance(props, dict)):
+        props = props if isinstance(props, dict) else {}
+        required = [r for r in schema.get("required", []) if isinstance(r, str)]
+        keys = required or list(props)[:1]
+        return {k: example_value(props.get(k, {}), depth + 1) for k in keys}
+    if t == "array":
+        n = int(schema.get("minItems", 0) or 0)
+        return [example_value(schema.get("items", {}), depth + 1) for _ in range(min(n, 2))]
+    if t == "integer":
+        return int(schema.get("minimum", 0))
+    if t == "number":
+        return schema.get("minimum", 0)
+    if t == "boolean":
+        return True
+    if t == "null":
+        return None
+    return "..."
+
+
+def _example_path(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple("0" if t == "*" else t for t in tokens if t != "**")
+
+
+def example_patch(
+    blueprint: CompiledBlueprint, contract: WorkerContract, *, placeholder: str | None = None
+) -> list[dict[str, JSON]]:
+    """A one-op patch in the worker's own terms: its first write pattern (``*`` as ``0``), its
+    preferred allowed op (``add`` for appends), and a value shaped like the schema there (or the
+    string ``placeholder`` instead of the value, when given)."""
+    ops = contract.ops
+    for pattern in contract.writes:
+        tokens = _example_path(pattern.tokens)
+        appends = bool(tokens) and tokens[-1] == "-"
+        if appends:
+            if "add" not in ops:
+                continue
+            op = "add"
+        else:
+            op = next((o for o in ("replace", "add", "remove") if o in ops), "")
+            if not op:
+                continue
+        entry: dict[str, JSON] = {"op": op, "path": format_pointer(tokens)}
+        if op != "remove":
+            entry["value"] = (
+                placeholder if placeholder is not None else example_value(blueprint.schema.fragment(tokens))
+            )
+        return [entry]
+    return []
+
+
+def writable_lines(blueprint: CompiledBlueprint, contract: WorkerContract, *, with_schema: bool) -> list[str]:
+    """One line per write pattern: the pattern, its ops, and (optionally) its value schema."""
+    from ..blueprint.compile import pattern_locations
+
+    lines = []
+    for pattern in contract.writes:
+        ops = sorted(contract.ops - {"test"}) or sorted(contract.ops)
+        if pattern.tokens and pattern.tokens[-1] == "-":
+            ops = [o for o in ops if o in ("add", "copy", "move")]
+        line = f"- {pattern.text} (ops: {', '.join(ops)})"
+        if with_schema:
+            frags = [True if loc.any else loc.schema for loc in pattern_locations(blueprint.schema, pattern.tokens)]
+            if frags:
+                text = canonical_str(frags[0] if len(frags) == 1 else {"anyOf": frags})
+                if len(text) > _MAX_SCHEMA_CHARS:
+                    text = text[: _MAX_SCHEMA_CHARS - 1] + "…"
+                line += f" value schema: {text}"
+        lines.append(line)
+    return lines
+
+
+def build_messages(
+    blueprint: CompiledBlueprint,
+    worker: str,
+    view: View,
+    event: JSON = None,
+    *,
+    feedback: Feedback = None,
+    tools: Sequence[Tool] = (),
+    instruction: str | None = None,
+    example_values: bool = False,
+) -> list[Message]:
+    """The messages for one invocation (see the module docstring).
+
+    The writable schema fragments are in the view (``writable``); when the view had to drop
+    them to fit its budget, they are restated (clipped) in the system message instead. The
+    example patch shows the op and path and, by default, ``VALUE`` where the value goes: small
+    models copy example values verbatim (``example_values=True`` shows a schema-shaped value).
+    """
+    contract = blueprint.workers[worker]
+    role = (instruction if instruction is not None else contract.spec.instruction).strip()
+    ops = ", ".join(sorted(contract.ops))
+    schema_in_view = any(isinstance(w, dict) and "schema" in w for w in view.writable)
+    marker = "\x00VALUE\x00"
+    example_ops = example_patch(blueprint, contract, placeholder=None if example_values else marker)
+    example = canonical_str({PATCH_KEY: example_ops}).replace(canonical_str(marker), "VALUE")
+    system = [
+        *([role, ""] if role else []),
+        f"You are worker {worker!r} on a shared board. You can change the board only by proposing "
+        'a JSON Patch (RFC 6902): a list of operations {"op", "path", "value"}.',
+        f"Allowed ops: {ops}. Paths you may write:",
+        *writable_lines(blueprint, contract, with_schema=not schema_in_view),
+        "'*' in a path stands for one existing key or index; '-' appends to an array.",
+        f'Reply with one JSON object only: {{"{PATCH_KEY}": [operations]}}.',
+        f"Example: {example}",
+    ]
+    if not example_values and "VALUE" in example:
+        system.append('where VALUE is your own value, valid for the schema of that path ("writable" in the board).')
+    if tools:
+        system.append(
+            'Before proposing you may call a tool: reply {"tool": NAME, "args": {...}} and the result '
+            "will be sent back. Tools:"
+        )
+        for t in tools:
+            params = canonical_str(t.parameters) if t.parameters else "{}"
+            system.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
+    user = ["The board as you see it (JSON; 'data' maps paths to values, 'writable' lists what you may write):"]
+    user.append(view.render())
+    if event is not None and view.event is None:
+        user.append(f"Triggering event: {canonical_str(event)}")
+    lines = feedback_lines(view, feedback)
+    if lines:
+        user.append("Your last proposals were rejected:")
+        user.extend(f"- {line}" for line in lines)
+        user.append("Fix the cause and propose again.")
+    user.append(f'Reply now with {{"{PATCH_KEY}": [...]}}.')
+    return [Message.system("\n".join(system)), Message.user("\n".join(user))]
