@@ -7,6 +7,8 @@ never needs it.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import importlib.util
 import json
 import logging
@@ -81,6 +83,21 @@ class _Loaded:
 _LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple[Path, int], _Loaded] = {}
 _GRAMMARS: dict[str, Any] = {}
+
+
+def _close_all() -> None:
+    """Free cached models before interpreter shutdown: llama.cpp's own finaliser runs too late
+    then (its module globals are gone) and prints an ignored TypeError."""
+    with _LOAD_LOCK:
+        for loaded in _LOADED.values():
+            close = getattr(loaded.llama, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+        _LOADED.clear()
+
+
+atexit.register(_close_all)
 
 
 def _load(name: str, path: Path, n_ctx: int, n_threads: int, seed: int) -> _Loaded:
