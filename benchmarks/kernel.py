@@ -19,12 +19,13 @@ import random
 import statistics
 import sys
 import time
-
-clock = time.process_time  # CPU time of this process: wall time on a shared 2-core box measures the neighbours
 from typing import Any
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal, replay
+
+# CPU time of this process: on a shared 2-core box wall time mostly measures the neighbours.
+clock = time.process_time
 
 ENTRY_SCHEMA = {
     "type": "object",
@@ -55,8 +56,11 @@ BLUEPRINT: dict[str, Any] = {
     },
     "invariants": [
         {"at": "/entries/*", "rule": "self.kind != 'answer' || self.author == 'critic'", "name": "answers-by-critic"},
-        {"at": "/entries/*", "rule": "!has(oldSelf.status) || oldSelf.status == 'open' || self.status == oldSelf.status",
-         "name": "status-final"},
+        {
+            "at": "/entries/*",
+            "rule": "!has(oldSelf.status) || oldSelf.status == 'open' || self.status == oldSelf.status",
+            "name": "status-final",
+        },
     ],
 }
 
@@ -85,8 +89,10 @@ def proposals(n_entries: int, count: int, rng: random.Random) -> list[Proposal]:
             patch = [{"op": "add", "path": "/entries/-", "value": bad}]
         elif roll < 0.35 and size:
             target = rng.randrange(size)
-            patch = [{"op": "replace", "path": f"/entries/{target}/status", "value": "open"},
-                     {"op": "add", "path": f"/entries/{target}/refs/-", "value": f"e{i}"}][:1]
+            patch = [
+                {"op": "replace", "path": f"/entries/{target}/status", "value": "open"},
+                {"op": "add", "path": f"/entries/{target}/refs/-", "value": f"e{i}"},
+            ][:1]
             patch[0]["value"] = rng.choice(["open", "open", "accepted"])
         else:
             patch = [{"op": "add", "path": "/entries/-", "value": entry(size, worker) | {"status": "open"}}]
@@ -163,12 +169,18 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"benchmark": "kernel", "rows": rows, "summary": summary}, indent=2))
         return 0
     print("CPU time of this process (time.process_time); replay rec/s excludes the one-off initial state load")
-    print(f"{'entries':>9} {'proposals/s':>12} {'p50 ms':>8} {'p99 ms':>8} {'replay rec/s':>13} {'load s':>7} {'accepted':>10}")
+    print(
+        f"{'entries':>9} {'proposals/s':>12} {'p50 ms':>8} {'p99 ms':>8} {'replay rec/s':>13} {'load s':>7} {'accepted':>10}"
+    )
     for r in rows:
-        print(f"{r['entries']:>9} {r['proposals_per_s']:>12.0f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
-              f"{r['replay_records_per_s']:>13.0f} {r['replay_initial_load_s']:>7.2f} {r['accepted']:>5}/{r['proposals']}")
-    print(f"p99 at {large['entries']} vs {small['entries']} entries: {summary['p99_ratio_largest_vs_smallest']:.2f}x "
-          f"(goal <= 2x); slowest replay {summary['min_replay_records_per_s']:.0f} records/s (goal >= 50,000)")
+        print(
+            f"{r['entries']:>9} {r['proposals_per_s']:>12.0f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
+            f"{r['replay_records_per_s']:>13.0f} {r['replay_initial_load_s']:>7.2f} {r['accepted']:>5}/{r['proposals']}"
+        )
+    print(
+        f"p99 at {large['entries']} vs {small['entries']} entries: {summary['p99_ratio_largest_vs_smallest']:.2f}x "
+        f"(goal <= 2x); slowest replay {summary['min_replay_records_per_s']:.0f} records/s (goal >= 50,000)"
+    )
     return 0
 
 
