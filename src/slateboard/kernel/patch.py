@@ -14,15 +14,16 @@ from typing import Any
 
 from .canonical import JSON
 from .jsonvalue import json_equal, type_name
-from .pointer import PointerError, Tokens, format_pointer, is_array_index, parse_pointer
+from .pointer import PointerError, Tokens, _parse_pointer, format_pointer, is_array_index
 
 OPS = ("add", "remove", "replace", "move", "copy", "test")
 DEFAULT_ALLOWED_OPS = frozenset({"add", "replace", "test"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Op:
-    """One checked patch operation with its pointers already parsed."""
+    """One checked patch operation with its pointers already parsed (treat as read-only; not
+    frozen because frozen dataclasses are slow to build on the replay hot path)."""
 
     index: int
     op: str
@@ -81,7 +82,7 @@ def check_ops(patch: JSON) -> list[Op]:
         if not isinstance(path, str):
             raise OpError(i, None, f"{name}: 'path' must be a string, got {type_name(path)}")
         try:
-            tokens = parse_pointer(path)
+            tokens = _parse_pointer(path)  # path is known to be a str here
         except PointerError as exc:
             raise OpError(i, path, str(exc)) from None
         value: JSON = None
@@ -98,7 +99,7 @@ def check_ops(patch: JSON) -> list[Op]:
             if not isinstance(from_path, str):
                 raise OpError(i, path, f"{name}: 'from' must be a string, got {type_name(from_path)}")
             try:
-                from_tokens = parse_pointer(from_path)
+                from_tokens = _parse_pointer(from_path)
             except PointerError as exc:
                 raise OpError(i, path, f"'from': {exc}") from None
             if name == "move" and tokens[: len(from_tokens)] == from_tokens and tokens != from_tokens:

@@ -9,9 +9,9 @@ the containers on its path, while small subtrees are hashed directly over their 
 
 Definition, for a value ``v`` with ``nodes(v)`` JSON nodes (scalars and containers):
   nodes(v) <= SMALL: H(b"b" + canonical(v))
-  object:            H(b"o" + len + (sum_k H(b"k" + canonical(k) + h(v[k]))) mod 2**256)
-  array:             H(b"a" + len + (sum_i H(b"i" + str(i) + h(v[i]))) mod 2**256)
-with H = SHA-256. Array inserts and deletes away from the end re-weigh the later items.
+  object:            (len * T_o + sum_k H(b"k" + canonical(k) + h(v[k]))) mod 2**256
+  array:             (len * T_a + sum_i H(b"i" + str(i) + h(v[i]))) mod 2**256
+with H = SHA-256 and T_o, T_a fixed SHA-256 tags. Array inserts and deletes away from the end re-weigh the later items.
 The additive combination is a practical content hash for cycle detection and replay checks;
 tamper evidence comes from the records' own SHA-256 hash chain.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from .canonical import JSON, canonical_bytes
@@ -29,6 +30,8 @@ SMALL = 48
 """Subtrees with at most this many JSON nodes are hashed as one canonical-JSON blob."""
 
 _MOD = 1 << 256
+_TAG_A = int.from_bytes(hashlib.sha256(b"slateboard/array").digest(), "big")
+_TAG_O = int.from_bytes(hashlib.sha256(b"slateboard/object").digest(), "big")
 _sha = hashlib.sha256
 _from_bytes = int.from_bytes
 
@@ -40,7 +43,7 @@ def _h(data: bytes) -> int:
 class _Node:
     """Hash mirror of one large container: member mirrors, accumulator, node count, hash."""
 
-    __slots__ = ("acc", "children", "count", "h", "is_list")
+    __slots__ = ("acc", "children", "count", "h", "is_list", "last")
 
     def __init__(self, is_list: bool) -> None:
         self.is_list = is_list
@@ -48,10 +51,11 @@ class _Node:
         self.h = 0
         self.count = 1
         self.children: Any = [] if is_list else {}
+        self.last: tuple[str | int, int, int] | None = None  # (slot, child hash, term) cache
 
     def seal(self) -> None:
-        tag = b"a" if self.is_list else b"o"
-        self.h = _h(tag + len(self.children).to_bytes(8, "big") + self.acc.to_bytes(32, "big"))
+        # Linear in the accumulator: no extra SHA-256 per level; every parent term re-hashes it.
+        self.h = (self.acc + len(self.children) * (_TAG_A if self.is_list else _TAG_O)) % _MOD
 
 
 # A small subtree is mirrored as (hash, node count); a large container as a _Node.
@@ -62,8 +66,13 @@ def _hc(m: Mirror) -> tuple[int, int]:
     return (m.h, m.count) if isinstance(m, _Node) else m
 
 
+@lru_cache(maxsize=4096)
+def _key_bytes(key: str) -> bytes:
+    return b"k" + canonical_bytes(key)
+
+
 def _term_key(key: str, child: int) -> int:
-    return _h(b"k" + canonical_bytes(key) + child.to_bytes(32, "big"))
+    return _h(_key_bytes(key) + child.to_bytes(32, "big"))
 
 
 def _term_index(i: int, child: int) -> int:
@@ -164,8 +173,8 @@ class StateHasher:
         def restore_root() -> None:
             self._root = old_root
 
-        undo.append(restore_root)
         if eff.kind == "root":
+            undo.append(restore_root)
             self._root = build(state)
             return
         # Walk down the mirror along the effect's parent path (which exists in ``state`` right
@@ -200,6 +209,7 @@ class StateHasher:
 
         ``before`` is the changed child's (hash, count) before the change.
         """
+        old_root = self._root
         for node, key, value in reversed(chain):
             old = node.children[key]
             oh, oc = before
@@ -208,12 +218,23 @@ class StateHasher:
             saved = (node.acc, node.h, node.count)
             node.children[key] = new
             term = _term_index if node.is_list else _term_key
-            node.acc = (node.acc - term(key, oh) + term(key, nh)) % _MOD  # type: ignore[arg-type]
+            # The same slot usually changes again at the next commit: reuse its last term.
+            last = node.last
+            old_term = last[2] if last is not None and last[0] == key and last[1] == oh else term(key, oh)  # type: ignore[arg-type]
+            new_term = term(key, nh)  # type: ignore[arg-type]
+            node.last = (key, nh, new_term)
+            node.acc = (node.acc - old_term + new_term) % _MOD
             node.count += nc - oc
             node.seal()
             undo.append(_restore_slot(node, key, old, saved))
             new = node if node.count > SMALL else build(value)
-        self._root = new
+        if new is not self._root:  # the root mirror changed identity (small state, or a new blob)
+
+            def restore_root() -> None:
+                self._root = old_root
+
+            undo.append(restore_root)
+            self._root = new
 
     def _member_effect(self, parent: _Node, value: JSON, eff: Effect, undo: list[Callable[[], None]]) -> Mirror:
         """Apply a set/insert/delete to a large container's member slot; return its new mirror."""
