@@ -122,7 +122,7 @@ def test_debug_shows_the_traceback(invoke: Invoke, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [("approve", "b1"), ("refuse", "b1", "inv-3", "--reason", "no"), ("serve", "--port", "8000"), ("faults",)],
+    [("serve", "--port", "8000"), ("faults",)],
 )
 def test_not_built_yet_commands_fail_with_exit_2(invoke: Invoke, args: tuple[str, ...]) -> None:
     line = one_line_error(invoke(*args), code=2)

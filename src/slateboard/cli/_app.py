@@ -24,7 +24,7 @@ from ._extra import (
     templates_command,
 )
 from ._inspect import boards_command, log_command, replay_command, show_command
-from ._run import run_command
+from ._run import resume_command, run_command
 
 
 def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
@@ -151,6 +151,7 @@ def _root(
 
 
 app.command("run")(run_command)
+app.command("resume")(resume_command)
 app.command("boards")(boards_command)
 app.command("log")(log_command)
 app.command("show")(show_command)
@@ -158,8 +159,8 @@ app.command("replay")(replay_command)
 app.command("architect")(architect_command)
 app.command("templates")(templates_command)
 app.command("bench", context_settings=PASS_THROUGH)(bench_command)
-app.command("approve", context_settings=PASS_THROUGH)(approve_command)
-app.command("refuse", context_settings=PASS_THROUGH)(refuse_command)
+app.command("approve")(approve_command)
+app.command("refuse")(refuse_command)
 app.command("serve", context_settings=PASS_THROUGH)(serve_command)
 app.command("faults", context_settings=PASS_THROUGH)(faults_command)
 

@@ -1,5 +1,5 @@
-"""``architect``, ``templates``, ``bench``, and the commands that exist but are not built yet
-(``approve``, ``refuse``, ``serve``, ``faults``: they fail with exit code 2, never pretend)."""
+"""``architect``, ``templates``, ``bench``, ``approve``/``refuse``, and the commands that exist
+but are not built yet (``serve``, ``faults``: they fail with exit code 2, never pretend)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,18 @@ import typer
 import yaml
 from rich.table import Table
 
-from ._common import JsonOption, as_blueprint_json, console, print_json, run_async, template_entries, templates_module
+from ._common import (
+    JsonOption,
+    StoreOption,
+    as_blueprint_json,
+    console,
+    opened_store,
+    print_json,
+    resolve_board,
+    run_async,
+    template_entries,
+    templates_module,
+)
 from ._errors import EXIT_USAGE, CliError, not_supported, one_line
 
 BENCH_ENV = "SLATEBOARD_BENCHMARKS"
@@ -155,14 +166,52 @@ def bench_command(
 
 
 # -- not built yet ----------------------------------------------------------------------------------
-def approve_command(ctx: typer.Context, board: Annotated[str, typer.Argument(metavar="BOARD")]) -> None:
-    """Approve a change waiting for human approval (not supported yet)."""
-    raise not_supported("human approval", "no board waits for approval in this version, so there is nothing to approve")
+def approve_command(
+    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    record: Annotated[
+        int | None, typer.Argument(metavar="RECORD", help="The held record's seq (default: the only one).")
+    ] = None,
+    by: Annotated[str, typer.Option("--by", help="Who decides (logged).")] = "human",
+    note: Annotated[str, typer.Option("--note", help="Why (logged).")] = "",
+    store: StoreOption = None,
+) -> None:
+    """Approve a held proposal: log the decision; the next `slateboard resume`/run commits it."""
+    _decide(board, record, by, note, store, approved=True)
 
 
-def refuse_command(ctx: typer.Context, board: Annotated[str, typer.Argument(metavar="BOARD")]) -> None:
-    """Refuse a change waiting for human approval (not supported yet)."""
-    raise not_supported("human approval", "no board waits for approval in this version, so there is nothing to refuse")
+def refuse_command(
+    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    record: Annotated[
+        int | None, typer.Argument(metavar="RECORD", help="The held record's seq (default: the only one).")
+    ] = None,
+    by: Annotated[str, typer.Option("--by", help="Who decides (logged).")] = "human",
+    note: Annotated[str, typer.Option("--note", help="Why (logged).")] = "",
+    store: StoreOption = None,
+) -> None:
+    """Refuse a held proposal: log the decision; its patch is never committed."""
+    _decide(board, record, by, note, store, approved=False)
+
+
+def _decide(board: str, record: int | None, by: str, note: str, url: str | None, *, approved: bool) -> None:
+    from ..runtime.approval import ApprovalError, approve, held_proposals, refuse
+
+    async def go() -> str:
+        async with opened_store(url) as st:
+            info = await resolve_board(st, board, url)
+            held = await held_proposals(st, info.board_id)
+            seq = record
+            if seq is None:
+                if len(held) != 1:
+                    waiting = ", ".join(str(h.seq) for h in held) or "none"
+                    raise CliError(f"board {info.board_id}: name the held record (waiting: {waiting})", code=EXIT_USAGE)
+                seq = held[0].seq
+            try:
+                rec = await (approve if approved else refuse)(st, info.board_id, seq, by=by, note=note)
+            except ApprovalError as exc:
+                raise CliError(str(exc)) from None
+            return f"{rec.reason} (logged as record {rec.seq}); resume with: slateboard resume {info.board_id}"
+
+    console().print(run_async(go))
 
 
 def serve_command(ctx: typer.Context) -> None:

@@ -31,6 +31,7 @@ from ._common import (
     load_blueprint_or_template,
     opened_store,
     print_json,
+    resolve_board,
     run_async,
     store_hint,
 )
@@ -233,21 +234,67 @@ def run_command(
     created: list[str] = []
 
     async def go() -> tuple[RunResult, list[Record], BoardInfo]:
-        from ..runtime import Runner, create_board
+        from ..runtime import create_board
 
         async with opened_store(store) as st:
             board_id = await create_board(st, compiled, inputs=initial, name=name)
             created.append(board_id)
-            runner = Runner(st, board_id, model=resolved, parallel=parallel, max_steps=max_steps)
-            if as_json:
-                result = await runner.run()
-            else:
-                display = RunDisplay(board_id, name or compiled.spec.name, steps_limit, parallel)
-                result = await _run_with_display(runner, display)
-            records = await st.read_records(board_id)
-            info = await st.board_info(board_id)
-            return result, records, info
+            label = name or compiled.spec.name
+            return await _drive(st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json)
 
+    _finish_run(go, created, compiled, store, as_json)
+
+
+def resume_command(
+    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model for every LLM worker.")
+    ] = None,
+    store: StoreOption = None,
+    parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
+    as_json: JsonOption = False,
+) -> None:
+    """Resume a board from its store (after an interruption, or after approve/refuse) and run it
+    to its end. Committed records are never redone; approved patches are committed first."""
+    from ..blueprint import compile_blueprint
+
+    created: list[str] = []
+    holder: list[CompiledBlueprint] = []
+
+    async def go() -> tuple[RunResult, list[Record], BoardInfo]:
+        async with opened_store(store) as st:
+            info = await resolve_board(st, board, store)
+            created.append(info.board_id)
+            compiled = compile_blueprint((await st.load_board(info.board_id)).blueprint)
+            holder.append(compiled)
+            resolved = _resolve(compiled, model)
+            steps = compiled.spec.limits.max_steps
+            return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json)
+
+    _finish_run(go, created, holder, store, as_json)
+
+
+async def _drive(
+    st: Any,
+    board_id: str,
+    label: str,
+    model: Any,
+    parallel: int,
+    max_steps: int | None,
+    steps_limit: int,
+    as_json: bool,
+) -> tuple[RunResult, list[Record], BoardInfo]:
+    from ..runtime import Runner
+
+    runner = Runner(st, board_id, model=model, parallel=parallel, max_steps=max_steps)
+    if as_json:
+        result = await runner.run()
+    else:
+        result = await _run_with_display(runner, RunDisplay(board_id, label, steps_limit, parallel))
+    return result, await st.read_records(board_id), await st.board_info(board_id)
+
+
+def _finish_run(go: Any, created: list[str], compiled: Any, store: str | None, as_json: bool) -> None:
     try:
         result, records, info = run_async(go)
     except KeyboardInterrupt:
@@ -258,6 +305,8 @@ def run_command(
             f" (see: slateboard log {created[0]}{store_hint(store)})",
             code=EXIT_INTERRUPTED,
         ) from None
+    if isinstance(compiled, list):
+        compiled = compiled[0]
     if as_json:
         print_json(result.to_json())
     else:

@@ -137,6 +137,8 @@ class Kernel:
         lim = blueprint.spec.limits
         self.limits = JsonLimits(max_bytes=lim.max_patch_bytes, max_depth=lim.max_depth)
         self._changes: deque[tuple[int, list[tuple[Tokens, int | None]]]] = deque(maxlen=STALE_WINDOW)
+        # Patches a human approved (worker, canonical patch text), each usable once.
+        self._approved: dict[tuple[str, str], int] = {}
         self._pending: Decision | None = None
 
     # -- public API -------------------------------------------------------------------------
@@ -182,6 +184,12 @@ class Kernel:
             rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
             return self._hold(Decision(rec))
         after = self.hasher.hexdigest
+        held = self._needs_approval(proposal.worker, patch_text, effects) if after != before else None
+        if held is not None:
+            applied.undo()
+            self.state = applied.root
+            rec = self._record(proposal, "held", patch_text, "approval", held, before, before)
+            return self._hold(Decision(rec))
         if after == before:
             applied.undo()
             self.state = applied.root
@@ -212,6 +220,7 @@ class Kernel:
         rec = decision.record
         self.seq = rec.seq
         self.last_hash = rec.hash
+        self.note_approval(rec)
         if rec.outcome == "accepted":
             self.version = rec.version
             self._changes.append((rec.version, decision._changed))
@@ -267,6 +276,39 @@ class Kernel:
             meta=dict(meta or {}),
         ).sealed()
         return self._hold(Decision(rec))
+
+    def note_approval(self, record: Record) -> None:
+        """Track approvals from the log: an ``approval`` action that approves a held record makes
+        that exact patch (same worker, same canonical text) acceptable once; the accepted record
+        that uses it consumes it. Rebuilding a kernel from a log calls this for every record."""
+        if record.kind == "approval" and record.meta.get("decision") == "approved":
+            worker, patch, held = record.meta.get("worker"), record.meta.get("patch"), record.meta.get("record")
+            if isinstance(worker, str) and isinstance(patch, str) and isinstance(held, int):
+                self._approved[(worker, patch)] = held
+        elif record.outcome == "accepted" and record.worker is not None and record.patch is not None:
+            self._approved.pop((record.worker, record.patch), None)
+
+    def approvals(self) -> dict[tuple[str, str], int]:
+        """Approved patches not yet committed: (worker, patch text) -> seq of the held record."""
+        return dict(self._approved)
+
+    def _needs_approval(self, worker: str, patch_text: str | None, effects: list[Effect]) -> str | None:
+        patterns = self.blueprint.approval
+        if not patterns:
+            return None
+        touched = sorted(
+            {
+                format_pointer(e.path) or "/"
+                for e in effects
+                for p in patterns
+                if region_contains(p, e.path) or _pattern_below(p.tokens, e.path)
+            }
+        )
+        if not touched:
+            return None
+        if patch_text is not None and (worker, patch_text) in self._approved:
+            return None
+        return f"needs human approval: changes {', '.join(touched)}"
 
     def adopt(self, record: Record) -> None:
         """Advance the log position past a logged record that left the state unchanged

@@ -17,10 +17,10 @@ from .canonical import JSON, canonical_bytes, sha256_hex
 GENESIS = "0" * 64
 """The ``prev`` of a board's first record."""
 
-OUTCOMES = ("accepted", "rejected", "noop", "action")
+OUTCOMES = ("accepted", "rejected", "noop", "held", "action")
 STAGES = (
     "parse", "ops", "authorise", "stale", "preconditions", "apply", "schema", "invariants",
-    "internal",
+    "approval", "internal",
 )  # fmt: skip
 
 

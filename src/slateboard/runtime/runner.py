@@ -29,7 +29,7 @@ from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, RECORD_KIND, RETRY_WITH_FEEDBACK, SWITCH_WORKER, TIGHTEN_BUDGET, CircuitPolicy
 from ..kernel.invariants import _MISSING
 from ..kernel.invariants import get as get_at
-from ..kernel.kernel import Decision, Kernel
+from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.pointer import parse_pointer
 from ..kernel.record import Record, Usage
 from ..kernel.replay import replay
@@ -180,6 +180,10 @@ class Runner:
             seq=loaded.start_seq + report.checked,
             last_hash=loaded.records[-1].hash if loaded.records else loaded.start_hash,
         )
+        # Approvals may predate the snapshot: rebuild them from the whole log.
+        self.history = await self.store.read_records(self.board_id)
+        for rec in self.history:
+            self.kernel.note_approval(rec)
         everything = await self.store.agenda(self.board_id, ("pending", "claimed", "done", "cancelled"))
         issued: dict[str, int] = defaultdict(int)
         for inv in everything:
@@ -226,7 +230,7 @@ class Runner:
         if not self._opened:
             await self.open()
         self._emit(RUN_STARTED, version=self.kernel.version, seq=self.kernel.seq, parallel=self.parallel)
-        end_reason: str | None = None
+        end_reason: str | None = await self._approved_first()
         in_flight: set[asyncio.Task[None]] = set()
         try:
             while end_reason is None:
@@ -268,6 +272,36 @@ class Runner:
         return await self._result(reason)
 
     _halted: str | None = None
+
+    async def _approved_first(self) -> str | None:
+        """Commit patches a human approved since the board paused; None, or why the run cannot go
+        on (a held proposal still waits for its decision)."""
+        from .approval import _pending
+
+        waiting = _pending(self.history)
+        if waiting:
+            return f"paused: awaiting approval of record {waiting[0].seq}"
+        for (worker, patch), held in sorted(self.kernel.approvals().items(), key=lambda kv: kv[1]):
+            proposal = Proposal(worker, patch, None, None, {"op": "approval", "path": "", "version": self.kernel.version},
+                                None, Usage(component="human"), {"approved": held})  # fmt: skip
+            async with self._commit_lock:
+                decision = self.kernel.prepare(proposal)
+                rec = decision.record
+                sched_before = self.scheduler.to_json()
+                pushed: list[Invocation] = []
+                if decision.accepted:
+                    pushed = list(
+                        self.scheduler.schedule(
+                            decision.events, self.kernel.state, rec.version, pending=self.agenda.pending_keys
+                        )
+                    )
+                await self._append(decision, AgendaChanges(push=pushed), sched_before)
+                for inv in pushed:
+                    self.agenda.push(inv)
+                self._emit(PROPOSAL_DECIDED, seq=rec.seq, worker=worker, invocation=None, outcome=rec.outcome,
+                           stage=rec.stage, reason=rec.reason, version=self.kernel.version, tokens=self.tokens,
+                           requeued=False)  # fmt: skip
+        return None
 
     def _limit_reason(self) -> str | None:
         if self._halted:
@@ -371,6 +405,8 @@ class Runner:
             self.tokens += rec.usage.tokens_in + rec.usage.tokens_out
             if rec.outcome == "rejected" and rec.worker:
                 self.rejections[rec.worker].append(rec)
+            if rec.outcome == "held":
+                self._halted = f"paused: awaiting approval of record {rec.seq}"
             self._emit(
                 PROPOSAL_DECIDED,
                 seq=rec.seq,
@@ -443,7 +479,7 @@ class Runner:
     async def _finish(self, reason: str) -> None:
         decision = self.kernel.action("run", reason, meta={"event": "run.ended"})
         await self._append(decision, AgendaChanges(), None)
-        status = "failed" if reason.startswith("circuit") else "done"
+        status = "failed" if reason.startswith("circuit") else "paused" if reason.startswith("paused") else "done"
         await self.store.set_status(self.board_id, status, reason)
 
     async def _result(self, reason: str) -> RunResult:

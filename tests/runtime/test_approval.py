@@ -1,0 +1,122 @@
+"""Human approval: a proposal touching an approval path pauses the board; approve/refuse decide
+it; the run resumes from the store in a fresh Runner (as another process would)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slateboard.blueprint import compile_blueprint
+from slateboard.kernel import replay
+from slateboard.runtime import ApprovalError, Runner, approve, create_board, held_proposals, refuse
+from slateboard.stores import open_store
+
+BP: dict[str, Any] = {
+    "name": "approved-answer",
+    "schema": {
+        "type": "object",
+        "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "answer": {"type": "string"}},
+    },
+    "initial_state": {"notes": []},
+    "workers": {
+        "writer": {"reads": ["/**"], "writes": ["/notes/-"]},
+        "decider": {"reads": ["/**"], "writes": ["/answer"]},
+    },
+    "rules": [
+        {"on": {"op": "start"}, "invoke": "writer"},
+        {"on": {"op": "add", "path": "/notes/-"}, "invoke": "decider"},
+    ],
+    "approval": ["/answer"],
+    "done": "has(state.answer)",
+    "answer": "/answer",
+}
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.decider = 0
+
+    def functions(self) -> dict[str, Any]:
+        def writer(view: Any) -> Any:
+            return [{"op": "add", "path": "/notes/-", "value": "evidence"}]
+
+        def decider(view: Any) -> Any:
+            self.decider += 1
+            return [{"op": "add", "path": "/answer", "value": "forty-two"}]
+
+        return {"writer": writer, "decider": decider}
+
+
+async def verify(url: str, board: str) -> None:
+    store = await open_store(url)
+    loaded = await store.load_board(board)
+    records = await store.read_records(board)
+    bp = compile_blueprint(loaded.blueprint)
+    for revalidate in (False, True):
+        report = replay(bp, loaded.initial_state, records, revalidate=revalidate)
+        assert report.ok, str(report)
+    await store.close()
+
+
+async def paused_board(url: str, calls: Calls) -> tuple[str, int]:
+    store = await open_store(url)
+    board = await create_board(store, BP)
+    result = await Runner(store, board, functions=calls.functions()).run()
+    assert result.end_reason.startswith("paused: awaiting approval")
+    assert "answer" not in result.state and result.state["notes"] == ["evidence"]
+    info = await store.board_info(board)
+    assert info.status == "paused"
+    held = await held_proposals(store, board)
+    assert len(held) == 1 and held[0].worker == "decider" and "/answer" in held[0].reason
+    records = await store.read_records(board)
+    rec = next(r for r in records if r.seq == held[0].seq)
+    assert (rec.outcome, rec.stage) == ("held", "approval")
+    assert rec.state_before == rec.state_after  # holding changes nothing
+    await store.close()
+    return board, held[0].seq
+
+
+async def test_approved_patch_is_committed_on_resume_without_asking_the_worker_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'approval.db'}"
+    calls = Calls()
+    board, seq = await paused_board(url, calls)
+
+    store = await open_store(url)
+    # A second runner on a paused board with no decision stays paused.
+    again = await Runner(store, board, functions=calls.functions()).run()
+    assert again.end_reason.startswith("paused") and calls.decider == 1
+    record = await approve(store, board, seq, by="alice", note="checked")
+    assert record.kind == "approval" and record.meta["decision"] == "approved" and record.meta["by"] == "alice"
+    assert (await store.board_info(board)).status == "running"
+    with pytest.raises(ApprovalError):
+        await approve(store, board, seq)  # already decided
+    await store.close()
+
+    store = await open_store(url)  # as another process would
+    result = await Runner(store, board, functions=calls.functions()).run()
+    assert result.end_reason == "done" and result.answer == "forty-two"
+    assert calls.decider == 1  # the approved patch was committed as approved, not regenerated
+    records = await store.read_records(board)
+    committed = [r for r in records if r.outcome == "accepted" and r.worker == "decider"]
+    assert len(committed) == 1 and committed[0].meta["approved"] == seq
+    assert (await store.board_info(board)).status == "done"
+    await store.close()
+    await verify(url, board)
+
+
+async def test_refused_patch_is_never_committed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'refusal.db'}"
+    calls = Calls()
+    board, seq = await paused_board(url, calls)
+    store = await open_store(url)
+    with pytest.raises(ApprovalError):
+        await refuse(store, board, seq + 100)
+    record = await refuse(store, board, seq, note="not sourced")
+    assert record.meta["decision"] == "refused" and "not sourced" in (record.reason or "")
+    result = await Runner(store, board, functions=calls.functions()).run()
+    assert "answer" not in result.state and result.end_reason == "agenda_empty"
+    assert await held_proposals(store, board) == []
+    await store.close()
+    await verify(url, board)
