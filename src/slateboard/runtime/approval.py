@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..blueprint.compile import compile_blueprint
-from ..kernel.kernel import Kernel
 from ..kernel.record import Record
-from ..kernel.replay import replay
 from ..stores.base import AgendaChanges, Store
 
 
@@ -58,6 +56,8 @@ async def refuse(store: Store, board_id: str, seq: int, *, by: str = "human", no
 
 
 async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str, note: str) -> Record:
+    from .runner import RunnerError, kernel_from
+
     loaded = await store.load_board(board_id)
     records = await store.read_records(board_id)
     held = next((h for h in _pending(records) if h.seq == seq), None)
@@ -66,18 +66,10 @@ async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str,
         raise ApprovalError(
             f"board {board_id}: record {seq} is not a held proposal awaiting a decision (waiting: {waiting})"
         )
-    blueprint = compile_blueprint(loaded.blueprint)
-    tail = loaded.records
-    report = replay(
-        blueprint, loaded.start_state, tail,
-        start_version=loaded.start_version, start_seq=loaded.start_seq, start_hash=loaded.start_hash,
-    )  # fmt: skip
-    if not report.ok:
-        raise ApprovalError(f"board {board_id}: stored log does not verify: {report}")
-    kernel = Kernel(
-        blueprint, report.state, version=report.version, seq=loaded.start_seq + report.checked,
-        last_hash=tail[-1].hash if tail else loaded.start_hash,
-    )  # fmt: skip
+    try:
+        kernel = kernel_from(compile_blueprint(loaded.blueprint), loaded)
+    except RunnerError as exc:
+        raise ApprovalError(str(exc)) from None
     reason = f"{by} {decision} record {seq}" + (f": {note}" if note else "")
     meta = {"record": seq, "decision": decision, "by": by, "worker": held.worker, "patch": held.patch}
     prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)

@@ -39,7 +39,7 @@ from ..scheduling.control import AgendaOrder, BoardSummary, ControlUnit, Selecti
 from ..scheduling.invocation import Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
-from ..stores.base import AgendaChanges, Store
+from ..stores.base import AgendaChanges, LoadedBoard, Store
 from ..views import build_view
 from ..workers.base import Worker, WorkerReply
 from ..workers.factory import make_workers
@@ -89,6 +89,33 @@ async def create_board(
         spec_json, compiled.initial_state(), board_id=board_id, name=name or compiled.spec.name, agenda=start
     )
     return info.board_id
+
+
+def kernel_from(blueprint: CompiledBlueprint, loaded: LoadedBoard) -> Kernel:
+    """The board's kernel at its last record: the latest snapshot plus the replayed log tail.
+
+    Raises RunnerError when the stored log does not verify or a bare snapshot does not match
+    its state hash."""
+    board = loaded.board_id
+    report = replay(
+        blueprint,
+        loaded.start_state,
+        loaded.records,
+        start_version=loaded.start_version,
+        start_seq=loaded.start_seq,
+        start_hash=loaded.start_hash,
+    )
+    if not report.ok:
+        raise RunnerError(f"board {board}: stored log does not verify: {report}")
+    if loaded.snapshot is not None and not loaded.records and report.state_hash != loaded.snapshot.state_hash:
+        raise RunnerError(f"board {board}: snapshot at seq {loaded.snapshot.seq} does not match its state hash")
+    return Kernel(
+        blueprint,
+        report.state,
+        version=report.version,
+        seq=loaded.start_seq + report.checked,
+        last_hash=loaded.records[-1].hash if loaded.records else loaded.start_hash,
+    )
 
 
 class Runner:
@@ -159,27 +186,7 @@ class Runner:
         """Load the board from the store and rebuild kernel, scheduler and agenda."""
         loaded = await self.store.load_board(self.board_id)
         self.blueprint = compile_blueprint(loaded.blueprint)
-        report = replay(
-            self.blueprint,
-            loaded.start_state,
-            loaded.records,
-            start_version=loaded.start_version,
-            start_seq=loaded.start_seq,
-            start_hash=loaded.start_hash,
-        )
-        if not report.ok:
-            raise RunnerError(f"board {self.board_id}: stored log does not verify: {report}")
-        if loaded.snapshot is not None and not loaded.records and report.state_hash != loaded.snapshot.state_hash:
-            raise RunnerError(
-                f"board {self.board_id}: snapshot at seq {loaded.snapshot.seq} does not match its state hash"
-            )
-        self.kernel = Kernel(
-            self.blueprint,
-            report.state,
-            version=report.version,
-            seq=loaded.start_seq + report.checked,
-            last_hash=loaded.records[-1].hash if loaded.records else loaded.start_hash,
-        )
+        self.kernel = kernel_from(self.blueprint, loaded)
         # Approvals may predate the snapshot: rebuild them from the whole log.
         self.history = await self.store.read_records(self.board_id)
         for rec in self.history:
