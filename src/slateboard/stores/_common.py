@@ -20,6 +20,7 @@ from .base import (
     Conflict,
     DuplicateInvocationCommit,
     Snapshot,
+    Store,
     StoreCorrupt,
     StoreError,
 )
@@ -284,3 +285,21 @@ def redact(url: str) -> str:
 def json_meta(meta: dict[str, Any] | None) -> bytes:
     """Canonical bytes of a meta dict."""
     return encode_json(meta or {}, compress=False)
+
+
+async def compact(store: Store, board_id: str, where: str) -> Snapshot | None:
+    """Store.compact for any backend: build a snapshot at the last record from the stored
+    snapshot and the records after it, and store it when it is newer; ``where`` names the
+    database in errors."""
+    loaded = await store.load_board(board_id)
+    snap = build_snapshot(f"{where} board {board_id}", loaded.snapshot, loaded.initial_state, loaded.records)
+    if snap is not None and snap is not loaded.snapshot:
+        await store.write_snapshot(
+            board_id,
+            snap.state,
+            version=snap.version,
+            seq=snap.seq,
+            last_hash=snap.last_hash,
+            state_hash=snap.state_hash,
+        )
+    return snap

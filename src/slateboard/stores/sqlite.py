@@ -603,18 +603,7 @@ class SqliteStore:
 
     async def compact(self, board_id: str) -> Snapshot | None:
         """See Store.compact."""
-        loaded = await self.load_board(board_id)
-        snap = c.build_snapshot(f"{self.path} board {board_id}", loaded.snapshot, loaded.initial_state, loaded.records)
-        if snap is not None and snap is not loaded.snapshot:
-            await self.write_snapshot(
-                board_id,
-                snap.state,
-                version=snap.version,
-                seq=snap.seq,
-                last_hash=snap.last_hash,
-                state_hash=snap.state_hash,
-            )
-        return snap
+        return await c.compact(self, board_id, str(self.path))
 
     # -- agenda -----------------------------------------------------------------------------------
     async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
