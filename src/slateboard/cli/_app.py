@@ -13,18 +13,20 @@ from typer.core import TyperGroup
 
 from . import _errors
 from ._errors import EXIT_USAGE, one_line, report
+from ._eval import eval_app
 from ._extra import (
     PASS_THROUGH,
     approve_command,
     architect_command,
     bench_command,
-    faults_command,
     refuse_command,
-    serve_command,
     templates_command,
 )
+from ._faults import faults_command
 from ._inspect import boards_command, log_command, replay_command, show_command
 from ._run import resume_command, run_command
+from ._scale import submit_command, wait_command, worker_command
+from ._serve import serve_command
 
 
 def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
@@ -163,6 +165,10 @@ app.command("approve")(approve_command)
 app.command("refuse")(refuse_command)
 app.command("serve", context_settings=PASS_THROUGH)(serve_command)
 app.command("faults", context_settings=PASS_THROUGH)(faults_command)
+app.add_typer(eval_app, name="eval")
+app.command("worker", context_settings=PASS_THROUGH)(worker_command)
+app.command("submit", context_settings=PASS_THROUGH)(submit_command)
+app.command("wait", context_settings=PASS_THROUGH)(wait_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,5 +1,4 @@
-"""``architect``, ``templates``, ``bench``, ``approve``/``refuse``, and the commands that exist
-but are not built yet (``serve``, ``faults``: they fail with exit code 2, never pretend)."""
+"""``architect``, ``templates``, ``bench`` and ``approve``/``refuse``."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ from ._common import (
     template_entries,
     templates_module,
 )
-from ._errors import EXIT_USAGE, CliError, not_supported, one_line
+from ._errors import EXIT_USAGE, CliError, one_line
 
 BENCH_ENV = "SLATEBOARD_BENCHMARKS"
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -165,7 +164,7 @@ def bench_command(
         raise typer.Exit(proc.returncode)
 
 
-# -- not built yet ----------------------------------------------------------------------------------
+# -- human approval -------------------------------------------------------------------------------
 def approve_command(
     board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
     record: Annotated[
@@ -212,13 +211,3 @@ def _decide(board: str, record: int | None, by: str, note: str, url: str | None,
             return f"{rec.reason} (logged as record {rec.seq}); resume with: slateboard resume {info.board_id}"
 
     console().print(run_async(go))
-
-
-def serve_command(ctx: typer.Context) -> None:
-    """Serve the web dashboard (not supported yet)."""
-    raise not_supported("the dashboard (slateboard serve)", "inspect boards with slateboard boards/log/show instead")
-
-
-def faults_command(ctx: typer.Context) -> None:
-    """Run the fault-injection suite (not supported yet)."""
-    raise not_supported("fault injection (slateboard faults)")
