@@ -15,6 +15,19 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
 fi
 export SLATEBOARD_TEST_PG="${SLATEBOARD_TEST_PG:-postgresql://postgres@127.0.0.1:5432/test}"
 
+# The dashboard's browser tests (tests/web) drive Debian's Chromium through Playwright; install it
+# when it is missing (the package index is refreshed only when the install needs it).
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; } \
+      || echo "warning: could not install chromium: the dashboard's browser tests will be skipped" >&2
+  else
+    echo "note: /usr/bin/chromium is missing (apt-get install chromium): the browser tests will be skipped" >&2
+  fi
+fi
+
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
 .venv/bin/mypy

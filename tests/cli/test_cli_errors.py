@@ -122,7 +122,7 @@ def test_debug_shows_the_traceback(invoke: Invoke, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [("serve", "--port", "8000"), ("faults",)],
+    [("faults",)],
 )
 def test_not_built_yet_commands_fail_with_exit_2(invoke: Invoke, args: tuple[str, ...]) -> None:
     line = one_line_error(invoke(*args), code=2)

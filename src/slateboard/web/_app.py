@@ -1,0 +1,279 @@
+"""The dashboard's ASGI app: the JSON API, server-sent events, the page, and the token check.
+
+Read-only: every route is a GET (or HEAD) and nothing writes to the store.
+
+Security: when the app has a token, every request (page, static files, API, event streams)
+must carry it, as ``Authorization: Bearer <token>`` or as ``?token=<token>`` (the page and
+``EventSource`` cannot set headers); anything else gets 401. Tokens are compared in constant
+time. Without a token the app answers only requests whose ``Host`` is a loopback name, so a
+web page elsewhere cannot reach a loopback dashboard through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..stores.base import Store, StoreError, StoreUnavailable
+from ._data import ApiError, Dashboard, parse_version
+
+STATIC = Path(__file__).resolve().parent / "static"
+"""The page's HTML, JS and CSS (shipped inside the package)."""
+
+TOKEN_ENV = "SLATEBOARD_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """True for a host name or address that only this machine can reach (127.0.0.0/8, ::1,
+    localhost). Anything else, 0.0.0.0 and :: included, is reachable from other machines."""
+    name = host.strip().strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def redact_url(url: str) -> str:
+    """A store URL without its password (shown on the page and in logs)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+_PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    # Only this server's own script, styles and API: nothing inline, nothing from elsewhere.
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    message = " ".join(message.split())
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
+
+
+class _Guard:
+    """ASGI middleware: the token check, or (without a token) the loopback Host check."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode("utf-8") if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        problem = self._problem(scope, headers)
+        if problem is not None:
+            await _error(*problem)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _problem(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
+        if self.token is None:
+            host = headers.get("host", "")
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if host and not is_loopback(name):
+                return 403, f"this dashboard serves loopback only, not Host {host[:100]!r} (start it with --token)"
+            return None
+        # Compare bytes: a header carries the token's UTF-8 bytes as they are, a query string
+        # percent-escapes them.
+        given: bytes | None = None
+        auth = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), None)
+        if auth is not None:
+            scheme, _, value = auth.partition(b" ")
+            if scheme.lower() == b"bearer":
+                given = value.strip()
+        if given is None:
+            query = scope.get("query_string", b"").decode("latin-1")
+            found = next((v for k, v in parse_qsl(query, keep_blank_values=True) if k == "token"), None)
+            given = found.encode("utf-8") if found is not None else None
+        if given is None:
+            return 401, "this dashboard needs its token: send 'Authorization: Bearer <token>' or add ?token=<token>"
+        if not hmac.compare_digest(given, self.token):
+            return 401, "wrong token"
+        return None
+
+
+def create_app(
+    store: Store | str | None,
+    *,
+    token: str | None = None,
+    poll_s: float = 0.5,
+    ping_s: float = 15.0,
+) -> FastAPI:
+    """The dashboard app over ``store``: a Store (left open: the caller owns it), or a URL (None:
+    the default SQLite file) that the app opens at startup and closes at shutdown.
+
+    ``token``: when set, every request must carry it (see the module docstring). ``poll_s``: how
+    often event streams look for new records; ``ping_s``: keep-alive comments on idle streams.
+    """
+    owned = not isinstance(store, Store)
+    url = store.url if isinstance(store, Store) else store
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened: Store
+        if isinstance(store, Store):
+            opened = store
+        else:
+            from ..stores import open_store
+
+            opened = await open_store(store)
+        app.state.dashboard = Dashboard(opened, poll_s=poll_s)
+        try:
+            yield
+        finally:
+            if owned:
+                await opened.close()
+
+    app = FastAPI(title="slateboard dashboard", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    if isinstance(store, Store):
+        # Transports that skip the lifespan (httpx's ASGITransport) still get a dashboard.
+        app.state.dashboard = Dashboard(store, poll_s=poll_s)
+
+    def dash(request: Request) -> Dashboard:
+        found: Dashboard = request.app.state.dashboard
+        return found
+
+    def _stream(events: AsyncIterator[ServerSentEvent], stop: anyio.Event) -> EventSourceResponse:
+        # On server shutdown sse-starlette sets ``stop``: the stream then ends by itself (a
+        # complete response) well inside the grace period, instead of being cancelled.
+        return EventSourceResponse(
+            events,
+            ping=ping_s,
+            headers={"Cache-Control": "no-store"},
+            shutdown_event=stop,
+            shutdown_grace_period=1.0,
+        )
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, exc.message)
+
+    @app.exception_handler(StoreError)
+    async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
+        status = 503 if isinstance(exc, StoreUnavailable) else 500
+        return _error(status, f"store error: {' '.join(str(exc).split())}")
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path"))
+            parts.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
+        return _error(400, "bad request: " + "; ".join(parts))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            return _error(404, f"no such page or endpoint: {request.url.path}")
+        if exc.status_code == 405:
+            return _error(405, f"the dashboard is read-only: {request.method} is not allowed on {request.url.path}")
+        return _error(exc.status_code, str(exc.detail))
+
+    # -- the page -----------------------------------------------------------------------------
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def index(request: Request) -> HTMLResponse:
+        # Assets need the token too; the page was reached with it, so pass it on to them.
+        given = request.query_params.get("token")
+        suffix = f"?token={quote(given, safe='')}" if token and given else ""
+        return HTMLResponse(page.replace("{{asset_query}}", suffix), headers=_PAGE_HEADERS)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    # -- the API ------------------------------------------------------------------------------
+    @app.get("/api/info")
+    async def info() -> dict[str, Any]:
+        from .. import __version__
+
+        return {"store": redact_url(url or "sqlite://"), "version": __version__, "poll_s": poll_s}
+
+    @app.get("/api/boards")
+    async def boards(request: Request) -> dict[str, Any]:
+        return {"boards": await dash(request).boards()}
+
+    @app.get("/api/boards/{board_id}")
+    async def board(request: Request, board_id: str) -> dict[str, Any]:
+        return await dash(request).board(board_id)
+
+    @app.get("/api/boards/{board_id}/records")
+    async def records(request: Request, board_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        return await dash(request).records(board_id, after=after, limit=limit)
+
+    @app.get("/api/boards/{board_id}/state")
+    async def state(request: Request, board_id: str, version: str | None = None) -> dict[str, Any]:
+        return await dash(request).state(board_id, parse_version(version))
+
+    @app.get("/api/boards/{board_id}/views/{view_hash}")
+    async def view(request: Request, board_id: str, view_hash: str, seq: int | None = None) -> dict[str, Any]:
+        return await dash(request).view(board_id, view_hash, seq)
+
+    @app.get("/api/boards/{board_id}/events")
+    async def board_events(request: Request, board_id: str, after: int | None = None) -> Response:
+        if after is not None and after < 0:
+            raise ApiError(400, f"after must be 0 or more, got {after}")
+        # EventSource reconnects to the same URL with Last-Event-ID (the last record's seq it
+        # got), which is newer than the ?after= the page first asked for: resume after it.
+        last = request.headers.get("last-event-id", "")
+        after = max(after or 0, int(last) if last.isdigit() else 0)
+        dashboard = dash(request)
+        await dashboard.board(board_id)  # 404 before the stream starts
+
+        stop = anyio.Event()
+
+        async def stream() -> AsyncIterator[ServerSentEvent]:
+            async for kind, data, ident in dashboard.follow_board(board_id, after, stop):
+                yield ServerSentEvent(data=json.dumps(data, ensure_ascii=False), event=kind, id=ident)
+
+        return _stream(stream(), stop)
+
+    @app.get("/api/events")
+    async def events(request: Request) -> Response:
+        dashboard = dash(request)
+
+        stop = anyio.Event()
+
+        async def stream() -> AsyncIterator[ServerSentEvent]:
+            async for found in dashboard.follow_boards(stop):
+                yield ServerSentEvent(data=json.dumps({"boards": found}, ensure_ascii=False), event="boards")
+
+        return _stream(stream(), stop)
+
+    app.add_middleware(_Guard, token=token)
+    return app

@@ -1,0 +1,519 @@
+"""What the dashboard shows, read from a store: boards, records, states at any version, views.
+
+Nothing here writes to the store. States are rebuilt by replaying the log with
+``slateboard.kernel.replay`` (never taken from a snapshot), and the view a worker saw is rebuilt
+with the view builder from the blueprint and the state at the version the worker viewed; it is
+shown only together with whether its hash equals the ``view_hash`` the log kept.
+
+Records are immutable once appended (each one chains to the previous one's hash), so a board's
+records are cached and only the new ones are read from the store; a log that no longer chains
+to the cached one (a board deleted and created again with the same id) is read again whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from ..kernel.canonical import JSON
+from ..kernel.record import Record
+from ..stores.base import BoardInfo, BoardNotFound, Store
+
+if TYPE_CHECKING:
+    from ..blueprint.compile import CompiledBlueprint
+    from ..views import View
+
+MAX_PAGE = 5000
+"""The most records one ``records`` call returns (``next_after`` says where to go on)."""
+
+_STATE_CACHE = 24
+_BOARD_CACHE = 32
+_VIEW_CANDIDATES = 48
+_HASH_CHARS = frozenset("0123456789abcdef")
+
+
+class ApiError(Exception):
+    """A request the dashboard cannot answer: ``status`` is the HTTP status, ``message`` one line."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def board_json(info: BoardInfo) -> dict[str, JSON]:
+    """A board's header as the API shows it (the same fields as ``slateboard boards --json``)."""
+    return {
+        "board_id": info.board_id,
+        "name": info.name,
+        "status": info.status,
+        "reason": info.reason,
+        "version": info.version,
+        "records": info.seq,
+        "created_at": info.created_at,
+        "updated_at": info.updated_at,
+    }
+
+
+def record_json(rec: Record) -> dict[str, JSON]:
+    """A record as the API shows it: every logged field, plus ``tokens`` (in + out) and
+    ``viewed_version`` (the version the worker's view was built at, when the log says)."""
+    out = rec.to_json()
+    out["tokens"] = rec.usage.tokens_in + rec.usage.tokens_out
+    viewed = rec.meta.get("viewed_version")
+    out["viewed_version"] = viewed if isinstance(viewed, int) and not isinstance(viewed, bool) else None
+    return out
+
+
+def usage_json(records: Sequence[Record]) -> dict[str, JSON]:
+    """Tokens per worker (proposals only) and per component, as ``RunResult`` counts them."""
+    from ..runtime.result import usage_by
+
+    def table(key: str, recs: Sequence[Record]) -> dict[str, JSON]:
+        return {name: u.to_json() for name, u in sorted(usage_by(recs, key).items())}
+
+    return {
+        "by_worker": table("worker", [r for r in records if r.kind == "proposal"]),
+        "by_component": table("component", records),
+    }
+
+
+def parse_version(raw: str | None) -> int | None:
+    """The ``version`` query parameter as an integer (None when absent); ApiError 400 otherwise."""
+    if raw is None or raw == "" or raw == "latest":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, f"version must be a whole number or 'latest', got {raw!r}") from None
+    if value < 0:
+        raise ApiError(400, f"version must be 0 or more, got {value}")
+    return value
+
+
+@dataclass
+class _Board:
+    """The cached part of one board: what never changes, and its records so far."""
+
+    board_id: str
+    blueprint_json: dict[str, Any]
+    initial_state: JSON
+    compiled: CompiledBlueprint
+    records: list[Record] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+    """``versions[i]`` is ``records[i].version`` (kept for bisecting)."""
+
+    def extend(self, new: Sequence[Record]) -> None:
+        self.records.extend(new)
+        self.versions.extend(r.version for r in new)
+
+    def prefix_end(self, version: int) -> int:
+        """How many leading records belong to versions up to ``version`` (the log up to the
+        moment the state had reached ``version`` and not gone past it)."""
+        return bisect_right(self.versions, version)
+
+
+def _still_valid(entry: _Board, info: BoardInfo) -> bool:
+    """Whether the cached records are a prefix of the board's log as the header describes it."""
+    have = len(entry.records)
+    if have > info.seq:
+        return False
+    return not (have and have == info.seq and entry.records[-1].hash != info.last_hash)
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    version: int
+    seq: int
+    last_hash: str
+    state_hash: str
+    state: JSON
+
+
+class Dashboard:
+    """Reads boards for the web dashboard (see module docstring). One per app, on one event loop.
+
+    Guarantees: read-only; every state is the replayed log's (a log that does not verify gives
+    ApiError 409 naming the first bad record); unknown boards give ApiError 404; bad arguments
+    ApiError 400.
+    """
+
+    def __init__(self, store: Store, *, poll_s: float = 0.5) -> None:
+        if poll_s <= 0:
+            raise ValueError("poll_s must be positive")
+        self.store = store
+        self.poll_s = poll_s
+        self._boards: OrderedDict[str, _Board] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._states: OrderedDict[tuple[str, int, str], _State] = OrderedDict()
+
+    # -- boards ---------------------------------------------------------------------------------
+    async def boards(self) -> list[dict[str, JSON]]:
+        """Every board of the store, newest update first."""
+        found = await self.store.list_boards()
+        return [board_json(b) for b in sorted(found, key=lambda b: b.updated_at, reverse=True)]
+
+    async def _info(self, board_id: str) -> BoardInfo:
+        try:
+            return await self.store.board_info(board_id)
+        except BoardNotFound:
+            self._boards.pop(board_id, None)
+            raise ApiError(404, f"no board {board_id!r} in this store") from None
+
+    async def _board(self, board_id: str) -> tuple[BoardInfo, _Board]:
+        """The board's header and its cache, brought up to the store's last record."""
+        lock = self._locks.setdefault(board_id, asyncio.Lock())
+        async with lock:
+            info = await self._info(board_id)
+            entry = self._boards.get(board_id)
+            if entry is not None and not _still_valid(entry, info):
+                entry = None
+            if entry is None:
+                entry = await self._open(board_id)
+            have = len(entry.records)
+            if info.seq > have:
+                # Stop at the header's seq, so one answer never mixes two moments of the log.
+                new = await self.store.read_records(board_id, have + 1, limit=info.seq - have)
+                if have and new and new[0].prev != entry.records[-1].hash:
+                    entry = await self._open(board_id)
+                    new = await self.store.read_records(board_id, 1, limit=info.seq)
+                entry.extend(new)
+            self._boards[board_id] = entry
+            self._boards.move_to_end(board_id)
+            while len(self._boards) > _BOARD_CACHE:
+                self._boards.popitem(last=False)
+        return info, entry
+
+    async def _open(self, board_id: str) -> _Board:
+        from ..blueprint.compile import BlueprintError, compile_blueprint
+
+        try:
+            loaded = await self.store.load_board(board_id)
+        except BoardNotFound:
+            raise ApiError(404, f"no board {board_id!r} in this store") from None
+        try:
+            compiled = compile_blueprint(loaded.blueprint, source_label=f"stored with board {board_id}")
+        except BlueprintError as exc:
+            raise ApiError(409, f"the blueprint stored with board {board_id} is not accepted: {exc}") from None
+        return _Board(board_id, loaded.blueprint, loaded.initial_state, compiled)
+
+    async def board(self, board_id: str) -> dict[str, JSON]:
+        """One board: its header, its blueprint's workers and contracts, counts by outcome, and
+        tokens per worker and per component."""
+        info, entry = await self._board(board_id)
+        records = entry.records
+        counts: dict[str, int] = {}
+        for r in records:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        spec = entry.blueprint_json
+        workers = spec.get("workers") if isinstance(spec.get("workers"), dict) else {}
+        out = board_json(info)
+        out["blueprint"] = {
+            "name": spec.get("name"),
+            "description": spec.get("description"),
+            "workers": {
+                name: {k: w.get(k) for k in ("reads", "writes", "ops", "view_budget", "model", "function")}
+                for name, w in sorted((workers or {}).items())
+                if isinstance(w, dict)
+            },
+            "done": spec.get("done"),
+            "answer": spec.get("answer"),
+        }
+        out["outcomes"] = dict(sorted(counts.items()))
+        out["usage"] = usage_json(records)
+        out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
+        return out
+
+    async def records(self, board_id: str, *, after: int = 0, limit: int | None = None) -> dict[str, JSON]:
+        """Records with ``seq > after``, in order, at most ``limit`` (and MAX_PAGE)."""
+        if after < 0:
+            raise ApiError(400, f"after must be 0 or more, got {after}")
+        if limit is not None and limit < 1:
+            raise ApiError(400, f"limit must be 1 or more, got {limit}")
+        info, entry = await self._board(board_id)
+        cap = min(limit or MAX_PAGE, MAX_PAGE)
+        chosen = entry.records[after : after + cap]
+        more = after + len(chosen) < len(entry.records)
+        return {
+            "board_id": info.board_id,
+            "total": len(entry.records),
+            "records": [record_json(r) for r in chosen],
+            "next_after": chosen[-1].seq if chosen and more else None,
+        }
+
+    # -- states ---------------------------------------------------------------------------------
+    async def state(self, board_id: str, version: int | None) -> dict[str, JSON]:
+        """The state at ``version`` (None: the latest), rebuilt by replaying the log; with the
+        record that produced it and the pointers that record changed."""
+        info, entry = await self._board(board_id)
+        latest = entry.versions[-1] if entry.versions else 0
+        if version is None:
+            version = latest
+        if version > latest:
+            raise ApiError(400, f"board {board_id} has no version {version} (its latest version is {latest})")
+        st = self._state_at(entry, version)
+        producer = next((r for r in reversed(entry.records[: st.seq]) if r.accepted), None) if version else None
+        return {
+            "board_id": info.board_id,
+            "version": st.version,
+            "latest_version": latest,
+            "seq": st.seq,
+            "state_hash": st.state_hash,
+            "record": record_json(producer) if producer is not None else None,
+            "changed": _changed(producer, st.state) if producer is not None else [],
+            "state": st.state,
+        }
+
+    def _state_at(self, entry: _Board, version: int) -> _State:
+        """Replay the log up to ``version`` from the closest cached earlier state (or the initial
+        state); the replay checks every hash on the way."""
+        from ..kernel.record import GENESIS
+        from ..kernel.replay import replay
+
+        end = entry.prefix_end(version)
+        last_hash = entry.records[end - 1].hash if end else GENESIS
+        key = (entry.board_id, end, last_hash)
+        hit = self._states.get(key)
+        if hit is not None:
+            self._states.move_to_end(key)
+            return hit
+        start: _State | None = None
+        for (bid, seq, h), st in self._states.items():
+            usable = bid == entry.board_id and seq <= end and (start is None or seq > start.seq)
+            if usable and (seq == 0 or entry.records[seq - 1].hash == h):
+                start = st
+        if start is None:
+            base, from_seq, base_version, base_hash = entry.initial_state, 0, 0, GENESIS
+        else:
+            base, from_seq, base_version, base_hash = start.state, start.seq, start.version, start.last_hash
+        report = replay(
+            entry.compiled,
+            base,
+            entry.records[from_seq:end],
+            start_version=base_version,
+            start_seq=from_seq,
+            start_hash=base_hash,
+        )
+        if not report.ok:
+            raise ApiError(
+                409, f"board {entry.board_id}: the log does not verify at record {report.bad_seq}: {report.problem}"
+            )
+        st = _State(report.version, end, last_hash, report.state_hash, report.state)
+        self._states[key] = st
+        while len(self._states) > _STATE_CACHE:
+            self._states.popitem(last=False)
+        return st
+
+    # -- views ----------------------------------------------------------------------------------
+    async def view(self, board_id: str, view_hash: str, seq: int | None = None) -> dict[str, JSON]:
+        """The view whose hash the log keeps as ``view_hash``, rebuilt from the blueprint and the
+        state at the version it was built at (see ``rebuild_view``); ``seq`` picks which record's
+        inputs to use when several proposals saw the same view."""
+        if len(view_hash) != 64 or not set(view_hash) <= _HASH_CHARS:
+            raise ApiError(400, f"a view hash is 64 lowercase hex characters, got {view_hash[:80]!r}")
+        info, entry = await self._board(board_id)
+        seen = [r for r in entry.records if r.view_hash == view_hash]
+        if not seen:
+            raise ApiError(404, f"no record of board {board_id} has view hash {view_hash[:12]}…")
+        if seq is not None:
+            chosen = next((r for r in seen if r.seq == seq), None)
+            if chosen is None:
+                raise ApiError(404, f"record {seq} of board {board_id} did not see view {view_hash[:12]}…")
+        else:
+            chosen = seen[0]
+        out: dict[str, JSON] = {
+            "board_id": info.board_id,
+            "hash": view_hash,
+            "records": [r.seq for r in seen],
+            "seq": chosen.seq,
+            "worker": chosen.worker,
+        }
+        out.update(self._rebuild(entry, chosen))
+        return out
+
+    def _rebuild(self, entry: _Board, rec: Record) -> dict[str, JSON]:
+        """Rebuild ``rec``'s view: try the inputs the runner could have used, first match wins."""
+        from ..views import build_view
+
+        worker = rec.worker
+        if worker is None or worker not in entry.compiled.workers:
+            return {"matches": False, "problem": f"worker {worker!r} is not in the board's blueprint", "view": None}
+        viewed = rec.meta.get("viewed_version")
+        if not isinstance(viewed, int) or isinstance(viewed, bool):
+            viewed = rec.version - 1 if rec.accepted else rec.version
+        st = self._state_at(entry, viewed)
+        first: tuple[View, dict[str, JSON]] | None = None
+        for inputs in _view_inputs(entry.records, rec, viewed, st.seq):
+            try:
+                view = build_view(
+                    entry.compiled,
+                    worker,
+                    st.state,
+                    viewed,
+                    event=rec.event,
+                    rejections=inputs.rejections,
+                    expand=inputs.expand,
+                    budget=inputs.budget,
+                )
+            except (KeyError, ValueError) as exc:
+                return {"matches": False, "problem": f"the view cannot be rebuilt: {exc}", "view": None}
+            if first is None:
+                first = (view, inputs.to_json())
+            if view.hash == rec.view_hash:
+                return _view_out(view, inputs.to_json(), True, st)
+        assert first is not None
+        return _view_out(first[0], first[1], False, st)
+
+    # -- following ------------------------------------------------------------------------------
+    async def _pause(self, stop: anyio.Event | None) -> bool:
+        """Wait ``poll_s`` (less when ``stop`` is set meanwhile); True when it is time to stop."""
+        if stop is None:
+            await asyncio.sleep(self.poll_s)
+            return False
+        with anyio.move_on_after(self.poll_s):
+            await stop.wait()
+        return stop.is_set()
+
+    async def follow_board(
+        self, board_id: str, after: int, stop: anyio.Event | None = None
+    ) -> AsyncIterator[tuple[str, JSON, str | None]]:
+        """Yield ``("record", record, seq)`` for every record after ``after`` as it is appended,
+        and ``("board", header, None)`` whenever the header changes (status, version, records);
+        polling the store every ``poll_s`` until ``stop`` is set; ends after ``("gone", message,
+        None)`` when the board is deleted."""
+        last = max(0, after)
+        shown: tuple[Any, ...] | None = None
+        while True:
+            try:
+                info, entry = await self._board(board_id)
+            except ApiError as exc:
+                yield "gone", {"error": exc.message}, None
+                return
+            for rec in entry.records[last:]:
+                yield "record", record_json(rec), str(rec.seq)
+                last = rec.seq
+            sig = (info.status, info.reason, info.version, info.seq, info.updated_at)
+            if sig != shown:
+                shown = sig
+                yield "board", board_json(info), None
+            if await self._pause(stop):
+                return
+
+    async def follow_boards(self, stop: anyio.Event | None = None) -> AsyncIterator[list[dict[str, JSON]]]:
+        """Yield the board list now and whenever it changes (polling every ``poll_s``) until
+        ``stop`` is set."""
+        shown: list[dict[str, JSON]] | None = None
+        while True:
+            found = await self.boards()
+            if found != shown:
+                shown = found
+                yield found
+            if await self._pause(stop):
+                return
+
+
+@dataclass(frozen=True, slots=True)
+class _ViewInputs:
+    rejections: tuple[Record, ...]
+    budget: int | None
+    expand: tuple[str, ...]
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"rejections": [r.seq for r in self.rejections], "budget": self.budget, "expand": list(self.expand)}
+
+
+def _view_inputs(records: Sequence[Record], rec: Record, viewed: int, viewed_end: int) -> list[_ViewInputs]:
+    """The inputs the runner may have built ``rec``'s view with, most likely first.
+
+    The view was built when the log held some prefix of ``L`` records, with the state at
+    ``viewed``: ``L`` lies between the record that produced ``viewed`` and ``rec`` (in parallel
+    mode other records may land in between). From that prefix come the worker's recent
+    rejections, the view budget a circuit ``tighten_budget`` action set in the same run (a
+    ``run`` record ends a run, and the next run starts without them), and the handles the
+    worker's previous proposal asked to expand. One pass over the log.
+    """
+    worker = rec.worker
+    low = next((i + 1 for i in range(viewed_end - 1, -1, -1) if records[i].accepted), 0)
+    high = max(low, min(rec.seq - 1, viewed_end))
+    rejections: list[Record] = []
+    budget: int | None = None
+    expand: tuple[str, ...] = ()
+    by_end: list[tuple[tuple[Record, ...], int | None, tuple[str, ...]]] = []
+    if low == 0:
+        by_end.append(((), None, ()))
+    for i, r in enumerate(records[:high]):
+        if r.kind == "run":
+            budget, expand = None, ()
+        elif r.kind == "circuit" and r.meta.get("worker") == worker and r.meta.get("action") == "tighten_budget":
+            details = r.meta.get("details")
+            value = details.get("view_budget") if isinstance(details, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                budget = value
+        elif r.kind == "proposal" and r.worker == worker:
+            raw = r.meta.get("expand")
+            expand = tuple(h for h in raw if isinstance(h, str)) if isinstance(raw, list) else ()
+        if r.outcome == "rejected" and r.worker == worker:
+            rejections.append(r)
+        if i + 1 >= low:
+            by_end.append((tuple(rejections[-3:]), budget, expand))
+    out: list[_ViewInputs] = []
+    seen: set[tuple[tuple[int, ...], int | None, tuple[str, ...]]] = set()
+    for rejected, limit, handles in reversed(by_end):
+        for variant in ((limit, handles), (limit, ()), (None, handles), (None, ())):
+            key = (tuple(r.seq for r in rejected), *variant)
+            if key not in seen and len(out) < _VIEW_CANDIDATES:
+                seen.add(key)
+                out.append(_ViewInputs(rejected, *variant))
+    return out or [_ViewInputs((), None, ())]
+
+
+def _view_out(view: View, inputs: dict[str, JSON], matches: bool, st: _State) -> dict[str, JSON]:
+    out: dict[str, JSON] = {
+        "matches": matches,
+        "rebuilt_hash": view.hash,
+        "version": view.version,
+        "state_hash": st.state_hash,
+        "inputs": inputs,
+        "view": view.to_json(),
+        "text": view.render(),
+    }
+    if not matches:
+        out["problem"] = (
+            "the rebuilt view's hash differs from the logged one: the view depended on something "
+            "the log does not keep (for example a resumed run's rejection history)"
+        )
+    return out
+
+
+def _changed(rec: Record, state: JSON) -> list[str]:
+    """The pointers an accepted record's patch wrote, with ``-`` resolved to the appended index."""
+    from ..kernel.invariants import _MISSING
+    from ..kernel.invariants import get as get_at
+    from ..kernel.pointer import PointerError, format_pointer, parse_pointer
+
+    try:
+        ops = orjson.loads(rec.patch or "[]")
+    except orjson.JSONDecodeError:
+        return []
+    out: list[str] = []
+    for op in ops if isinstance(ops, list) else []:
+        if not isinstance(op, dict) or op.get("op") in ("test", "remove") or not isinstance(op.get("path"), str):
+            continue
+        try:
+            tokens = list(parse_pointer(op["path"]))
+        except PointerError:
+            continue
+        if tokens and tokens[-1] == "-":
+            parent = get_at(state, tuple(tokens[:-1]))
+            if parent is _MISSING or not isinstance(parent, list) or not parent:
+                continue
+            tokens[-1] = str(len(parent) - 1)
+        out.append(format_pointer(tokens))
+    return out
