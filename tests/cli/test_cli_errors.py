@@ -120,15 +120,6 @@ def test_debug_shows_the_traceback(invoke: Invoke, tmp_path: Path) -> None:
     assert "Traceback" not in quiet.output
 
 
-@pytest.mark.parametrize(
-    "args",
-    [("faults",)],
-)
-def test_not_built_yet_commands_fail_with_exit_2(invoke: Invoke, args: tuple[str, ...]) -> None:
-    line = one_line_error(invoke(*args), code=2)
-    assert "not supported yet" in line
-
-
 def test_architect_unavailable(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "slateboard.architect", None)  # makes the import fail
     line = one_line_error(invoke("architect", "a board that sorts numbers"), code=2)

@@ -122,6 +122,7 @@ class Bench(enum.StrEnum):
     kernel = "kernel"
     store = "store"
     constrained = "constrained"
+    peers = "peers"
 
 
 def find_benchmarks() -> Path:

@@ -2,11 +2,65 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from ._errors import not_supported
+from ._common import JsonOption, run_async
+from ._errors import EXIT_USAGE, CliError
 
 
-def faults_command(ctx: typer.Context) -> None:
-    """Run the fault-injection suite (not supported yet)."""
-    raise not_supported("fault injection (slateboard faults)")
+def faults_command(
+    n: Annotated[int, typer.Option("--n", min=1, help="Injections per fault type.")] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the injections (same seed, same injections).")] = 0,
+    systems: Annotated[
+        str | None,
+        typer.Option(
+            "--systems",
+            metavar="LIST",
+            help="Comma-separated systems: slateboard, loomflow, json_control, langgraph (default: all).",
+        ),
+    ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults",
+            metavar="LIST",
+            help="Comma-separated faults: invalid_json, bad_path_type, unauthorised, false_claim, cycle "
+            "(default: all).",
+        ),
+    ] = None,
+    store: Annotated[
+        str, typer.Option("--store", metavar="URL", help="Store for slateboard's boards (default: in memory).")
+    ] = "memory://",
+    as_json: JsonOption = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Also write the JSON report to FILE.")
+    ] = None,
+) -> None:
+    """Inject faults into the same scripted task on slateboard and its peers (the paper's Table 1).
+
+    For invalid JSON, bad paths/types, unauthorised writes and false claims: the share of injections
+    present in the committed state at the end; for cycles: the share of runs halted within the window.
+    Peers whose packages are missing (slateboard's peers extra) are skipped with the reason.
+    """
+    from ..eval.faults import FaultsError, emit, parse_names, run_suite
+    from ..eval.faults_systems import SYSTEMS
+    from ..eval.faults_task import FAULTS
+
+    try:
+        chosen_systems = parse_names(systems, SYSTEMS, "system")
+        chosen_faults = parse_names(faults, FAULTS, "fault")
+    except FaultsError as exc:
+        raise CliError(str(exc), code=EXIT_USAGE) from None
+
+    def progress(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    report = run_async(
+        lambda: run_suite(n, seed, chosen_systems, chosen_faults, store=store, progress=None if as_json else progress)
+    )
+    emit(report, as_json=as_json, out=out, stdout=sys.stdout)
