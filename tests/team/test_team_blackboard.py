@@ -430,6 +430,29 @@ async def test_an_agent_cannot_post_as_someone_else(store: Store) -> None:
     assert post("a", "a", "a").accepted
     assert post("critic", "critic", "critic", entry_id="e1").stage == "invariants"  # ids are unique
     assert post("critic", "critic", "critic", entry_id="e2").accepted
+    # Without signing in the same patch, the slot still names an older entry: rejected.
+    unsigned = kernel.submit(
+        Proposal("a", [{"op": "add", "path": "/public/-", "value": make_entry("e3", "a", "x", at=now)}])
+    )
+    assert unsigned.stage == "invariants" and "signed by its author" in (unsigned.reason or "")
+    # ... and re-using the id the slot still holds collides with that entry.
+    assert post("a", "a", "critic", entry_id="e1").stage == "authorise"
+    reuse = kernel.submit(
+        Proposal("a", [{"op": "add", "path": "/public/-", "value": make_entry("e1", "a", "x", at=now)}])
+    )
+    assert reuse.stage == "invariants" and "unique" in (reuse.reason or "")
+    # A signature that names another id than the entry's is no signature.
+    assert post("a", "a", "a", entry_id="e4").accepted
+    crossed = kernel.submit(
+        Proposal(
+            "a",
+            [
+                {"op": "add", "path": "/public/-", "value": make_entry("e5", "a", "x", at=now)},
+                {"op": "add", "path": "/signatures/a", "value": "e6"},
+            ],
+        )
+    )
+    assert crossed.stage == "invariants"
     private = kernel.submit(
         Proposal("a", [{"op": "add", "path": "/private/a/-", "value": make_entry("n1", "critic", "x", at=now)}])
     )

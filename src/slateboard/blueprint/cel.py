@@ -42,22 +42,38 @@ class CelExpr:
         """
         return self.variables is _ALL or name in self.variables
 
-    def evaluate(self, context: dict[str, Any]) -> CelResult:
+    def evaluate(self, context: dict[str, Any] | SharedContext) -> CelResult:
         """Evaluate with ``context``; never raises."""
         try:
-            return CelResult(self.program.execute(context))
+            return CelResult(self.program.execute(context.context if isinstance(context, SharedContext) else context))
         except KeyError as exc:
             return CelResult(error=f"no such key: {exc.args[0]!r}" if exc.args else "no such key")
         except Exception as exc:
             message = str(exc).split(". ")[0].strip() or type(exc).__name__
             return CelResult(error=message)
 
-    def test(self, context: dict[str, Any]) -> CelResult:
+    def test(self, context: dict[str, Any] | SharedContext) -> CelResult:
         """Evaluate as a condition: the value must be a boolean, otherwise an error result."""
         result = self.evaluate(context)
         if result.error is None and not isinstance(result.value, bool):
             return CelResult(error=f"expression returned {type(result.value).__name__}, not bool")
         return result
+
+
+class SharedContext:
+    """Variables converted to CEL values once and shared by several evaluations.
+
+    Converting a Python value to CEL costs O(its size) on every evaluation that receives it as a
+    plain dict; a whole board is large, so the kernel converts ``root`` once per commit and only
+    swaps the small per-node variables (``self``, ``oldSelf``) between evaluations.
+    """
+
+    def __init__(self, variables: dict[str, Any]) -> None:
+        self.context = cel.Context(variables=variables)
+
+    def set(self, name: str, value: Any) -> None:
+        """Bind (or rebind) one variable."""
+        self.context.add_variable(name, value)
 
 
 def compile_cel(source: str) -> CelExpr:

@@ -101,6 +101,7 @@ class CompiledInvariant:
     message: str | None
     expr: CelExpr | None = None
     func: PythonInvariant | None = None
+    check: str | None = None
 
     @property
     def uses_old(self) -> bool:
@@ -111,6 +112,13 @@ class CompiledInvariant:
     def uses_root(self) -> bool:
         """True when the check needs the whole state (costs O(size of state))."""
         return self.func is not None or (self.expr is not None and self.expr.uses("root"))
+
+    @property
+    def check_every(self) -> bool:
+        """True when every commit re-checks every matching node, not only the touched ones."""
+        if self.check is not None:
+            return self.check == "every"
+        return self.uses_root
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +325,7 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
             issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches no location of the state schema"))
         expr = cel(inv.rule, f"{where}/rule")
         if p is not None and expr is not None:
-            invariants.append(CompiledInvariant(i, inv.name or f"invariant{i}", p, inv.message, expr))
+            invariants.append(CompiledInvariant(i, inv.name or f"invariant{i}", p, inv.message, expr, check=inv.check))
 
     done = cel(bp.done, "/done")
     approval = tuple(p for i, a in enumerate(bp.approval) if (p := pattern(a, f"/approval/{i}")))

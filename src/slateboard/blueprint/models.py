@@ -78,12 +78,24 @@ class InvariantSpec(_Strict):
     The expression sees ``self`` (the node), ``oldSelf`` (its previous value; a rule that uses
     it is only checked when the node existed before, like Kubernetes transition rules) and
     ``root`` (the whole state: checking it costs O(size of state)).
+
+    ``check`` says which matching nodes a commit re-checks. ``touched``: only the nodes the patch
+    changed or put in place. ``every``: every matching node on every commit. The default is
+    ``every`` for a rule that reads ``root`` (a change anywhere may falsify it) and ``touched``
+    otherwise. ``touched`` on a root-reading rule is the author's promise that nothing a patch
+    can change elsewhere makes an unchanged node wrong (for example: entries of an append-only
+    list whose references may only name entries that can never be removed); it turns an
+    O(nodes x state) check per commit into O(state).
     """
 
     name: str | None = None
     at: str = Field("", description="Schema location pattern, '' for the whole state.")
     rule: str
     message: str | None = None
+    check: Literal["touched", "every"] | None = Field(
+        None,
+        description="Which matching nodes a commit re-checks (default: every if the rule reads root, else touched).",
+    )
 
 
 class StageSpec(_Strict):

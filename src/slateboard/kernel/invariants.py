@@ -17,6 +17,7 @@ from .patch import Effect
 from .pointer import Pattern, Tokens, format_pointer, is_array_index
 
 if TYPE_CHECKING:
+    from ..blueprint.cel import SharedContext
     from ..blueprint.compile import CompiledBlueprint, CompiledInvariant
 
 _MISSING: Any = object()
@@ -69,7 +70,9 @@ def expand(state: JSON, tokens: Tokens, prefix: Tokens = ()) -> Iterator[Tokens]
         yield from expand(state, rest, (*prefix, k))
 
 
-def _evaluate(inv: CompiledInvariant, state: JSON, path: Tokens, old: JSON) -> str | None:
+def _evaluate(
+    inv: CompiledInvariant, state: JSON, path: Tokens, old: JSON, shared: _RootContext | None = None
+) -> str | None:
     value = get(state, path)
     if value is _MISSING:
         return None
@@ -85,12 +88,19 @@ def _evaluate(inv: CompiledInvariant, state: JSON, path: Tokens, old: JSON) -> s
     assert expr is not None
     if expr.uses("oldSelf") and not had_old:
         return None  # transition rules only apply to nodes that existed before
-    ctx: dict[str, Any] = {"self": value}
-    if expr.uses("oldSelf"):
-        ctx["oldSelf"] = old
-    if expr.uses("root"):
-        ctx["root"] = state
-    result = expr.test(ctx)
+    if shared is not None and expr.uses("root"):
+        ctx = shared.get()
+        ctx.set("self", value)
+        if expr.uses("oldSelf"):
+            ctx.set("oldSelf", old)
+        result = expr.test(ctx)
+    else:
+        plain: dict[str, Any] = {"self": value}
+        if expr.uses("oldSelf"):
+            plain["oldSelf"] = old
+        if expr.uses("root"):
+            plain["root"] = state
+        result = expr.test(plain)
     if result.error is not None:
         return f"could not be evaluated: {result.error}"
     if result.value is True:
@@ -98,12 +108,29 @@ def _evaluate(inv: CompiledInvariant, state: JSON, path: Tokens, old: JSON) -> s
     return inv.message or f"rule {expr.source!r} is false"
 
 
+class _RootContext:
+    """The state converted to CEL at most once, on first use, for all root-reading rules of one
+    check (conversion costs O(size of state) and the state does not change during a check)."""
+
+    def __init__(self, state: JSON) -> None:
+        self.state = state
+        self._ctx: SharedContext | None = None
+
+    def get(self) -> SharedContext:
+        if self._ctx is None:
+            from ..blueprint.cel import SharedContext
+
+            self._ctx = SharedContext({"root": self.state})
+        return self._ctx
+
+
 def check_all_invariants(bp: CompiledBlueprint, state: JSON) -> list[InvariantFailure]:
     """Check every invariant on every matching node (used for initial states)."""
     out = []
+    shared = _RootContext(state)
     for inv in bp.all_invariants:
         for path in expand(state, inv.pattern.tokens):
-            reason = _evaluate(inv, state, path, _MISSING)
+            reason = _evaluate(inv, state, path, _MISSING, shared)
             if reason is not None:
                 out.append(InvariantFailure(inv.index, inv.name, format_pointer(path), reason))
     return out
@@ -121,8 +148,8 @@ def touched_targets(
 
     ``effects`` are the rebased effects (paths as in the final state). A node is checked when
     it matches the invariant's location and was changed inside, or lies in a subtree the patch
-    put in place. Invariants that read ``root`` (and Python invariants not declared node-local)
-    are checked on every matching node, since any change may affect them.
+    put in place. Invariants that read ``root`` (and Python invariants) are checked on every
+    matching node, since any change may affect them, unless the blueprint says ``check: touched``.
     """
     out: list[tuple[CompiledInvariant, Tokens]] = []
     seen: set[tuple[int, Tokens]] = set()
@@ -135,7 +162,7 @@ def touched_targets(
     for inv in bp.all_invariants:
         if not effects:
             break
-        if inv.uses_root:
+        if inv.check_every:
             for path in expand(state, inv.pattern.tokens):
                 add(inv, path)
             continue
@@ -183,8 +210,9 @@ def evaluate_targets(
 ) -> list[InvariantFailure]:
     """Evaluate each (invariant, node); ``old`` maps nodes to their pre-patch values."""
     out: list[InvariantFailure] = []
+    shared = _RootContext(state)
     for inv, path in targets:
-        reason = _evaluate(inv, state, path, old.get(path, _MISSING))
+        reason = _evaluate(inv, state, path, old.get(path, _MISSING), shared)
         if reason is not None:
             out.append(InvariantFailure(inv.index, inv.name, format_pointer(path), reason))
     return out

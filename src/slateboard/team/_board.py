@@ -16,14 +16,15 @@ invariants on the state, not on who wrote it, so authorship is tied to the write
 * Private scratchpads: only agent A's contract covers ``/private/A/-``, and an invariant at
   ``/private/A/*`` requires ``author == "A"``. So every entry there was written by A and says so.
 * The public board is one shared list, so the path cannot tell writers apart. Each author has
-  a signature slot ``/signatures/<author>`` that only its own contract may write, and a
-  transition invariant on the whole state requires that, for every entry a patch adds to
-  ``/public``, the signature slot of the entry's ``author`` changed in the same patch. A patch
-  comes from one worker and every op path is authorised, so a patch by B that adds an entry
-  claiming author A would have to write ``/signatures/A``, which B's contract forbids: the
-  kernel rejects it (stage ``authorise``, or ``invariants`` when the slot was left alone).
-  New entries are told apart from old ones by id, and ids are unique (an invariant), so an old
-  id cannot be reused to dodge the check. Nobody can append as ``user`` (no slot exists).
+  a signature slot ``/signatures/<author>`` that only its own contract may write, and an
+  invariant on every entry a patch appends to ``/public`` requires that the signature slot of
+  the entry's ``author`` holds the entry's id. A patch comes from one worker and every op path
+  is authorised, so a patch by B that adds an entry claiming author A would have to write
+  ``/signatures/A``, which B's contract forbids: the kernel rejects it (stage ``authorise``).
+  Left alone, A's slot holds the id of an entry already on the board, and ids are unique (an
+  invariant), so the new entry cannot carry it (stage ``invariants``). The ``user`` slot is
+  set in the initial state for the problem entry and no contract writes it, so nobody can
+  append as ``user``.
 * Reserved kinds: ``problem`` entries only by ``user`` and ``error`` entries only by ``system``.
 * References name existing public entries other than the entry itself.
 
@@ -141,6 +142,9 @@ def blackboard_blueprint(
     if len(set(names)) != len(names):
         raise ValueError(f"agent names repeat: {names}")
     authors = [*names, SYSTEM_AUTHOR]
+    # The user's slot is set once, in the initial state, for the problem entry; no contract
+    # writes it, so nobody can append as the user later.
+    signed = [*authors, USER_AUTHOR]
     schema: dict[str, Any] = {
         "type": "object",
         "required": ["task", "public", "private", "signatures", "answer"],
@@ -156,9 +160,9 @@ def blackboard_blueprint(
             },
             "signatures": {
                 "type": "object",
-                "required": authors,
+                "required": signed,
                 "additionalProperties": False,
-                "properties": {a: {"type": "string", "maxLength": 64} for a in authors},
+                "properties": {a: {"type": "string", "maxLength": 64} for a in signed},
             },
             "answer": {"type": ["string", "null"]},
         },
@@ -188,22 +192,25 @@ def blackboard_blueprint(
         "ops": ["add", "replace", "test"],
         "view_budget": view_budget,
     }
+    # Every public rule is checked on the entries a patch appends only ("check: touched"):
+    # /public is append-only for every contract (pattern /public/-, ops add/test), so an entry,
+    # once accepted, can never be changed or removed, and what it was checked against (ids,
+    # referenced entries) stays on the board. Checking the whole board instead would cost
+    # O(entries^2) per commit.
     invariants: list[dict[str, Any]] = [
         {
             "name": "public entries are signed by their author",
-            "at": "",
-            "rule": (
-                "self.public.filter(e, !oldSelf.public.exists(o, o.id == e.id))"
-                ".all(e, e.author in oldSelf.signatures && e.author in self.signatures"
-                " && self.signatures[e.author] != oldSelf.signatures[e.author])"
-            ),
+            "at": "/public/*",
+            "rule": "self.author in root.signatures && root.signatures[self.author] == self.id",
+            "check": "touched",
             "message": "a new public entry must be signed by its author in the same patch "
             "(an agent may only append entries authored by itself)",
         },
         {
             "name": "public entry ids are unique",
-            "at": "/public",
-            "rule": "self.all(e, self.filter(o, o.id == e.id).size() == 1)",
+            "at": "/public/*",
+            "rule": "root.public.filter(o, o.id == self.id).size() == 1",
+            "check": "touched",
             "message": "public entry ids must be unique",
         },
         {
@@ -216,6 +223,7 @@ def blackboard_blueprint(
             "name": "references exist",
             "at": "/public/*",
             "rule": "self.references.all(r, r != self.id && root.public.exists(e, e.id == r))",
+            "check": "touched",
             "message": "references must name other entries on the public board",
         },
     ]
@@ -232,7 +240,7 @@ def blackboard_blueprint(
         "task": "",
         "public": [],
         "private": {n: [] for n in names},
-        "signatures": dict.fromkeys(authors, ""),
+        "signatures": dict.fromkeys(signed, ""),
         "answer": None,
     }
     return {

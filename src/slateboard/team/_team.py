@@ -468,6 +468,7 @@ class _BlackboardRun:
         problem = make_entry("e1", USER_AUTHOR, prompt, kind="problem", at=team.clock())
         spec["initial_state"]["task"] = prompt
         spec["initial_state"]["public"] = [problem]
+        spec["initial_state"]["signatures"][USER_AUTHOR] = problem["id"]
         self.compiled = compile_blueprint(spec)
         workers = {
             n: AgentWorker(n, a, team.model_for(a), state=lambda: self.kernel.state, clock=team.clock)
