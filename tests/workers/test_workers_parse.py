@@ -52,6 +52,11 @@ GARBAGE = [
     '{"patch": 7',
     "```json\n{broken\n```",
     "null",
+    # Broken documents: the complete operations inside them are not salvaged as a partial patch.
+    '[{"op":"add","path":"/notes/-","value":{"text":"hi","author":"scribe"}}, {"op":"add","path":',
+    'Here: [{"op":"add","path":"/notes/-","value":{"text":"hi","author":"scribe"}}, {"op": "add" "path"}]',
+    '```json\n{"patch": [{"op":"add","path":"/notes/-","value":{"text":"hi","author":"scribe"}}, oops]}\n```',
+    '{"patch": [], "note": unquoted}',
 ]
 
 

@@ -21,6 +21,9 @@ __all__ = ["PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply"]
 PATCH_KEYS = ("patch", "operations", "json_patch")
 """Members of a reply object that are read as the patch (the first present wins)."""
 
+# A '[' or '{' followed by another bracket or a quote starts a JSON document, not prose such as
+# "[see below]": if it does not decode, nothing inside it is trusted (see _embedded).
+_STRUCTURED = re.compile(r"[\[{]\s*[\[{\"]")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
 _MAX_STARTS = 64
 _DECODER = json.JSONDecoder()
@@ -108,7 +111,12 @@ def _candidates(text: str) -> list[tuple[str, Any]]:
 
 
 def _embedded(text: str) -> list[Any]:
-    """JSON arrays/objects found inside prose, outermost first, at most _MAX_STARTS tries."""
+    """JSON arrays/objects found inside prose, outermost first, at most _MAX_STARTS tries.
+
+    The search stops at the first JSON document that does not decode (a truncated or garbled
+    reply): the complete operations inside a broken document are not the model's patch, and
+    committing some of them would be a partial write the model never proposed.
+    """
     found: list[Any] = []
     pos = 0
     tries = 0
@@ -121,6 +129,8 @@ def _embedded(text: str) -> list[Any]:
         try:
             value, end = _DECODER.raw_decode(text, start)
         except ValueError:
+            if _STRUCTURED.match(text, start):
+                break
             pos = start + 1
             continue
         found.append(value)
