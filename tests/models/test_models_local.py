@@ -89,3 +89,16 @@ async def test_unloadable_weights_are_a_config_error(tmp_path: Path) -> None:
     model = LocalModel(bogus)
     with pytest.raises(ModelConfigError, match="cannot load weights"):
         await model.generate(ASK, max_tokens=4)
+
+
+def test_thread_count_comes_from_the_argument_then_the_environment(
+    smollm2_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLATEBOARD_LOCAL_THREADS", "1")
+    assert LocalModel(smollm2_gguf).n_threads == 1
+    assert LocalModel(smollm2_gguf, n_threads=3).n_threads == 3
+    monkeypatch.setenv("SLATEBOARD_LOCAL_THREADS", "many")
+    with pytest.raises(ModelConfigError, match="SLATEBOARD_LOCAL_THREADS='many' must be a positive integer"):
+        LocalModel(smollm2_gguf)
+    monkeypatch.delenv("SLATEBOARD_LOCAL_THREADS")
+    assert LocalModel(smollm2_gguf).n_threads >= 1

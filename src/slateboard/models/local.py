@@ -73,6 +73,20 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+THREADS_ENV = "SLATEBOARD_LOCAL_THREADS"
+
+
+def _threads_from_env(name: str) -> int | None:
+    """$SLATEBOARD_LOCAL_THREADS, when set: llama.cpp's threads spin while they wait, so on a
+    machine shared with other busy processes fewer threads than cores can be much faster."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ModelConfigError(name, f"{THREADS_ENV}={raw!r} must be a positive integer")
+    return int(raw)
+
+
 @dataclass
 class _Loaded:
     llama: Any
@@ -176,7 +190,7 @@ class LocalModel:
         self.path = resolved.resolve()
         self.n_ctx = n_ctx
         self.seed = seed
-        self.n_threads = n_threads or _cpu_count()
+        self.n_threads = n_threads or _threads_from_env(self._name) or _cpu_count()
 
     @property
     def name(self) -> str:
