@@ -79,8 +79,8 @@ async def test_investigation_runs_and_support_is_evidence_gated(store: Store) ->
     bp = load_template("investigation")
     scripts = {
         "hypothesis": [
-            patch(add("/hypotheses/-", {"id": "h1", "text": "A price increase", "status": "open"})),
-            patch(add("/hypotheses/-", {"id": "h2", "text": "An onboarding bug", "status": "open"})),
+            patch(add("/hypotheses/-", {"id": "h1", "text": "A price increase"})),
+            patch(add("/hypotheses/-", {"id": "h2", "text": "An onboarding bug"})),
         ],
         "evidence": [
             patch(add("/evidence/-", {"id": "ev1", "hypothesis": "h1", "stance": "refutes", "text": "Prices flat"})),
@@ -92,19 +92,19 @@ async def test_investigation_runs_and_support_is_evidence_gated(store: Store) ->
             ),
         ],
         "critic": [
-            # Marking h1 supported on refuting evidence is rejected; the retry carries the reason.
-            patch(replace("/hypotheses/0/status", "supported")),
-            patch(
-                add("/critiques/-", {"hypothesis": "h1", "text": "Prices did not change"}),
-                replace("/hypotheses/0/status", "refuted"),
-            ),
-            patch(replace("/hypotheses/1/status", "supported")),
+            # Judging h1 supported on refuting evidence is rejected; the retry carries the reason.
+            patch(add("/critiques/-", {"hypothesis": "h1", "verdict": "supported", "text": "Plausible"})),
+            patch(add("/critiques/-", {"hypothesis": "h1", "verdict": "refuted", "text": "Prices did not change"})),
+            patch(add("/critiques/-", {"hypothesis": "h2", "verdict": "supported", "text": "Errors match the drop"})),
         ],
         "decider": [patch(add("/answer", "An onboarding bug shipped on 3 March."))],
     }
     result, models = await run_template(store, bp, {"question": "Why did retention drop in March?"}, scripts)
     assert result.end_reason == "done" and result.answer == "An onboarding bug shipped on 3 March."
-    assert [h["status"] for h in result.state["hypotheses"]] == ["refuted", "supported"]
+    assert [(c["hypothesis"], c["verdict"]) for c in result.state["critiques"]] == [
+        ("h1", "refuted"),
+        ("h2", "supported"),
+    ]
     assert result.rejected == 1 and result.accepted == 7
     records = await store.read_records(result.board_id)
     rejected = next(r for r in records if r.outcome == "rejected")

@@ -38,6 +38,22 @@ come from expanding each write pattern over the *current state*:
   a replacement at an ``enum``/``const``/boolean location leaves out the current value (it would
   be a no-op).
 
+**Identity.** An array item's ``id`` member identifies it (view handles use it too), so a new item
+(an append, or an ``add`` inserting into an array) is offered only with an id none of its
+siblings uses: an ``enum``/``const`` id schema loses the used values, and an id whose schema is a
+numbered name (``pattern: "^h[0-9]+$"``, ``^ev\\d+$``: a literal prefix and digits) or an integer
+becomes the next free one (``h<largest used + 1>``, from 1). The id is a value the kernel would
+accept there, so the guarantees hold; the schema is stricter than the state schema only in
+leaving out ids already taken. Other id schemas are left to the kernel's invariants
+(``fresh_ids=False`` turns this off).
+
+**References.** A schema node annotated ``"x-refers-to": "<pointer pattern>"`` (for example
+``{"type": "string", "x-refers-to": "/hypotheses/*/id"}``) holds a value that names an existing
+node value: the offered values are the values now found at that pattern in the state (the last
+``max_enum`` of them, those valid for the node), as an ``enum``. JSON Schema ignores the
+keyword, so pair it with an invariant that the kernel checks; without any such value yet the node
+is left as it is (the kernel judges).
+
 **Bounds.** At most ``max_enum`` paths are listed per group. A larger group whose varying path
 segments are all array indices (or keys of a plain map) is described by a ``pattern`` regex
 instead (still authorised and well-typed, but existence is then checked by the kernel); any
@@ -56,6 +72,7 @@ after the last segment of a reference do not conflate two of them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -74,6 +91,8 @@ __all__ = [
     "DEFAULT_MAX_ENUM",
     "DEFAULT_MAX_OPS",
     "PATCH_KEY",
+    "REFERS_TO",
+    "SAFE_MAX_LENGTH",
     "ConstrainedSchema",
     "Target",
     "generic_patch_schema",
@@ -90,6 +109,9 @@ DEFAULT_MAX_OPS = 4
 
 DEFAULT_MAX_ENUM = 24
 """Default number of concrete paths listed per op group before a regex or truncation is used."""
+
+SAFE_MAX_LENGTH = 1000
+"""The longest string a JSON-safe string pattern admits (see ``_tighten_strings``)."""
 
 ANY_VALUE: dict[str, Any] = {"type": ["string", "number", "boolean", "object", "array", "null"]}
 """The schema used where a fragment allows anything (``true`` / ``{}``): equivalent for
@@ -315,7 +337,9 @@ def _tighten_strings(node: Any, limit: int | None, safe: bool) -> Any:
     replaces the length bounds by the equivalent ``pattern`` over characters that need no
     escaping in JSON (no quote, backslash or control character): grammar converters that emit a
     pattern's characters verbatim then produce valid JSON text, and a model cannot end a string
-    with a raw newline and ramble on inside it."""
+    with a raw newline and ramble on inside it. The pattern's upper bound is at most
+    ``SAFE_MAX_LENGTH``: llama.cpp unrolls a bounded repetition into nested rules and refuses
+    (and its Python binding then crashes the process) from about 2,000 of them."""
     if (limit is None and not safe) or not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
@@ -339,7 +363,8 @@ def _tighten_strings(node: Any, limit: int | None, safe: bool) -> Any:
         out["maxLength"] = hi
     if safe:
         unbounded = "*" if lo == 0 else ("+" if lo == 1 else f"{{{lo},}}")
-        count = unbounded if hi is None else f"{{{lo},{int(hi)}}}"
+        top = None if hi is None else min(int(hi), max(SAFE_MAX_LENGTH, lo))
+        count = unbounded if top is None else f"{{{lo},{top}}}"
         out["pattern"] = f"^{_SAFE_CHAR}{count}$"
     return out
 
@@ -429,6 +454,132 @@ def _changing(frag: Any, current: Any) -> Any:
     return frag
 
 
+_NUMBERED_ID = re.compile(r"^\^((?:[A-Za-z_:.-]|\\[.-])*)(?:\[0-9\]|\\d)(?:\+|\*|\{1,\})\$$")
+
+
+def _fresh_id_schema(id_schema: Any, used: set[JSON]) -> Any:
+    """``id_schema`` narrowed to ids not in ``used`` (see Identity in the module docstring):
+    None when no id is left, ``id_schema`` itself when it cannot be narrowed."""
+    if not isinstance(id_schema, dict):
+        return id_schema
+    if "const" in id_schema:
+        const = id_schema["const"]
+        in_use = isinstance(const, (str, int)) and not isinstance(const, bool) and const in used
+        return None if in_use else id_schema
+    if isinstance(id_schema.get("enum"), list):
+        rest = [v for v in id_schema["enum"] if isinstance(v, bool) or not (isinstance(v, (str, int)) and v in used)]
+        if not rest:
+            return None
+        return id_schema if len(rest) == len(id_schema["enum"]) else {**id_schema, "enum": rest}
+    kind = id_schema.get("type")
+    keys = set(id_schema) - {"type", "description", "title", "$comment", "examples"}
+    if kind == "integer" and not (keys - {"minimum"}):
+        numbers = [v for v in used if isinstance(v, int) and not isinstance(v, bool)]
+        low = id_schema.get("minimum", 1)
+        if not isinstance(low, int) or isinstance(low, bool):
+            return id_schema
+        return {"type": "integer", "const": max([low - 1, *numbers]) + 1}
+    if kind == "string" and keys == {"pattern"} and isinstance(id_schema["pattern"], str):
+        m = _NUMBERED_ID.match(id_schema["pattern"])
+        if m is None:
+            return id_schema
+        prefix = re.sub(r"\\(.)", r"\1", m.group(1))
+        taken = [
+            int(v[len(prefix) :]) for v in used if isinstance(v, str) and re.fullmatch(re.escape(prefix) + r"[0-9]+", v)
+        ]
+        fresh = f"{prefix}{max([0, *taken]) + 1}"
+        return {"type": "string", "const": fresh}
+    return id_schema
+
+
+REFERS_TO = "x-refers-to"
+"""The schema annotation naming the pointer pattern whose values a node refers to."""
+
+
+def _referred_values(pattern: Any, node: dict[str, Any], state: JSON, limit: int) -> tuple[list[JSON], bool]:
+    """The values at ``pattern`` in ``state`` that ``node`` (without the annotation) accepts,
+    without duplicates, in state order: the last ``limit`` of them, and whether some were cut."""
+    import jsonschema_rs
+
+    from ..kernel.pointer import PointerError, parse_pointer
+
+    if not isinstance(pattern, str):
+        return [], False
+    try:
+        tokens = parse_pointer(pattern)
+    except PointerError:
+        return [], False
+    plain = {k: v for k, v in node.items() if k != REFERS_TO}
+    if "$ref" in canonical_str(plain):
+        return [], False  # references resolve against the whole state schema: the kernel judges
+    try:
+        validator = jsonschema_rs.validator_for(plain)
+    except Exception:  # an invalid fragment: leave it to the kernel
+        return [], False
+    values: list[JSON] = []
+    seen: set[str] = set()
+    for path in expand(state, tokens):
+        value = get(state, path)
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            continue
+        key = canonical_str(value)
+        if key in seen or not validator.is_valid(value):
+            continue
+        seen.add(key)
+        values.append(value)
+    cut = len(values) > limit
+    return (values[-limit:] if cut else values), cut
+
+
+def _resolve_references(node: Any, state: JSON, limit: int) -> tuple[Any, bool]:
+    """``node`` with every ``x-refers-to`` annotation replaced by the ``enum`` of the values it
+    refers to (see References in the module docstring); and whether an enum was cut."""
+    if not isinstance(node, dict):
+        return node, False
+    cut = False
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _SUBSCHEMA:
+            out[key], c = _resolve_references(value, state, limit)
+        elif key in _SUBSCHEMA_LIST and isinstance(value, list):
+            items = [_resolve_references(v, state, limit) for v in value]
+            out[key], c = [v for v, _ in items], any(c for _, c in items)
+        elif key in _SUBSCHEMA_MAP and isinstance(value, dict):
+            members = {k: _resolve_references(v, state, limit) for k, v in value.items()}
+            out[key], c = {k: v for k, (v, _) in members.items()}, any(c for _, c in members.values())
+        else:
+            out[key], c = value, False
+        cut = cut or c
+    if REFERS_TO not in node:
+        return out, cut
+    values, c = _referred_values(node[REFERS_TO], node, state, limit)
+    if not values:
+        return {k: v for k, v in out.items() if k != REFERS_TO}, cut
+    return {"enum": values}, cut or c
+
+
+def _new_item_schema(frag: Any, siblings: Any) -> Any:
+    """The value schema for a new item of array ``siblings``: ``frag`` with a fresh ``id`` when
+    its items are objects with an ``id`` member (see Identity); None when no id is left."""
+    if not isinstance(siblings, list) or not isinstance(frag, dict):
+        return frag
+    props = frag.get("properties")
+    if not isinstance(props, dict) or "id" not in props:
+        return frag
+    used: set[JSON] = set()
+    for item in siblings:
+        if isinstance(item, dict):
+            ident = item.get("id")
+            if isinstance(ident, (str, int)) and not isinstance(ident, bool):
+                used.add(ident)
+    narrowed = _fresh_id_schema(props["id"], used)
+    if narrowed is None:
+        return None
+    if narrowed is props["id"]:
+        return frag
+    return {**frag, "properties": {**props, "id": narrowed}}
+
+
 def proposal_schema(
     blueprint: CompiledBlueprint,
     worker: str,
@@ -441,6 +592,7 @@ def proposal_schema(
     string_max_length: int | None = None,
     json_safe_strings: bool = False,
     avoid_noops: bool = True,
+    fresh_ids: bool = True,
 ) -> ConstrainedSchema | None:
     """The schema of the proposals ``worker`` may make on ``state`` (see the module docstring).
 
@@ -451,6 +603,8 @@ def proposal_schema(
     ``_tighten_strings``; for grammar-based local decoding).
     ``avoid_noops`` leaves the current value out of replacements at ``enum``/``const``/boolean
     locations (re-writing it would be a no-op, which the kernel logs as ``noop``).
+    ``fresh_ids`` offers new array items only with an ``id`` their siblings do not use (see
+    Identity in the module docstring).
     Returns None when no op is possible (nothing to write, or only move/copy granted).
     """
     contract = blueprint.workers[worker]
@@ -474,19 +628,26 @@ def proposal_schema(
         if frag is None or frag is False:
             continue
         may_add, may_remove = _container_bounds(schema, state, t)
+        parent = get(state, t.tokens[:-1]) if t.tokens else None
+        new_item = fresh_ids and isinstance(parent, list)
         if t.exists:
             changed = _changing(frag, get(state, t.tokens)) if avoid_noops else frag
             if changed is not None:
                 if "replace" in ops:
                     add("replace", t, changed)
                 elif "add" in ops and t.tokens:
-                    add("add", t, changed)
+                    # an add at an existing array index inserts a new item
+                    inserted = _new_item_schema(changed, parent) if new_item else changed
+                    if inserted is not None:
+                        add("add", t, inserted)
             if "remove" in ops and may_remove and t.tokens:
                 add("remove", t, None)
             if include_test and "test" in ops:
                 add("test", t, frag)
         elif "add" in ops and may_add:
-            add("add", t, frag)
+            created = _new_item_schema(frag, parent) if new_item else frag
+            if created is not None:
+                add("add", t, created)
 
     if not groups:
         return None
@@ -499,7 +660,9 @@ def proposal_schema(
         value_schema: Any = None
         if op != "remove":
             if key not in frag_cache:
-                frag_cache[key] = _tighten_strings(refs.rewrite(frags[key]), string_max_length, json_safe_strings)
+                resolved, cut = _resolve_references(frags[key], state, max_enum)
+                truncated = truncated or cut
+                frag_cache[key] = _tighten_strings(refs.rewrite(resolved), string_max_length, json_safe_strings)
             value_schema = frag_cache[key]
         fixed = [m for m in members if not m.open_key]
         opened = [m for m in members if m.open_key]
