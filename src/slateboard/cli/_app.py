@@ -163,12 +163,12 @@ app.command("templates")(templates_command)
 app.command("bench", context_settings=PASS_THROUGH)(bench_command)
 app.command("approve")(approve_command)
 app.command("refuse")(refuse_command)
-app.command("serve", context_settings=PASS_THROUGH)(serve_command)
-app.command("faults", context_settings=PASS_THROUGH)(faults_command)
+app.command("serve")(serve_command)
+app.command("faults")(faults_command)
 app.add_typer(eval_app, name="eval")
-app.command("worker", context_settings=PASS_THROUGH)(worker_command)
-app.command("submit", context_settings=PASS_THROUGH)(submit_command)
-app.command("wait", context_settings=PASS_THROUGH)(wait_command)
+app.command("worker")(worker_command)
+app.command("submit")(submit_command)
+app.command("wait")(wait_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -123,6 +123,7 @@ class Bench(enum.StrEnum):
     store = "store"
     constrained = "constrained"
     peers = "peers"
+    scale = "scale"
 
 
 def find_benchmarks() -> Path:

@@ -1,22 +1,221 @@
-"""``slateboard worker``, ``submit`` and ``wait``: runner processes sharing boards through PostgreSQL."""
+"""``slateboard worker``, ``submit`` and ``wait``: runner processes sharing boards through PostgreSQL.
+
+``submit`` creates a board (any store) and prints its id; ``worker`` is a long-running runner
+process serving every board of a PostgreSQL store (one line per commit, exit 0 on SIGTERM or
+Ctrl-C after a graceful stop); ``wait`` follows a board to its end and prints the end reason and
+the answer.
+"""
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
-from ._errors import not_supported
+from ._common import (
+    JsonOption,
+    StoreOption,
+    add_import_paths,
+    load_blueprint_or_template,
+    opened_store,
+    print_json,
+    resolve_board,
+    run_async,
+    store_hint,
+    store_label,
+)
+from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from ..runtime import RunnerStats, RunResult
+    from ..stores.base import BoardInfo
+
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini, python:MODULE:NAME.",
+    ),
+]
 
 
-def worker_command(ctx: typer.Context) -> None:
-    """Run a long-lived runner process (not supported yet)."""
-    raise not_supported("runner processes (slateboard worker)")
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
-def submit_command(ctx: typer.Context) -> None:
-    """Create a board for runner processes (not supported yet)."""
-    raise not_supported("slateboard submit")
+def worker_command(
+    store: StoreOption = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Invocations in flight at once in this process.")
+    ] = 4,
+    workers: Annotated[
+        str | None,
+        typer.Option("--workers", "-w", metavar="A,B", help="Serve only these blueprint workers (comma-separated)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="MODEL",
+            help="Override the model every board was submitted with (all LLM workers).",
+        ),
+    ] = None,
+    lease: Annotated[
+        float, typer.Option("--lease", min=0.1, help="Claim lease in seconds (renewed while a worker runs).")
+    ] = 30.0,
+    grace: Annotated[
+        float, typer.Option("--grace", min=0.0, help="On SIGTERM, seconds to let in-flight invocations finish.")
+    ] = 30.0,
+    worker_timeout: Annotated[
+        float, typer.Option("--worker-timeout", min=0.1, help="Seconds one worker call may take.")
+    ] = 120.0,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the process's statistics as JSON at the end instead of one line per commit."
+        ),
+    ] = False,
+) -> None:
+    """Run a runner process: serve every board of a PostgreSQL store until SIGTERM/SIGINT.
+
+    Claims pending invocations of any running board (several processes never get the same one),
+    runs their workers, commits through the store's compare-and-set and logs one line per commit.
+    Sleeps on LISTEN/NOTIFY when there is nothing to do. On SIGTERM it stops claiming, lets
+    in-flight invocations finish within --grace seconds, gives back the rest and exits 0.
+    """
+    url = store or ""
+    if not url.lower().startswith(("postgresql:", "postgres:")):
+        raise CliError(
+            f"slateboard worker needs a postgresql:// store: scale-out across runner processes shares boards through"
+            f" PostgreSQL (got {store_label(store)}); run one board in this process with: slateboard resume BOARD",
+            code=EXIT_USAGE,
+        )
+    names = [n.strip() for n in workers.split(",")] if workers is not None else None
+    if names is not None and (not names or not all(names)):
+        raise CliError(f"--workers {workers!r}: expected worker names separated by commas", code=EXIT_USAGE)
+    add_import_paths(Path.cwd())
+    from ..runtime import RunnerProcess, resolve_runner_model
+
+    resolved = resolve_runner_model(model)  # a bad model string fails before serving anything
+
+    async def go() -> RunnerStats:
+        import asyncio
+
+        async with opened_store(url) as st:
+            runner = RunnerProcess(
+                st,
+                concurrency=concurrency,
+                worker_names=names,
+                model=resolved,
+                lease_s=lease,
+                grace_s=grace,
+                worker_timeout=worker_timeout,
+                log_line=(lambda line: None) if as_json else _out,
+            )
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, runner.stop)
+            try:
+                return await runner.serve()
+            finally:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+
+    stats = run_async(go)
+    if as_json:
+        print_json(stats.to_json())
 
 
-def wait_command(ctx: typer.Context) -> None:
-    """Follow a board to its end (not supported yet)."""
-    raise not_supported("slateboard wait")
+def submit_command(
+    blueprint: Annotated[
+        str,
+        typer.Argument(
+            metavar="BLUEPRINT_OR_TEMPLATE",
+            help="A blueprint file (YAML or JSON) or the name of a template (see: slateboard templates).",
+            show_default=False,
+        ),
+    ],
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="The task, put into the board's initial state at /task.")
+    ] = None,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input", "-i", metavar="NAME=VALUE", help="Put VALUE (JSON, else a string) at /NAME of the initial state."
+        ),
+    ] = None,
+    model: ModelOption = None,
+    store: StoreOption = None,
+    name: Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a board for runner processes (slateboard worker) and print its id.
+
+    The model string is recorded with the board; runner processes use it unless they override it.
+    """
+    from ._run import _inputs
+
+    compiled, path = load_blueprint_or_template(blueprint)
+    add_import_paths(Path.cwd(), path.parent if path is not None else None)
+    initial = _inputs(compiled, task, inputs or [], blueprint)
+
+    async def go() -> str:
+        from ..runtime import submit
+
+        async with opened_store(store) as st:
+            return await submit(st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps)
+
+    board_id = run_async(go)
+    if as_json:
+        print_json({"board_id": board_id, "store": store_label(store), "model": model})
+    else:
+        _out(board_id)
+
+
+def wait_command(
+    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    store: StoreOption = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.0, help="Give up after this many seconds (exit 1).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Follow a board until it ends; print its end reason and answer.
+
+    Exit code 0 when it ended normally, 1 when it was halted (failed), paused for approval, or
+    still running after --timeout seconds.
+    """
+
+    async def go() -> tuple[RunResult, BoardInfo]:
+        from ..runtime import wait
+
+        async with opened_store(store) as st:
+            info = await resolve_board(st, board, store)
+            try:
+                result = await wait(st, info.board_id, timeout=timeout)
+            except TimeoutError as exc:
+                raise CliError(f"{exc} (see: slateboard log {info.board_id}{store_hint(store)})") from None
+            return result, await st.board_info(info.board_id)
+
+    result, info = run_async(go)
+    if as_json:
+        print_json({**result.to_json(), "status": info.status})
+    else:
+        _out(f"board {info.board_id} {info.status}: {result.end_reason}")
+        answer: Any = result.answer
+        _out(f"answer: {answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)}")
+    if info.status != "done":
+        sys.stderr.write(f"board {info.board_id} {info.status}: {result.end_reason}\n")
+        raise typer.Exit(EXIT_ERROR)

@@ -9,7 +9,9 @@ Guarantees, on top of the Store protocol's:
   AND last_hash = ...`` (the CAS: a concurrent writer blocks on the row lock, then finds the
   position moved and gets ``Conflict``), the record insert, the agenda rows it creates or
   completes and the snapshot when due. ``NOTIFY slateboard_<schema>`` is sent (at commit) when
-  the append made new pending work, so idle runners blocked in ``wait_for_work`` wake up.
+  the append made new pending work (so does ``create_board`` with start invocations), so idle
+  runners blocked in ``wait_for_work`` wake up; ``set_status`` sends ``NOTIFY sb_status_<schema>``
+  with the board id, which ``wait_for_board`` listens for.
 - ``claim`` picks with ``FOR UPDATE SKIP LOCKED``: concurrent claimers never block each other
   and never get the same invocation.
 - Connection failures raise ``StoreUnavailable`` and damaged data ``StoreCorrupt``; no psycopg
@@ -80,10 +82,13 @@ class PostgresStore:
         self.schema = schema
         self.snapshot_every = snapshot_every
         self.channel = f"slateboard_{schema}"
+        self.status_channel = f"sb_status_{schema}"
         self._pool = pool
         self._where = f"{c.redact(dsn)} schema {schema}"
         self._listener: Conn | None = None
         self._listen_lock = asyncio.Lock()
+        self._status_listener: Conn | None = None
+        self._status_lock = asyncio.Lock()
         self._snap_hint: dict[str, int] = {}
         self._closed = False
 
@@ -135,10 +140,11 @@ class PostgresStore:
         if self._closed:
             return
         self._closed = True
-        if self._listener is not None:
-            with contextlib.suppress(psycopg.Error):
-                await self._listener.close()
-            self._listener = None
+        for listener in (self._listener, self._status_listener):
+            if listener is not None:
+                with contextlib.suppress(psycopg.Error):
+                    await listener.close()
+        self._listener = self._status_listener = None
         await self._pool.close()
 
     async def drop_schema(self) -> None:
@@ -285,7 +291,8 @@ class PostgresStore:
             )
             if await cur.fetchone() is None:
                 raise BoardExists(bid)
-            await self._push(conn, bid, rows)
+            if await self._push(conn, bid, rows):
+                await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, bid))
             self._snap_hint[bid] = 0
             return self._info(await self._board_row(conn, bid))
 
@@ -318,6 +325,7 @@ class PostgresStore:
                 raise BoardNotFound(board_id)
             if status == "running":
                 await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
+            await conn.execute("SELECT pg_notify(%s, %s)", (self.status_channel, board_id))
             return self._info(await self._board_row(conn, board_id))
 
     async def delete_board(self, board_id: str) -> None:
@@ -641,8 +649,16 @@ class PostgresStore:
                 await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, ""))
         return len(rows)
 
-    async def wait_for_work(self, timeout: float) -> bool:
-        """See Store.wait_for_work: ``LISTEN slateboard_<schema>`` on a dedicated connection."""
+    async def wait_for_work(self, timeout: float, *, worker_names: Sequence[str] | None = None) -> bool:
+        """See Store.wait_for_work: ``LISTEN slateboard_<schema>`` on a dedicated connection.
+
+        The connection stays listening between calls, so a notification sent while the caller
+        was busy (claiming, say) is not lost: the next call returns at once. When the listening
+        connection is (re)opened, work already there returns at once too: a pending invocation,
+        or a claimed one whose lease expired, of a running board (of one of ``worker_names`` when
+        given, so a runner that serves only some workers does not wake for work it cannot take).
+        Notifications already received are consumed together: one wake-up per burst of commits.
+        """
         if self._closed:
             return False
         async with self._listen_lock:
@@ -650,16 +666,15 @@ class PostgresStore:
                 if self._listener is None or self._listener.closed:
                     self._listener = await AsyncConnection.connect(self.dsn, autocommit=True)
                     await self._listener.execute(f'LISTEN "{self.channel}"')
-                async with self._conn() as conn:
-                    cur = await conn.execute(
-                        "SELECT 1 FROM invocations i JOIN boards b ON b.board_id = i.board_id"
-                        " WHERE i.status = 'pending' AND b.status = 'running' LIMIT 1"
-                    )
-                    if await cur.fetchone() is not None:
+                    if await self._claimable(worker_names):
                         return True
+                woken = False
                 async for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-                    return True
-                return False
+                    woken = True
+                if woken:
+                    async for _ in self._listener.notifies(timeout=0):
+                        pass
+                return woken
             except StoreError:
                 raise
             except psycopg.Error as exc:
@@ -668,6 +683,58 @@ class PostgresStore:
                         await self._listener.close()
                     self._listener = None
                 raise self._translate(exc) from None
+
+    async def _claimable(self, worker_names: Sequence[str] | None) -> bool:
+        where = "(i.status = 'pending' OR (i.status = 'claimed' AND i.lease_until <= %s))"
+        params: list[Any] = [c.now()]
+        if worker_names is not None:
+            where += " AND i.worker = ANY(%s)"
+            params.append(list(worker_names))
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT 1 FROM invocations i JOIN boards b ON b.board_id = i.board_id"
+                f" WHERE {where} AND b.status = 'running' LIMIT 1",
+                params,
+            )
+            return await cur.fetchone() is not None
+
+    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+        """The board's header once its status is no longer ``running``, or after ``timeout``
+        seconds (then still running): ``LISTEN sb_status_<schema>`` (every ``set_status``
+        notifies it), listening before the status is read so no change is missed."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        async with self._status_lock:
+            try:
+                if self._status_listener is None or self._status_listener.closed:
+                    self._status_listener = await AsyncConnection.connect(self.dsn, autocommit=True)
+                    await self._status_listener.execute(f'LISTEN "{self.status_channel}"')
+                while True:
+                    info = await self.board_info(board_id)
+                    left = deadline - asyncio.get_running_loop().time()
+                    if info.status != "running" or left <= 0:
+                        return info
+                    async for note in self._status_listener.notifies(timeout=left):
+                        if note.payload == board_id:
+                            break
+            except StoreError:
+                raise
+            except psycopg.Error as exc:
+                if self._status_listener is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        await self._status_listener.close()
+                    self._status_listener = None
+                raise self._translate(exc) from None
+
+    async def stalled_boards(self) -> list[str]:
+        """Ids of running boards with no pending or claimed invocation (oldest first): nothing
+        will ever be claimed for them, so a runner must end them (or commit their approvals)."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT b.board_id FROM boards b WHERE b.status = 'running' AND NOT EXISTS (SELECT 1 FROM"
+                " invocations i WHERE i.board_id = b.board_id AND i.status IN ('pending', 'claimed'))"
+                " ORDER BY b.created_at, b.created"
+            )
+            return [r[0] for r in await cur.fetchall()]
 
 
 async def _requeue_row(conn: Conn, board_id: str, inv_id: str, blob: bytes | None, attempts: int | None) -> None:

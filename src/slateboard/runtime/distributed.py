@@ -1,0 +1,491 @@
+"""Runner processes: many processes serve every board of one PostgreSQL store.
+
+``submit`` creates a board (recording the model string its LLM workers use in the board's meta),
+``RunnerProcess(store).serve()`` runs until stopped, and ``wait`` follows a board to its end.
+
+A runner process loops: claim the best pending invocation of any running board
+(``FOR UPDATE SKIP LOCKED``: concurrent runners never get the same one) while fewer than
+``concurrency`` are in flight; run each through ``BoardSession.step`` (the single-board Runner's
+step) on a cached session of its board, which catches up with records other runners appended
+before building the view; hold the claim's lease with heartbeats while the worker runs; commit
+through the store's compare-and-set together with the agenda rows the commit creates. With
+nothing to claim it sleeps in ``store.wait_for_work`` (``LISTEN/NOTIFY``) — no polling; the wait
+has a safety timeout (half the lease) after which the runner puts the expired claims of dead
+runners back (``release_expired``, which wakes the others) and ends boards that nobody will
+claim work for any more (a finisher that died before setting the status).
+
+Guarantees (with a PostgreSQL store):
+
+- **One commit per invocation.** An invocation is completed by exactly one record: a runner that
+  dies after its worker answered but before its commit leaves the claim to expire and be claimed
+  again; a second commit of the same invocation is refused by the store (its idempotency key is
+  spent) and that runner drops its result and catches up.
+- **Nothing committed is lost or rewritten**: every record goes through the compare-and-set on
+  the board's log position; a runner that loses it catches up and decides again.
+- **Boards end once.** The runner that sees a board's end (done condition, empty agenda, circuit
+  halt, limits, a proposal held for approval) appends the run-end record by compare-and-set and
+  sets the board's status and end reason exactly as ``Runner`` does; if several see it at once,
+  one record is written.
+- **Graceful stop.** ``stop()`` (the CLI wires SIGTERM/SIGINT to it): no new claims; in-flight
+  invocations get ``grace_s`` seconds to finish; the rest are cancelled and their claims given
+  back at once (not left to expire).
+
+Model strings: the board's meta ``model`` (set by ``submit``) unless the runner overrides it.
+Besides the providers of ``slateboard.models`` a runner resolves ``python:MODULE:NAME``: NAME is
+a Model, or a callable returning one (how tests and benchmarks plug scripted models into real
+runner processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
+from ..kernel.canonical import JSON
+from ..models import Model, ModelError, resolve_model
+from ..models.errors import ModelConfigError
+from ..scheduling.invocation import Invocation
+from ..stores.base import BoardInfo, Claim, LeaseLost, Store, StoreError, StoreUnavailable
+from ..workers.base import WorkerConfigError
+from ..workers.factory import make_workers
+from .events import PROPOSAL_DECIDED
+from .result import RunResult
+from .runner import create_board
+from .session import BoardSession, RunnerError, board_result
+
+if TYPE_CHECKING:
+    from ..stores.postgres import PostgresStore
+
+log = logging.getLogger("slateboard.runtime.distributed")
+
+__all__ = [
+    "RunnerProcess",
+    "RunnerStats",
+    "WaitTimeout",
+    "resolve_runner_model",
+    "submit",
+    "wait",
+]
+
+PYTHON_PREFIX = "python:"
+SCALE_OUT_NEEDS_POSTGRES = "scale-out across runner processes needs a postgresql:// store"
+
+
+class WaitTimeout(TimeoutError):
+    """``wait`` gave up: the board was still running when the timeout passed."""
+
+    def __init__(self, board_id: str, timeout: float, info: BoardInfo) -> None:
+        super().__init__(f"board {board_id} still running after {timeout:g} s (version {info.version})")
+        self.board_id = board_id
+        self.info = info
+
+
+def resolve_runner_model(spec: Model | str | None) -> Model | None:
+    """The Model for a runner's model string: ``python:MODULE:NAME`` imports NAME from MODULE (a
+    Model, or a zero-argument callable returning one); anything else goes to ``resolve_model``.
+    None stays None (each worker's blueprint model, else ``local``). Raises ModelConfigError."""
+    if spec is None or not isinstance(spec, str):
+        return spec
+    if not spec.startswith(PYTHON_PREFIX):
+        return resolve_model(spec)
+    ref = spec[len(PYTHON_PREFIX) :]
+    module_name, sep, attr = ref.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ModelConfigError(spec, "expected python:MODULE:NAME (NAME a Model or a callable returning one)")
+    try:
+        found: Any = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ModelConfigError(spec, f"cannot import {ref}: {exc}") from None
+    model = found() if callable(found) and not isinstance(found, Model) else found
+    if not isinstance(model, Model):
+        raise ModelConfigError(spec, f"{ref} gave a {type(model).__name__}, not a Model")
+    return model
+
+
+# -- submit and wait ------------------------------------------------------------------------------
+async def submit(
+    store: Store,
+    blueprint: CompiledBlueprint | dict[str, Any],
+    *,
+    task: str | None = None,
+    inputs: Mapping[str, JSON] | None = None,
+    model: str | None = None,
+    name: str | None = None,
+    board_id: str | None = None,
+    max_steps: int | None = None,
+) -> str:
+    """Create a running board for runner processes and return its id.
+
+    ``model`` (a model string) is recorded in the board's meta: runner processes build the
+    board's LLM workers on it unless they override it. It is resolved first, and every worker
+    built once, so a bad model string or function reference fails before the board exists.
+    ``max_steps`` (recorded too) overrides the blueprint's limit."""
+    compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
+    make_workers(compiled, model=resolve_runner_model(model))
+    meta: dict[str, JSON] = {"submitted_at": time.time()}
+    if model is not None:
+        meta["model"] = model
+    if max_steps is not None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        meta["max_steps"] = max_steps
+    return await create_board(store, compiled, inputs=inputs, task=task, board_id=board_id, name=name, meta=meta)
+
+
+async def wait(store: Store, board_id: str, *, timeout: float | None = None) -> RunResult:
+    """Follow a board until its status is no longer ``running`` and return its result (state,
+    answer, end reason; counts over the whole log). PostgreSQL: woken by ``NOTIFY`` on status
+    changes; other stores: the board's status is read every 0.2 s. Raises BoardNotFound, or
+    WaitTimeout when ``timeout`` seconds pass first."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    pg = _postgres(store)
+    while True:
+        left = 3600.0 if deadline is None else deadline - loop.time()
+        if pg is not None:
+            info = await pg.wait_for_board(board_id, max(left, 0.0))
+        else:
+            info = await store.board_info(board_id)
+            if info.status == "running" and left > 0:
+                await asyncio.sleep(min(0.2, left))
+                continue
+        if info.status != "running":
+            return await board_result(store, board_id)
+        if deadline is not None and loop.time() >= deadline:
+            raise WaitTimeout(board_id, timeout or 0.0, info)
+
+
+def _postgres(store: Store) -> PostgresStore | None:
+    try:
+        from ..stores.postgres import PostgresStore
+    except ImportError:  # psycopg is an optional extra
+        return None
+    return store if isinstance(store, PostgresStore) else None
+
+
+# -- the runner process ---------------------------------------------------------------------------
+@dataclass(slots=True)
+class RunnerStats:
+    """What a runner process did: claims taken, records committed, results dropped (committed
+    elsewhere first), boards it ended, invocations that failed with an error, claims given back
+    on stop, wake-ups from the idle wait, and claim attempts that found nothing."""
+
+    claims: int = 0
+    commits: int = 0
+    dropped: int = 0
+    boards_ended: int = 0
+    errors: int = 0
+    released: int = 0
+    wakeups: int = 0
+    empty_claims: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        """Plain JSON form."""
+        return {
+            "claims": self.claims,
+            "commits": self.commits,
+            "dropped": self.dropped,
+            "boards_ended": self.boards_ended,
+            "errors": self.errors,
+            "released": self.released,
+            "wakeups": self.wakeups,
+            "empty_claims": self.empty_claims,
+        }
+
+
+class RunnerProcess:
+    """Serves every running board of ``store`` until ``stop()`` (see the module docstring).
+
+    ``concurrency``: invocations in flight at once. ``worker_names``: serve only these blueprint
+    workers (None: all). ``model``: overrides every board's model. ``functions``: function workers
+    by name or reference. ``lease_s``: claim lease, extended every third of it while a worker
+    runs. ``grace_s``: how long a stop waits for in-flight invocations. ``log_line``: receives one
+    line per commit and per board end (and start/stop lines).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        concurrency: int = 4,
+        worker_names: Sequence[str] | None = None,
+        model: Model | str | None = None,
+        functions: Mapping[str, Callable[..., Any]] | None = None,
+        lease_s: float = 30.0,
+        worker_timeout: float = 120.0,
+        grace_s: float = 30.0,
+        idle_s: float | None = None,
+        owner: str | None = None,
+        max_sessions: int = 256,
+        log_line: Callable[[str], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if lease_s <= 0:
+            raise ValueError("lease_s must be > 0")
+        if worker_names is not None and not list(worker_names):
+            raise ValueError("worker_names is empty: name at least one worker (or None for all)")
+        if store.url.lower().startswith("sqlite"):
+            raise RunnerError(f"{SCALE_OUT_NEEDS_POSTGRES} (got {store.url}); run a board in one process with Runner")
+        self.store = store
+        self.concurrency = concurrency
+        self.worker_names = None if worker_names is None else tuple(worker_names)
+        self.model = model
+        self.functions = functions
+        self.lease_s = lease_s
+        self.worker_timeout = worker_timeout
+        self.grace_s = grace_s
+        self.idle_s = idle_s if idle_s is not None else max(0.5, min(lease_s / 2, 30.0))
+        self.owner = owner or f"runner-{uuid.uuid4().hex[:8]}"
+        self.max_sessions = max_sessions
+        self.log_line = log_line or (lambda line: log.info("%s", line))
+        self.stats = RunnerStats()
+        self._stop = asyncio.Event()
+        self._sessions: OrderedDict[str, BoardSession] = OrderedDict()
+        self._loading: dict[str, asyncio.Lock] = {}
+        self._models: dict[str, Model | None] = {}
+
+    def stop(self) -> None:
+        """Ask ``serve`` to stop gracefully (safe to call from a signal handler in the loop)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stop.is_set()
+
+    async def serve(self) -> RunnerStats:
+        """Claim and run invocations until ``stop()``; returns the process's statistics.
+
+        Raises StoreError when the store fails outside an invocation (e.g. it cannot be reached
+        to claim); an invocation that fails is logged, counted and left to its lease."""
+        who = f" serving workers {', '.join(self.worker_names)}" if self.worker_names else ""
+        self.log_line(f"runner {self.owner} started (concurrency {self.concurrency}, lease {self.lease_s:g} s){who}")
+        stop_task = asyncio.create_task(self._stop.wait())
+        in_flight: dict[asyncio.Task[None], Claim] = {}
+        try:
+            await self._sweep()
+            while not self._stop.is_set():
+                # Forget finished invocations first: their slots are free for the claims below
+                # (a free slot must never wait for a notification that was already consumed).
+                for task in [t for t in in_flight if t.done()]:
+                    del in_flight[task]
+                while len(in_flight) < self.concurrency and not self._stop.is_set():
+                    claim = await self.store.claim(
+                        None, owner=self.owner, lease_s=self.lease_s, worker_names=self.worker_names
+                    )
+                    if claim is None:
+                        self.stats.empty_claims += 1
+                        break
+                    self.stats.claims += 1
+                    in_flight[asyncio.create_task(self._handle(claim))] = claim
+                if self._stop.is_set():
+                    break
+                if len(in_flight) >= self.concurrency:
+                    await asyncio.wait([*in_flight, stop_task], return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                waiter = asyncio.create_task(self._wait_for_work())
+                done, _ = await asyncio.wait([waiter, stop_task], return_when=asyncio.FIRST_COMPLETED)
+                if waiter not in done:
+                    waiter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StoreError):
+                        await waiter
+                    break
+                if waiter.result():
+                    self.stats.wakeups += 1
+                else:
+                    # Quiet for a while: dead runners' leases may have expired, and a board whose
+                    # finisher died may wait for its end.
+                    released = await self.store.release_expired()
+                    if released:
+                        self.log_line(f"released {released} expired claim(s) of dead runners")
+                    await self._sweep()
+        finally:
+            stop_task.cancel()
+            await self._shutdown(in_flight)
+        self.log_line(
+            f"runner {self.owner} stopped: {self.stats.commits} commits, {self.stats.boards_ended} boards ended,"
+            f" {self.stats.dropped} dropped, {self.stats.released} released, {self.stats.wakeups} wake-ups,"
+            f" {self.stats.empty_claims} empty claims"
+        )
+        return self.stats
+
+    async def _wait_for_work(self) -> bool:
+        pg = _postgres(self.store)
+        if pg is not None:
+            return await pg.wait_for_work(self.idle_s, worker_names=self.worker_names)
+        return await self.store.wait_for_work(self.idle_s)
+
+    async def _shutdown(self, in_flight: dict[asyncio.Task[None], Claim]) -> None:
+        if not in_flight:
+            return
+        busy = [t for t in in_flight if not t.done()]
+        if busy:
+            self.log_line(f"stopping: waiting up to {self.grace_s:g} s for {len(busy)} invocation(s) in flight")
+            _, late = await asyncio.wait(busy, timeout=self.grace_s)
+        else:
+            late = set()
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        given_back = 0
+        for task in late:
+            claim = in_flight[task]
+            with contextlib.suppress(LeaseLost, StoreError):
+                # A lease that ends now makes the invocation claimable at once.
+                await self.store.heartbeat(claim.board_id, claim.invocation.id, owner=self.owner, lease_s=-self.lease_s)
+                given_back += 1
+        if given_back:
+            with contextlib.suppress(StoreError):
+                await self.store.release_expired()
+            self.stats.released += given_back
+            self.log_line(f"gave back {given_back} claim(s) still running after the grace period")
+
+    # -- one claimed invocation -------------------------------------------------------------------
+    async def _handle(self, claim: Claim) -> None:
+        board_id, inv = claim.board_id, claim.invocation
+        try:
+            session = await self._session(board_id)
+        except StoreUnavailable as exc:
+            self.stats.errors += 1
+            self.log_line(f"board {board_id}: store unavailable ({exc}); {inv.id} left to its lease")
+            return
+        except (BlueprintError, RunnerError, WorkerConfigError, ModelConfigError, StoreError) as exc:
+            await self._fail_board(board_id, exc)
+            return
+        try:
+            await self._run(session, inv)
+        except asyncio.CancelledError:
+            raise
+        except (StoreError, ModelError, RunnerError) as exc:
+            self.stats.errors += 1
+            self._evict(board_id)  # its state may be half-way: reload next time
+            self.log_line(f"board {board_id}: {inv.id} failed ({type(exc).__name__}: {exc}); left to its lease")
+        except Exception as exc:
+            self.stats.errors += 1
+            self._evict(board_id)
+            log.exception("board %s: invocation %s failed", board_id, inv.id)
+            self.log_line(f"board {board_id}: {inv.id} failed ({type(exc).__name__}: {exc}); left to its lease")
+
+    async def _run(self, session: BoardSession, claimed: Invocation) -> None:
+        inv = await session.begin(claimed)
+        if inv is None:
+            if session.ended_at_head:
+                self._ended(session)
+            else:
+                self.log_line(f"board {session.board_id}: {claimed.id} was committed elsewhere; skipped")
+            return
+        outcome = await session.step(inv, f"claimed by {self.owner}", owner=self.owner, lease_s=self.lease_s)
+        if outcome.record is None:
+            self.stats.dropped += 1
+            self.log_line(f"board {session.board_id}: result for {inv.id} dropped ({outcome.dropped})")
+        else:
+            self.stats.commits += 1
+        ended = await session.settle(catch_up=outcome.record is None)
+        if ended is not None:
+            self._ended(session)
+
+    def _ended(self, session: BoardSession) -> None:
+        """Forget a board that ended; count and log it when this process wrote its end."""
+        self._evict(session.board_id)
+        if not session.finished_here:
+            return
+        last = session.history[-1] if session.history else None
+        reason = last.reason if last is not None else "?"
+        self.stats.boards_ended += 1
+        self.log_line(f"board {session.board_id} ended: {reason} (version {session.kernel.version})")
+
+    async def _fail_board(self, board_id: str, exc: BaseException) -> None:
+        reason = f"runner {self.owner} cannot run the board: {type(exc).__name__}: {exc}"
+        self.stats.errors += 1
+        self.log_line(f"board {board_id} failed: {reason}")
+        with contextlib.suppress(StoreError):
+            await self.store.set_status(board_id, "failed", " ".join(reason.split())[:500])
+
+    # -- board sessions -------------------------------------------------------------------------
+    async def _session(self, board_id: str) -> BoardSession:
+        cached = self._sessions.get(board_id)
+        if cached is not None:
+            self._sessions.move_to_end(board_id)
+            return cached
+        lock = self._loading.setdefault(board_id, asyncio.Lock())
+        async with lock:
+            cached = self._sessions.get(board_id)
+            if cached is not None:
+                return cached
+            info = await self.store.board_info(board_id)
+            steps = info.meta.get("max_steps")
+            session = BoardSession(
+                self.store,
+                board_id,
+                model=self._model_for(info.meta),
+                functions=self.functions,
+                worker_timeout=self.worker_timeout,
+                max_steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
+                shared=True,
+                serve=self.worker_names,
+                emit=self._emitter(board_id),
+            )
+            await session.load()
+            self._sessions[board_id] = session
+            while len(self._sessions) > self.max_sessions:
+                oldest = next(iter(self._sessions))
+                if self._sessions[oldest].lock.locked():
+                    break
+                self._sessions.popitem(last=False)
+        self._loading.pop(board_id, None)
+        return session
+
+    def _evict(self, board_id: str) -> None:
+        self._sessions.pop(board_id, None)
+
+    def _model_for(self, meta: Mapping[str, JSON]) -> Model | None:
+        chosen = self.model if self.model is not None else meta.get("model")
+        if chosen is None or isinstance(chosen, Model):
+            return chosen
+        if not isinstance(chosen, str):
+            raise ModelConfigError(str(chosen), "the board's model is not a model string")
+        if chosen not in self._models:
+            self._models[chosen] = resolve_runner_model(chosen)
+        return self._models[chosen]
+
+    def _emitter(self, board_id: str) -> Callable[..., None]:
+        def emit(kind: str, **data: JSON) -> None:
+            if kind != PROPOSAL_DECIDED:
+                return
+            stage = f"/{data['stage']}" if data.get("stage") else ""
+            self.log_line(
+                f"commit board={board_id} seq={data.get('seq')} worker={data.get('worker')}"
+                f" invocation={data.get('invocation')} {data.get('outcome')}{stage} version={data.get('version')}"
+            )
+
+        return emit
+
+    async def _sweep(self) -> None:
+        """End the running boards that have no pending or claimed invocation left."""
+        pg = _postgres(self.store)
+        if pg is not None:
+            stalled = await pg.stalled_boards()
+        else:
+            stalled = [b.board_id for b in await self.store.list_boards(status="running")]
+            stalled = [b for b in stalled if not await self.store.agenda(b)]
+        for board_id in stalled:
+            if self._stop.is_set():
+                return
+            try:
+                session = await self._session(board_id)
+                if await session.settle() is not None:
+                    self._ended(session)
+            except (BlueprintError, RunnerError, WorkerConfigError, ModelConfigError) as exc:
+                await self._fail_board(board_id, exc)
+            except StoreError as exc:
+                self.log_line(f"board {board_id}: could not be ended now ({exc})")
