@@ -28,7 +28,7 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
-.venv/bin/ruff check src tests benchmarks
-.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/ruff check src tests benchmarks examples
+.venv/bin/ruff format --check src tests benchmarks examples
 .venv/bin/mypy
 .venv/bin/pytest -q "$@"
