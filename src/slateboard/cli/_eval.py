@@ -2,14 +2,145 @@
 
 from __future__ import annotations
 
-import typer
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
-from ._errors import not_supported
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ._common import JsonOption, StoreOption, cell, console, opened_store, print_json, run_async, store_hint
+from ._errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from ..eval.textworld import EpisodeResult, SuiteResult
 
 eval_app = typer.Typer(help="Evaluation suites.", no_args_is_help=True)
 
+_DEFAULT_SYSTEMS = "slateboard,langgraph,loomflow"
+
 
 @eval_app.command("textworld")
-def textworld_command(ctx: typer.Context) -> None:
-    """Run the TextWorld text-game suite (not supported yet)."""
-    raise not_supported("the TextWorld suite (slateboard eval textworld)")
+def textworld_command(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="MODEL",
+            help="Model string for every system ('walkthrough' follows each game's walkthrough).",
+        ),
+    ] = "local",
+    steps: Annotated[
+        int, typer.Option("--steps", min=1, max=200, help="Command budget of every episode (environment steps).")
+    ] = 20,
+    games: Annotated[
+        int | None, typer.Option("--games", min=1, help="Play only the first N games of the set.", show_default=False)
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="The full game set instead of the CI-size one.")] = False,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the generated games.")] = 1234,
+    systems: Annotated[
+        str, typer.Option("--systems", metavar="LIST", help="Comma-separated systems: slateboard, langgraph, loomflow.")
+    ] = _DEFAULT_SYSTEMS,
+    cache: Annotated[
+        Path | None,
+        typer.Option("--cache", metavar="DIR", help="Where generated games are kept (default: the user cache dir)."),
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Play the TextWorld games with every system; report success, steps and tokens per system."""
+    from ..envs.textworld import TextWorldMissing, game_set, generate_games, textworld_available
+    from ..eval.textworld import check_systems, parse_systems, run_suite
+
+    try:
+        chosen = parse_systems(systems)
+    except ValueError as exc:
+        raise CliError(f"--systems: {exc}", code=EXIT_USAGE) from exc
+    try:
+        specs = game_set(full=full, games=games)
+    except ValueError as exc:
+        raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
+    if not textworld_available():
+        raise CliError("TextWorld is not installed: pip install 'slateboard[textworld]'")
+    try:
+        check_systems(chosen)
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from exc
+    if model != "walkthrough":
+        from ..models import resolve_model
+
+        resolve_model(model)  # a bad model string fails here, before any game is generated
+    err = console_err()
+    err.print(f"generating {len(specs)} game(s) (seed {seed}) ...")
+    try:
+        files = generate_games(specs, seed=seed, cache_dir=cache)
+    except TextWorldMissing as exc:
+        raise CliError(str(exc)) from exc
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from exc
+
+    def progress(ep: EpisodeResult) -> None:
+        where = f" board {ep.board_id}" if ep.board_id else ""
+        err.print(f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens{where}")
+
+    async def go() -> SuiteResult:
+        async with opened_store(store) as opened:
+            return await run_suite(
+                files, systems=chosen, model=model, steps=steps, store=opened, seed=seed, on_episode=progress
+            )
+
+    suite = run_async(go)
+    if as_json:
+        print_json(suite.to_json())
+    else:
+        _print_tables(suite, store)
+    failed = [e for e in suite.episodes if e.error is not None]
+    if failed:
+        first = failed[0]
+        raise CliError(f"{len(failed)} episode(s) failed; first: {first.game} {first.system}: {first.error}")
+
+
+def console_err() -> Console:
+    """A console on stderr for progress lines (stdout stays the table or the JSON)."""
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+def _fmt_tps(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _print_tables(suite: SuiteResult, store: str | None) -> None:
+    out = console()
+    summary = Table(title=f"TextWorld: {len(suite.games)} games, model {suite.model}, budget {suite.steps} steps")
+    for name in ("system", "success", "wins", "mean steps", "total tokens", "tokens/episode", "tokens/success"):
+        summary.add_column(name, justify="left" if name == "system" else "right", no_wrap=True)
+    for s in suite.summaries():
+        summary.add_row(
+            s.system,
+            f"{s.success:.2f}",
+            f"{s.wins}/{s.games}",
+            f"{s.mean_commands:.1f}",
+            f"{s.total_tokens:,}",
+            f"{s.mean_tokens:,.0f}",
+            _fmt_tps(s.tokens_per_success),
+        )
+    out.print(summary)
+    episodes = Table(box=None, pad_edge=False)
+    for name in ("game", "system", "outcome", "steps", "walkthrough", "score", "tokens", "board"):
+        episodes.add_column(name, no_wrap=True)
+    for e in suite.episodes:
+        episodes.add_row(
+            cell(e.game),
+            e.system,
+            cell(e.error or e.outcome, "red" if e.error else ("green" if e.won else "")),
+            str(e.commands),
+            str(e.walkthrough),
+            f"{e.score}/{e.max_score}",
+            f"{e.tokens:,}",
+            e.board_id or "-",
+        )
+    out.print(episodes)
+    if any(e.board_id for e in suite.episodes):
+        out.print(f"inspect a board: slateboard log BOARD{store_hint(store)}")

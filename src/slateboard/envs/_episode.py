@@ -1,0 +1,114 @@
+"""One episode of a text environment played by the text_actor team on a board."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..blueprint.templates import load_template
+from ..kernel.canonical import JSON
+from ..models import Model, resolve_model
+from ..runtime import Runner, RunResult, create_board
+from ..stores.base import Store
+from ..workers.base import Worker
+from ._board import AdmissibleActor, EnvironmentWorker, TurnVerifier, board_inputs
+from ._protocol import TextEnvironment, TextTurn
+from ._walkthrough import WALKTHROUGH_MODEL, WalkthroughModel, walkthrough_functions
+
+__all__ = ["BoardEpisode", "outcome_of", "play_on_board", "runner_steps_for"]
+
+
+def runner_steps_for(max_commands: int) -> int:
+    """The Runner's proposal budget for a command budget: each command takes an action, an
+    observation and a verdict, with room for a replan and rejected proposals now and then."""
+    return 200 if max_commands <= 0 else max(20, 6 * max_commands + 10)
+
+
+def outcome_of(state: JSON, end_reason: str) -> str:
+    """Why an episode ended, in one word: ``won``, ``lost``, ``budget`` (the command budget was
+    spent), ``verdict`` (the verifier ended it: success or failed), else the runner's reason."""
+    if isinstance(state, dict):
+        progress = state.get("progress")
+        if isinstance(progress, dict):
+            if progress.get("won") is True:
+                return "won"
+            if progress.get("lost") is True:
+                return "lost"
+        observations = state.get("observations")
+        budget = state.get("max_commands")
+        if isinstance(budget, int) and budget > 0 and isinstance(observations, list) and len(observations) >= budget:
+            return "budget"
+        if "result" in state:
+            return "verdict"
+    return end_reason
+
+
+@dataclass(frozen=True, slots=True)
+class BoardEpisode:
+    """An episode played on a board: the run's result, the environment's last turn, and the
+    outcome word (``outcome_of``)."""
+
+    result: RunResult
+    last: TextTurn | None
+    outcome: str
+
+    @property
+    def won(self) -> bool:
+        """True when the environment reports the game as won."""
+        return self.last is not None and self.last.won
+
+    @property
+    def commands(self) -> int:
+        """Commands the environment executed on this board."""
+        state = self.result.state
+        observations = state.get("observations") if isinstance(state, dict) else None
+        return len(observations) if isinstance(observations, list) else 0
+
+
+async def play_on_board(
+    env: TextEnvironment,
+    store: Store,
+    *,
+    model: Model | str | None = None,
+    max_commands: int = 20,
+    walkthrough: bool = False,
+    max_steps: int | None = None,
+    name: str | None = None,
+    worker_timeout: float = 300.0,
+) -> BoardEpisode:
+    """Play one episode of ``env`` with the text_actor template on a new board of ``store``.
+
+    The environment worker is ``EnvironmentWorker(env)``; the actor is an ``AdmissibleActor``, the
+    verifier a ``TurnVerifier`` and the planner an LLM worker, all on ``model`` (default ``local``).
+    ``walkthrough=True`` (or the model string ``"walkthrough"``) plays the environment's
+    walkthrough instead: function workers with ``walkthrough=True``, the WalkthroughModel
+    behind the LLM workers with the model string. The board ends when the game is won or lost,
+    when ``max_commands`` commands were observed, when the verifier ends it, or on the runner's
+    own limits (``max_steps`` proposals, default ``runner_steps_for(max_commands)``). A worker call
+    may take ``worker_timeout`` seconds (the first call of the local model also loads it).
+    """
+    first = await env.reset()
+    blueprint = load_template("text_actor")
+    board = await create_board(
+        store, blueprint, inputs=board_inputs(env, first, max_commands=max_commands), name=name or env.name
+    )
+    functions: dict[str, Any] = {"environment": EnvironmentWorker(env)}
+    workers: dict[str, Worker] = {}
+    resolved: Model | None = None
+    if walkthrough:
+        functions.update(walkthrough_functions(env))
+    else:
+        resolved = WalkthroughModel(env) if model == WALKTHROUGH_MODEL else resolve_model(model or "local")
+        workers["actor"] = AdmissibleActor(blueprint, "actor", resolved)
+        workers["verifier"] = TurnVerifier(blueprint, "verifier", resolved)
+    runner = Runner(
+        store,
+        board,
+        model=resolved,
+        functions=functions,
+        workers=workers,
+        max_steps=max_steps or runner_steps_for(max_commands),
+        worker_timeout=worker_timeout,
+    )
+    result = await runner.run()
+    return BoardEpisode(result, env.last, outcome_of(result.state, result.end_reason))

@@ -1,0 +1,134 @@
+"""Walkthrough followers: workers and a model that always play the environment's own winning
+commands. They prove a harness end to end (a system driven by them must win every game whose
+environment knows its walkthrough), independently of any model's skill."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..kernel.canonical import JSON
+from ..models.protocol import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TIMEOUT, Generation, Message, Usage
+from ._protocol import TextEnvironment
+
+if TYPE_CHECKING:
+    from ..views import View
+
+__all__ = ["WALKTHROUGH_MODEL", "WalkthroughModel", "walkthrough_functions"]
+
+WALKTHROUGH_MODEL = "walkthrough"
+"""The model string the eval harness and the example read as "follow the walkthrough"."""
+
+_WORKER = re.compile(r"You are worker '([^']+)'")
+_PLAN_ITEMS = 10
+_PLAN_CHARS = 160
+
+
+def _next(env: TextEnvironment) -> str:
+    policy = env.policy()
+    return policy[0] if policy else "look"
+
+
+def _plan(env: TextEnvironment) -> list[str]:
+    return [c[:_PLAN_CHARS] for c in env.policy()[:_PLAN_ITEMS]] or ["look"]
+
+
+def walkthrough_functions(env: TextEnvironment) -> dict[str, Any]:
+    """Function workers for the planner, actor and verifier of a text_actor board that follow
+    ``env``'s walkthrough: the plan is the walkthrough from the current state, the actor issues
+    its next command, the verifier says ``continue`` for the latest observation. Pass them with
+    the environment worker: ``Runner(functions={**walkthrough_functions(env), "environment": ...})``."""
+
+    def planner(view: View) -> list[dict[str, JSON]]:
+        # add sets /plan whether or not it exists yet (RFC 6902 add replaces an object member)
+        return [{"op": "add", "path": "/plan", "value": list(_plan(env))}]
+
+    def actor(view: View) -> list[dict[str, JSON]]:
+        return [{"op": "add", "path": "/actions/-", "value": {"command": _next(env), "why": "the walkthrough"}}]
+
+    def verifier(view: View) -> list[dict[str, JSON]]:
+        observations = view.data.get("/observations")
+        step = len(observations) - 1 if isinstance(observations, list) else env.commands - 1
+        verdict = {"step": step, "status": "continue", "reason": "following the walkthrough"}
+        return [{"op": "add", "path": "/verdicts/-", "value": verdict}]
+
+    return {"planner": planner, "actor": actor, "verifier": verifier}
+
+
+class WalkthroughModel:
+    """A Model (slateboard's protocol) that answers every request with the environment's next
+    walkthrough command, shaped for whoever asks:
+
+    * a slateboard text_actor LLM worker (recognised by its prompt, "You are worker 'NAME'"):
+      the patch that worker would make (plan = the walkthrough, action = the next command,
+      verdict = continue on the latest observation);
+    * a request with a JSON schema: an object filling ``command`` with the next command,
+      ``plan`` with the walkthrough, ``approve`` with true and ``reason`` with a short text;
+    * anything else: the next command as plain text.
+
+    Usage is estimated from the text (``Usage.estimate``), like any provider that reports none.
+    """
+
+    def __init__(self, env: TextEnvironment) -> None:
+        self.env = env
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        """``walkthrough``."""
+        return WALKTHROUGH_MODEL
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> Generation:
+        """One reply (see the class)."""
+        started = time.perf_counter()
+        self.calls += 1
+        text = self._reply(messages, json_schema)
+        return Generation(
+            text=text,
+            usage=Usage.estimate(messages, text),
+            finish_reason="stop",
+            model=self.name,
+            latency_s=time.perf_counter() - started,
+        )
+
+    def _reply(self, messages: Sequence[Message], json_schema: Mapping[str, Any] | None) -> str:
+        system = next((m.content for m in messages if m.role == "system"), "")
+        worker = _WORKER.search(system)
+        if worker is not None:
+            patch = self._patch(worker.group(1))
+            return json.dumps({"patch": patch})
+        if json_schema is not None:
+            props = json_schema.get("properties")
+            keys = set(props) if isinstance(props, Mapping) else set()
+            reply: dict[str, JSON] = {}
+            if "command" in keys:
+                reply["command"] = _next(self.env)
+            if "plan" in keys:
+                reply["plan"] = list(_plan(self.env))
+            if "approve" in keys:
+                reply["approve"] = True
+            if "reason" in keys:
+                reply["reason"] = "the walkthrough"
+            return json.dumps(reply)
+        return _next(self.env)
+
+    def _patch(self, worker: str) -> list[dict[str, JSON]]:
+        if worker == "planner":
+            return [{"op": "add", "path": "/plan", "value": list(_plan(self.env))}]
+        if worker == "actor":
+            return [{"op": "add", "path": "/actions/-", "value": {"command": _next(self.env)}}]
+        if worker == "verifier":
+            verdict = {"step": self.env.commands - 1, "status": "continue", "reason": "the walkthrough"}
+            return [{"op": "add", "path": "/verdicts/-", "value": verdict}]
+        return []
