@@ -19,8 +19,7 @@ import slateboard.views._build as views_build
 from slateboard.blueprint import CompiledBlueprint, compile_blueprint
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, Usage
 from slateboard.kernel.canonical import canonical_str
-from slateboard.kernel.invariants import _MISSING, get
-from slateboard.kernel.pointer import Pattern, Tokens, escape_token, parse_pointer, region_contains
+from slateboard.kernel.pointer import MISSING, Pattern, Tokens, escape_token, parse_pointer, region_contains, resolve
 from slateboard.views import (
     MAX_EXPAND,
     MAX_REJECTIONS,
@@ -127,8 +126,8 @@ def check_view(view: View, bp: CompiledBlueprint, state: Any) -> None:
     keys = [parse_pointer(k) for k in view.data]
     for k in keys:
         assert contract.may_read(k), f"{k} is outside the read contract"
-        node = get(state, k)
-        assert node is not _MISSING
+        node = resolve(state, k)
+        assert node is not MISSING
         assert canonical_str(node) == canonical_str(view.data["".join("/" + escape_token(t) for t in k)])
     for a in keys:
         for b in keys:
@@ -242,7 +241,7 @@ def test_big_items_become_item_handles_with_summaries() -> None:
     assert items
     for h in items:
         assert h.handle == f"{h.pointer}#{h.id}" and h.path is not None and h.summary
-        node = get(state, parse_pointer(h.path))
+        node = resolve(state, parse_pointer(h.path))
         if isinstance(node, str):
             assert h.summary.rstrip("…") == node[: len(h.summary.rstrip("…"))]
 
@@ -303,7 +302,7 @@ def test_handles_are_stable_across_versions() -> None:
     budget, v1 = claim_handles(state)
     hs = [h for h in v1.handles if h.pointer == "/claims" and not h.is_range]
     for h in hs:
-        assert h.handle == f"/claims#{h.id}" and h.id == get(state, parse_pointer(h.path or ""))["id"]
+        assert h.handle == f"/claims#{h.id}" and h.id == resolve(state, parse_pointer(h.path or ""))["id"]
         assert h.size == f">{budget}" and h.items == 2 and h.summary and "SECRET" not in h.summary
     # another claim changes and one is appended: the same view, with the same handle strings
     state2 = copy.deepcopy(state)
@@ -596,7 +595,7 @@ def test_property_contract_and_budget(raw: dict[str, Any], reads: list[str], bud
     for marker in re.findall(r"«\d+»", view.render()):
         assert marker in readable, f"{marker} is not readable but is in the view"
     if budget >= 1500 and len(canonical_str(state)) < 300:
-        shown = {v for ptr in visible_pointers(view) if isinstance(v := get(state, parse_pointer(ptr)), str)}
+        shown = {v for ptr in visible_pointers(view) if isinstance(v := resolve(state, parse_pointer(ptr)), str)}
         assert readable <= shown  # a small region is shown in full
 
 
@@ -615,7 +614,7 @@ def test_property_hash_tracks_exactly_the_visible_part(
     if outside:
         where = data.draw(st.sampled_from(outside))
         changed = copy.deepcopy(state)
-        parent = get(changed, where[:-1])
+        parent = resolve(changed, where[:-1])
         parent[int(where[-1]) if isinstance(parent, list) else where[-1]] = {"new": "«changed»"}
         assert build_view(bp, "w", changed, 1, budget=budget).hash == view.hash
     # a change to a value shown in data always changes the view
@@ -624,11 +623,11 @@ def test_property_hash_tracks_exactly_the_visible_part(
         where = data.draw(st.sampled_from(shown))
         changed = copy.deepcopy(state)
         if where:
-            parent = get(changed, where[:-1])
+            parent = resolve(changed, where[:-1])
             parent[int(where[-1]) if isinstance(parent, list) else where[-1]] = "«changed»"
         else:
             changed = "«changed»"
-        if get(state, where) != "«changed»":
+        if resolve(state, where) != "«changed»":
             assert build_view(bp, "w", changed, 1, budget=budget).hash != view.hash
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from .blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from .blueprint.models import Blueprint
+from .errors import RunError
 from .kernel.record import Usage
 from .models import Message, Model, ModelError, resolve_model
 from .scheduling.coordinator import parse_json_object
@@ -157,7 +158,7 @@ class ArchitectAttempt:
         return not self.issues
 
 
-class ArchitectError(RuntimeError):
+class ArchitectError(RunError, RuntimeError):
     """No accepted blueprint after the repairs (or the model failed). ``issues`` are every issue
     of the last attempt; ``attempts`` every attempt; ``usage`` the tokens spent."""
 

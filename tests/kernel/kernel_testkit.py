@@ -24,8 +24,8 @@ import orjson
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from slateboard.blueprint import CompiledBlueprint, InvariantContext, compile_blueprint
-from slateboard.kernel import Decision, Kernel, Proposal, Record
+from slateboard.blueprint import CompiledBlueprint, compile_blueprint
+from slateboard.kernel import Decision, InvariantContext, Kernel, Proposal, Record
 from slateboard.kernel.statehash import state_hash
 
 # --------------------------------------------------------------------------------------------

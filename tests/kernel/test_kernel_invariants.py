@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from kernel_testkit import Snapshot, make_blueprint, submit
 
-from slateboard.blueprint import InvariantContext
-from slateboard.kernel import Kernel, Proposal
+from slateboard.kernel import InvariantContext, Kernel, Proposal
 from slateboard.kernel.invariants import check_all_invariants
 
 SCHEMA = {

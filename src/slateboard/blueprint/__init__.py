@@ -1,12 +1,13 @@
-"""Blueprints: the typed task contract, its meta-schema, and acceptance (compilation)."""
+"""Blueprints: the typed task contract, its meta-schema, and acceptance (compilation).
 
-from .cel import CelCompileError, CelExpr, compile_cel
+Compilation produces kernel types (``slateboard.kernel``: contracts, invariants, CEL); this
+package depends on the kernel, never the other way round.
+"""
+
 from .compile import (
     BlueprintError,
     BlueprintIssue,
     CompiledBlueprint,
-    InvariantContext,
-    WorkerContract,
     compile_blueprint,
     load_blueprint,
 )
@@ -25,19 +26,14 @@ __all__ = [
     "Blueprint",
     "BlueprintError",
     "BlueprintIssue",
-    "CelCompileError",
-    "CelExpr",
     "CircuitSpec",
     "CompiledBlueprint",
-    "InvariantContext",
     "InvariantSpec",
     "Limits",
     "RuleSpec",
     "StageSpec",
     "Trigger",
-    "WorkerContract",
     "WorkerSpec",
     "compile_blueprint",
-    "compile_cel",
     "load_blueprint",
 ]

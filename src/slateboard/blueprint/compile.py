@@ -9,7 +9,6 @@ BlueprintError whose ``issues`` name each problem by JSON path inside the bluepr
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..errors import UsageError
 from ..kernel.canonical import JSON, hash_json
+from ..kernel.cel import CelCompileError, CelExpr, compile_cel
+from ..kernel.contract import WorkerContract
+from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_invariants
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
-from ..kernel.pointer import Pattern, PointerError, Tokens, escape_token, region_contains
-from ..kernel.schema import Location, SchemaError, SchemaIndex
-from .cel import CelCompileError, CelExpr, compile_cel
-from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec, WorkerSpec
+from ..kernel.pointer import Pattern, PointerError, escape_token
+from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
+from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,7 @@ class BlueprintIssue:
         return f"{self.path or '/'}: {self.message}"
 
 
-class BlueprintError(ValueError):
+class BlueprintError(UsageError, ValueError):
     """A rejected blueprint, with every issue found (not just the first)."""
 
     def __init__(self, issues: list[BlueprintIssue], source: str | None = None) -> None:
@@ -48,25 +50,6 @@ class BlueprintError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerContract:
-    """A worker's compiled contract: read and write patterns and allowed ops."""
-
-    name: str
-    spec: WorkerSpec
-    reads: tuple[Pattern, ...]
-    writes: tuple[Pattern, ...]
-    ops: frozenset[str]
-
-    def may_write(self, tokens: Tokens) -> bool:
-        """True when some write pattern covers the concrete op path."""
-        return any(p.covers(tokens) for p in self.writes)
-
-    def may_read(self, tokens: Tokens) -> bool:
-        """True when the node at ``tokens`` lies inside some read pattern's region."""
-        return any(region_contains(p, tokens) for p in self.reads)
-
-
-@dataclass(frozen=True, slots=True)
 class CompiledRule:
     """A rule with its trigger pattern and condition compiled."""
 
@@ -75,50 +58,6 @@ class CompiledRule:
     spec: RuleSpec
     pattern: Pattern
     when: CelExpr | None
-
-
-PythonInvariant = Callable[["InvariantContext"], "str | None"]
-
-
-@dataclass(frozen=True, slots=True)
-class InvariantContext:
-    """What a Python-registered invariant sees: the node, its old value, its path, the state."""
-
-    path: str
-    value: JSON
-    old: JSON
-    had_old: bool
-    state: JSON
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledInvariant:
-    """An invariant at a schema location pattern: CEL or a Python callable."""
-
-    index: int
-    name: str
-    pattern: Pattern
-    message: str | None
-    expr: CelExpr | None = None
-    func: PythonInvariant | None = None
-    check: str | None = None
-
-    @property
-    def uses_old(self) -> bool:
-        """True when the check needs the node's previous value."""
-        return self.func is not None or (self.expr is not None and self.expr.uses("oldSelf"))
-
-    @property
-    def uses_root(self) -> bool:
-        """True when the check needs the whole state (costs O(size of state))."""
-        return self.func is not None or (self.expr is not None and self.expr.uses("root"))
-
-    @property
-    def check_every(self) -> bool:
-        """True when every commit re-checks every matching node, not only the touched ones."""
-        if self.check is not None:
-            return self.check == "every"
-        return self.uses_root
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,8 +292,6 @@ def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | N
         digest=hash_json(bp.to_json()),
     )
     if not issues:
-        from ..kernel.invariants import check_all_invariants
-
         for failure in check_all_invariants(compiled, compiled.initial_state()):
             issues.append(
                 BlueprintIssue(
@@ -374,53 +311,14 @@ def _within(p: Pattern, region: Pattern) -> bool:
     return all(r == "*" or r == t or (r == "-" and t == "-") for r, t in zip(rt, p.tokens, strict=False))
 
 
-def pattern_locations(schema: SchemaIndex, tokens: Tokens) -> list[Location]:
-    """Every schema location a pattern can reach ('*' expands to all members); [] if none."""
-    frontier: list[Location] = [schema.root]
-    for token in tokens:
-        if token == "**":
-            return frontier
-        nxt: list[Location] = []
-        for loc in frontier:
-            if token == "*" and not loc.any and isinstance(loc.schema, dict):
-                props = loc.schema.get("properties") or {}
-                array_like = "items" in loc.schema or loc.schema.get("type") == "array"
-                candidates = [*list(props), "0"] if array_like else list(props)
-                found = [c for t in candidates if (c := schema._child(loc, t)) is not None]
-                for pat in loc.schema.get("patternProperties") or {}:
-                    sub = schema._location(
-                        f"{loc.nav}/patternProperties/{escape_token(pat)}",
-                        loc.schema["patternProperties"][pat],
-                    )
-                    found.append(sub)
-                add = loc.schema.get("additionalProperties", True)
-                if (add is not False and not props and "items" not in loc.schema) or isinstance(add, dict):
-                    c = schema._child(loc, "\x00any")
-                    if c is not None:
-                        found.append(c)
-                nxt.extend(found)
-            else:
-                c = schema._child(loc, "0" if token == "-" else token)
-                if c is not None:
-                    nxt.append(c)
-        frontier = nxt
-        if not frontier:
-            return []
-    return frontier
-
-
 __all__ = [
     "BlueprintError",
     "BlueprintIssue",
     "CompiledBlueprint",
-    "CompiledInvariant",
     "CompiledRule",
     "CompiledStage",
-    "InvariantContext",
     "InvariantSpec",
     "StageSpec",
-    "WorkerContract",
     "compile_blueprint",
     "load_blueprint",
-    "pattern_locations",
 ]

@@ -12,6 +12,8 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..errors import UsageError
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 """Something failed: a missing file, a rejected blueprint, an unknown board, a store or model error."""
@@ -32,7 +34,7 @@ class Settings:
 settings = Settings()
 
 
-class CliError(Exception):
+class CliError(UsageError):
     """A failure the CLI reports as one line (``message``), optional ``details`` lines, and ``code``."""
 
     def __init__(self, message: str, *, code: int = EXIT_ERROR, details: Sequence[str] = ()) -> None:

@@ -236,16 +236,14 @@ def show_command(
 
 
 def _pick(state: Any, pointer: str) -> Any:
-    from ..kernel.invariants import _MISSING
-    from ..kernel.invariants import get as get_at
-    from ..kernel.pointer import PointerError, parse_pointer
+    from ..kernel.pointer import MISSING, PointerError, parse_pointer, resolve
 
     try:
         tokens = parse_pointer(pointer)
     except PointerError as exc:
         raise CliError(f"--path {pointer!r} is not a JSON Pointer: {exc}", code=2) from None
-    found = get_at(state, tokens)
-    if found is _MISSING:
+    found = resolve(state, tokens)
+    if found is MISSING:
         raise CliError(f"nothing at {pointer} in this state")
     return found
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from ..errors import RunError
 from ..kernel.canonical import JSON
 
 __all__ = [
@@ -22,7 +23,7 @@ MAX_OBSERVATION_CHARS = 2000
 """Observations longer than this are cut (the text_actor schema's bound on an observation)."""
 
 
-class TextEnvironmentError(RuntimeError):
+class TextEnvironmentError(RunError, RuntimeError):
     """The environment cannot do what was asked (not started, out of sync with the board)."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ._protocol import TextTurn, clip
 
 __all__ = [
@@ -51,7 +52,7 @@ _GENERATION_TIMEOUT_S = 180.0
 """Per game: the first game of a batch also parses TextWorld's grammars (tens of seconds on a busy 2-core VM)."""
 
 
-class TextWorldMissing(RuntimeError):
+class TextWorldMissing(UsageError, RuntimeError):
     """TextWorld is not installed (the message says how to install it)."""
 
 

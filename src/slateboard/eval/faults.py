@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import UsageError
 from .faults_systems import (
     SYSTEMS,
     SystemOutcome,
@@ -65,7 +66,7 @@ stopped only by its budget is not halted."""
 Z95 = 1.959963984540054
 
 
-class FaultsError(ValueError):
+class FaultsError(UsageError, ValueError):
     """Bad options for the suite (unknown system or fault, N below 1); the message says which."""
 
 

@@ -50,6 +50,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SlateboardError
+
 __all__ = [
     "BAD_PATH_TYPE",
     "CYCLE",
@@ -522,7 +524,7 @@ def ops_to_update(ops: Sequence[dict[str, Any]], state: dict[str, Any]) -> dict[
 
 
 # -- committed state and the detector -----------------------------------------------------------
-class _PatchFailure(Exception):
+class _PatchFailure(SlateboardError):
     pass
 
 

@@ -13,13 +13,15 @@ from typing import Any
 
 import orjson
 
+from ..errors import UsageError
+
 JSON = Any
 """A JSON value as Python builds it: dict, list, str, int, float, bool or None."""
 
 _OPTS = orjson.OPT_SORT_KEYS
 
 
-class CanonicalError(ValueError):
+class CanonicalError(UsageError, ValueError):
     """Raised when a value has no canonical JSON form (NaN, huge integer, non-JSON type)."""
 
 

@@ -34,14 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .canonical import JSON
+from .protocol import CircuitTerms, KernelBlueprint, KernelLimits
 from .record import Record
-
-if TYPE_CHECKING:
-    from ..blueprint.compile import CompiledBlueprint
-    from ..blueprint.models import CircuitSpec, Limits
 
 CONTINUE = "continue"
 RETRY_WITH_FEEDBACK = "retry_with_feedback"
@@ -121,7 +117,9 @@ CONTINUE_ACTION = CircuitAction(CONTINUE)
 class CircuitPolicy:
     """The circuit thresholds of one blueprint, applied to a log tail (see module docstring)."""
 
-    def __init__(self, spec: CircuitSpec, limits: Limits, *, view_budgets: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, spec: CircuitTerms, limits: KernelLimits, *, view_budgets: Mapping[str, int] | None = None
+    ) -> None:
         self.spec = spec
         self.limits = limits
         self.view_budgets: dict[str, int] = dict(view_budgets or {})
@@ -130,7 +128,7 @@ class CircuitPolicy:
         """The most records ``check`` looks at (the newest ones)."""
 
     @classmethod
-    def from_blueprint(cls, blueprint: CompiledBlueprint) -> CircuitPolicy:
+    def from_blueprint(cls, blueprint: KernelBlueprint) -> CircuitPolicy:
         """The policy of a compiled blueprint, with its workers' view budgets."""
         budgets = {name: c.spec.view_budget for name, c in blueprint.workers.items()}
         return cls(blueprint.spec.circuit, blueprint.spec.limits, view_budgets=budgets)

@@ -1,26 +1,77 @@
-"""Evaluating invariants on exactly the nodes a patch touched.
+"""Invariants, and evaluating them on exactly the nodes a patch touched.
 
 An invariant is attached to a location pattern. After a patch, the nodes to check are those
 matching the pattern that are either an ancestor-or-self of a changed path (changed inside)
 or lie inside a subtree the patch put in place. ``oldSelf`` is the node's value before the
 patch at the same concrete path, captured before applying (only for invariants that use it).
+
+``CompiledInvariant`` (a CEL rule or a Python callable at a location) and ``InvariantContext``
+(what a Python invariant sees) are defined here, in the kernel, because the kernel is what
+evaluates them; the blueprint compiles its ``invariants`` section into them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .canonical import JSON
+from .cel import CelExpr, SharedContext
 from .patch import Effect
-from .pointer import Pattern, Tokens, format_pointer, is_array_index
+from .pointer import MISSING, Pattern, Tokens, format_pointer, is_array_index, resolve
 
-if TYPE_CHECKING:
-    from ..blueprint.cel import SharedContext
-    from ..blueprint.compile import CompiledBlueprint, CompiledInvariant
 
-_MISSING: Any = object()
+@dataclass(frozen=True, slots=True)
+class InvariantContext:
+    """What a Python-registered invariant sees: the node, its old value, its path, the state."""
+
+    path: str
+    value: JSON
+    old: JSON
+    had_old: bool
+    state: JSON
+
+
+PythonInvariant = Callable[[InvariantContext], "str | None"]
+"""A Python invariant: None when the node is acceptable, else the reason it is not."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledInvariant:
+    """An invariant at a schema location pattern: CEL or a Python callable."""
+
+    index: int
+    name: str
+    pattern: Pattern
+    message: str | None
+    expr: CelExpr | None = None
+    func: PythonInvariant | None = None
+    check: str | None = None
+
+    @property
+    def uses_old(self) -> bool:
+        """True when the check needs the node's previous value."""
+        return self.func is not None or (self.expr is not None and self.expr.uses("oldSelf"))
+
+    @property
+    def uses_root(self) -> bool:
+        """True when the check needs the whole state (costs O(size of state))."""
+        return self.func is not None or (self.expr is not None and self.expr.uses("root"))
+
+    @property
+    def check_every(self) -> bool:
+        """True when every commit re-checks every matching node, not only the touched ones."""
+        if self.check is not None:
+            return self.check == "every"
+        return self.uses_root
+
+
+class HasInvariants(Protocol):
+    """Anything that lists its invariants (a compiled blueprint does)."""
+
+    @property
+    def all_invariants(self) -> Sequence[CompiledInvariant]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,30 +84,13 @@ class InvariantFailure:
     reason: str
 
 
-def get(state: JSON, tokens: Tokens) -> JSON:
-    """The node at ``tokens`` or the _MISSING sentinel."""
-    node = state
-    for t in tokens:
-        if isinstance(node, dict):
-            if t not in node:
-                return _MISSING
-            node = node[t]
-        elif isinstance(node, list):
-            if not is_array_index(t) or int(t) >= len(node):
-                return _MISSING
-            node = node[int(t)]
-        else:
-            return _MISSING
-    return node
-
-
 def expand(state: JSON, tokens: Tokens, prefix: Tokens = ()) -> Iterator[Tokens]:
     """Concrete paths of existing nodes matching pattern ``tokens`` (``*`` = any member)."""
     if not tokens or tokens == ("**",):
         yield prefix
         return
     head, rest = tokens[0], tokens[1:]
-    node = get(state, prefix)
+    node = resolve(state, prefix)
     if isinstance(node, dict):
         keys = list(node) if head == "*" else ([head] if head in node else [])
     elif isinstance(node, list):
@@ -73,13 +107,11 @@ def expand(state: JSON, tokens: Tokens, prefix: Tokens = ()) -> Iterator[Tokens]
 def _evaluate(
     inv: CompiledInvariant, state: JSON, path: Tokens, old: JSON, shared: _RootContext | None = None
 ) -> str | None:
-    value = get(state, path)
-    if value is _MISSING:
+    value = resolve(state, path)
+    if value is MISSING:
         return None
-    had_old = old is not _MISSING
+    had_old = old is not MISSING
     if inv.func is not None:
-        from ..blueprint.compile import InvariantContext
-
         try:
             return inv.func(InvariantContext(format_pointer(path), value, old if had_old else None, had_old, state))
         except Exception as exc:  # a buggy user invariant rejects, it does not crash the kernel
@@ -118,19 +150,17 @@ class _RootContext:
 
     def get(self) -> SharedContext:
         if self._ctx is None:
-            from ..blueprint.cel import SharedContext
-
             self._ctx = SharedContext({"root": self.state})
         return self._ctx
 
 
-def check_all_invariants(bp: CompiledBlueprint, state: JSON) -> list[InvariantFailure]:
+def check_all_invariants(bp: HasInvariants, state: JSON) -> list[InvariantFailure]:
     """Check every invariant on every matching node (used for initial states)."""
     out = []
     shared = _RootContext(state)
     for inv in bp.all_invariants:
         for path in expand(state, inv.pattern.tokens):
-            reason = _evaluate(inv, state, path, _MISSING, shared)
+            reason = _evaluate(inv, state, path, MISSING, shared)
             if reason is not None:
                 out.append(InvariantFailure(inv.index, inv.name, format_pointer(path), reason))
     return out
@@ -141,9 +171,7 @@ def _prefix_matches(pattern: Pattern, tokens: Tokens) -> bool:
     return all(a == "*" or a == b for a, b in zip(pt, tokens, strict=False))
 
 
-def touched_targets(
-    bp: CompiledBlueprint, state: JSON, effects: list[Effect]
-) -> list[tuple[CompiledInvariant, Tokens]]:
+def touched_targets(bp: HasInvariants, state: JSON, effects: list[Effect]) -> list[tuple[CompiledInvariant, Tokens]]:
     """The (invariant, concrete node) pairs a patch requires checking, in a stable order.
 
     ``effects`` are the rebased effects (paths as in the final state). A node is checked when
@@ -212,7 +240,7 @@ def evaluate_targets(
     out: list[InvariantFailure] = []
     shared = _RootContext(state)
     for inv, path in targets:
-        reason = _evaluate(inv, state, path, old.get(path, _MISSING), shared)
+        reason = _evaluate(inv, state, path, old.get(path, MISSING), shared)
         if reason is not None:
             out.append(InvariantFailure(inv.index, inv.name, format_pointer(path), reason))
     return out

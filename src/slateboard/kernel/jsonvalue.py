@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SlateboardError, UsageError
 from .canonical import JSON
 
 
@@ -23,7 +24,7 @@ class JsonLimits:
     max_int_bits: int = 63
 
 
-class JsonValueError(ValueError):
+class JsonValueError(UsageError, ValueError):
     """An untrusted value is not acceptable JSON; ``path`` names where, ``reason`` says why."""
 
     def __init__(self, path: str, reason: str) -> None:
@@ -32,7 +33,7 @@ class JsonValueError(ValueError):
         self.reason = reason
 
 
-class _DuplicateKey(ValueError):
+class _DuplicateKey(SlateboardError, ValueError):
     pass
 
 

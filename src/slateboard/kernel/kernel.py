@@ -13,20 +13,20 @@ from __future__ import annotations
 import copy
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from ..errors import SlateboardError, UsageError
 from .canonical import JSON, CanonicalError, canonical_str
-from .invariants import evaluate_targets, get, pre_patch_path, touched_targets
+from .contract import WorkerContract
+from .invariants import evaluate_targets, pre_patch_path, touched_targets
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
-from .pointer import Tokens, format_pointer, is_array_index, region_contains
+from .pointer import MISSING, Tokens, format_pointer, is_array_index, parse_pointer, region_contains, resolve
+from .protocol import KernelBlueprint
 from .record import GENESIS, Record, Usage
 from .statehash import StateHasher
-
-if TYPE_CHECKING:
-    from ..blueprint.compile import CompiledBlueprint, WorkerContract
 
 STALE_WINDOW = 4096
 """How many recent versions keep their changed paths for staleness checks."""
@@ -103,11 +103,11 @@ class Decision:
         return self.record.reason
 
 
-class KernelBusy(RuntimeError):
+class KernelBusy(UsageError, RuntimeError):
     """``prepare`` was called while another decision awaits commit or abort."""
 
 
-class Reject(Exception):
+class Reject(SlateboardError):
     """Internal: a stage failed."""
 
     def __init__(self, stage: str, reason: str) -> None:
@@ -121,7 +121,7 @@ class Kernel:
 
     def __init__(
         self,
-        blueprint: CompiledBlueprint,
+        blueprint: KernelBlueprint,
         state: JSON | None = None,
         *,
         version: int = 0,
@@ -343,10 +343,8 @@ class Kernel:
 
     def value_at(self, pointer: str) -> JSON:
         """The committed value at a pointer (raises KeyError when absent)."""
-        from .pointer import parse_pointer
-
-        node = get(self.state, parse_pointer(pointer))
-        if node is _missing():
+        node = resolve(self.state, parse_pointer(pointer))
+        if node is MISSING:
             raise KeyError(pointer)
         return node
 
@@ -460,8 +458,8 @@ class Kernel:
                 checked.add(())
                 continue
             if eff.kind != "delete":
-                node = get(self.state, path)
-                if node is not _missing() and len(path) + _depth(node, self.limits.max_depth) > self.limits.max_depth:
+                node = resolve(self.state, path)
+                if node is not MISSING and len(path) + _depth(node, self.limits.max_depth) > self.limits.max_depth:
                     raise Reject(
                         "schema",
                         f"{format_pointer(path)}: the state would nest deeper than {self.limits.max_depth} levels",
@@ -472,8 +470,8 @@ class Kernel:
                         "schema",
                         f"{format_pointer(path)}: the schema allows no member {path[-1]!r} here",
                     )
-                node = get(self.state, path)
-                if node is _missing():
+                node = resolve(self.state, path)
+                if node is MISSING:
                     continue  # overwritten by a later op in the same patch
                 violations = schema.validate_value(loc, node, format_pointer(path))
                 if violations:
@@ -481,8 +479,8 @@ class Kernel:
             for depth in range(len(eff.parent), -1, -1):
                 containers.setdefault(path[:depth], set()).add(path[depth] if depth < len(path) else "")
         for cpath, keys in sorted(containers.items(), key=lambda kv: -len(kv[0])):
-            node = get(self.state, cpath)
-            if node is _missing():
+            node = resolve(self.state, cpath)
+            if node is MISSING:
                 continue
             _ancestors, loc = schema.locate(cpath)
             if loc is None:
@@ -501,8 +499,8 @@ class Kernel:
             self.state = applied.root
             for path, pre in wanted.items():
                 if pre is not None:
-                    node = get(self.state, pre)
-                    if node is not _missing():
+                    node = resolve(self.state, pre)
+                    if node is not MISSING:
                         old[path] = copy.deepcopy(node)
             applied = apply_ops(self.state, ops, self.hasher.observe)
             self.state = applied.root
@@ -601,12 +599,6 @@ def _pattern_below(pattern: Tokens, c: Tokens) -> bool:
     """True when concrete path ``c`` is an ancestor of nodes the pattern names."""
     pt = pattern[:-1] if pattern and pattern[-1] == "**" else pattern
     return len(c) < len(pt) and all(a == "*" or a == b for a, b in zip(pt, c, strict=False))
-
-
-def _missing() -> Any:
-    from .invariants import _MISSING
-
-    return _MISSING
 
 
 def _raw_text(patch: Any, limit: int) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UsageError
 from .canonical import JSON
 from .jsonvalue import json_equal, type_name
 from .pointer import PointerError, Tokens, _parse_pointer, format_pointer, is_array_index
@@ -43,7 +44,7 @@ class Op:
         return out
 
 
-class OpError(ValueError):
+class OpError(UsageError, ValueError):
     """A malformed operation; ``index`` is its position in the patch."""
 
     def __init__(self, index: int, path: str | None, reason: str) -> None:
@@ -108,7 +109,7 @@ def check_ops(patch: JSON) -> list[Op]:
     return ops
 
 
-class ApplyError(ValueError):
+class ApplyError(UsageError, ValueError):
     """An operation could not be applied; names the op, its path, and expected/got details."""
 
     def __init__(self, op: Op, reason: str, *, stage: str = "apply") -> None:

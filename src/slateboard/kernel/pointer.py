@@ -8,12 +8,29 @@ which a token ``*`` matches exactly one segment and ``-`` stands for an array ap
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
+from typing import Any, Final
+
+from ..errors import UsageError
 
 Tokens = tuple[str, ...]
 
 
-class PointerError(ValueError):
+class Missing(Enum):
+    """The type of ``MISSING``: one member, so ``value is MISSING`` narrows for type checkers."""
+
+    MISSING = "MISSING"
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = Missing.MISSING
+"""What ``resolve`` returns for a pointer that names no node (``None`` is a JSON value)."""
+
+
+class PointerError(UsageError, ValueError):
     """A string that is not a valid JSON Pointer; the message names the pointer and the fault."""
 
 
@@ -67,6 +84,29 @@ def format_pointer(tokens: Tokens | list[str]) -> str:
 def is_array_index(token: str) -> bool:
     """True when ``token`` is a valid RFC 6901 array index (no sign, no leading zeros)."""
     return token.isdigit() and token.isascii() and (token == "0" or token[0] != "0")
+
+
+def resolve(state: Any, pointer: str | Tokens) -> Any:
+    """The node of ``state`` at ``pointer`` (a pointer string or parsed tokens), or ``MISSING``.
+
+    Never raises for a well-formed pointer: a member that does not exist, an index that is not a
+    canonical array index or is out of range, and a step into a scalar all give ``MISSING``. A
+    malformed pointer string raises PointerError. The result is the live node, not a copy.
+    """
+    tokens = parse_pointer(pointer) if isinstance(pointer, str) else pointer
+    node = state
+    for t in tokens:
+        if isinstance(node, dict):
+            if t not in node:
+                return MISSING
+            node = node[t]
+        elif isinstance(node, list):
+            if not is_array_index(t) or int(t) >= len(node):
+                return MISSING
+            node = node[int(t)]
+        else:
+            return MISSING
+    return node
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import orjson
 
 from .canonical import JSON
 from .kernel import Kernel, Proposal
 from .patch import ApplyError, OpError, apply_ops, check_ops
+from .protocol import KernelBlueprint
 from .record import GENESIS, Record
 from .statehash import StateHasher
-
-if TYPE_CHECKING:
-    from ..blueprint.compile import CompiledBlueprint
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +41,7 @@ class ReplayReport:
 
 
 def replay(
-    blueprint: CompiledBlueprint,
+    blueprint: KernelBlueprint,
     initial_state: JSON,
     records: Iterable[Record],
     *,
@@ -142,7 +139,7 @@ def _check_link(rec: Record, seq: int, prev: str) -> str | None:
 
 
 def _revalidate(
-    blueprint: CompiledBlueprint,
+    blueprint: KernelBlueprint,
     state: JSON,
     records: Iterable[Record],
     version: int,
@@ -155,7 +152,7 @@ def _revalidate(
     for rec in records:
         position = kernel.seq + 1
         try:
-            problem = _redecide(kernel, rec)
+            problem = redecide(kernel, rec)
         except Exception as exc:  # malformed but re-sealed records must be reported, not raised
             problem = f"malformed record: {type(exc).__name__}: {exc}"
         if problem:
@@ -166,7 +163,7 @@ def _revalidate(
     return ReplayReport(True, checked, kernel.version, kernel.state, kernel.state_hash)
 
 
-def _redecide(kernel: Kernel, rec: Record) -> str | None:
+def redecide(kernel: Kernel, rec: Record) -> str | None:
     """Re-run one logged record through the kernel; the problem, or None when it matches."""
     problem = _check_link(rec, kernel.seq, kernel.last_hash)
     if problem is not None:

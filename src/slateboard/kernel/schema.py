@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from ..errors import UsageError
 from .canonical import JSON
 from .jsonvalue import type_name
 from .pointer import Tokens, escape_token, format_pointer, is_array_index
@@ -35,7 +36,7 @@ _WHOLE_KEYWORDS = frozenset(
 )  # fmt: skip
 
 
-class SchemaError(ValueError):
+class SchemaError(UsageError, ValueError):
     """The state schema itself is not a valid JSON Schema; the message says where."""
 
 
@@ -326,3 +327,38 @@ def _regex(pattern: str) -> re.Pattern[str]:
 def pointer_for(tokens: Tokens) -> str:
     """Pointer text for tokens (re-exported for callers building messages)."""
     return format_pointer(tokens)
+
+
+def pattern_locations(schema: SchemaIndex, tokens: Tokens) -> list[Location]:
+    """Every schema location a pattern can reach ('*' expands to all members); [] if none."""
+    frontier: list[Location] = [schema.root]
+    for token in tokens:
+        if token == "**":
+            return frontier
+        nxt: list[Location] = []
+        for loc in frontier:
+            if token == "*" and not loc.any and isinstance(loc.schema, dict):
+                props = loc.schema.get("properties") or {}
+                array_like = "items" in loc.schema or loc.schema.get("type") == "array"
+                candidates = [*list(props), "0"] if array_like else list(props)
+                found = [c for t in candidates if (c := schema._child(loc, t)) is not None]
+                for pat in loc.schema.get("patternProperties") or {}:
+                    sub = schema._location(
+                        f"{loc.nav}/patternProperties/{escape_token(pat)}",
+                        loc.schema["patternProperties"][pat],
+                    )
+                    found.append(sub)
+                add = loc.schema.get("additionalProperties", True)
+                if (add is not False and not props and "items" not in loc.schema) or isinstance(add, dict):
+                    c = schema._child(loc, "\x00any")
+                    if c is not None:
+                        found.append(c)
+                nxt.extend(found)
+            else:
+                c = schema._child(loc, "0" if token == "-" else token)
+                if c is not None:
+                    nxt.append(c)
+        frontier = nxt
+        if not frontier:
+            return []
+    return frontier

@@ -6,6 +6,8 @@ Callers branch on the class, never on message text: the retry loop retries exact
 
 from __future__ import annotations
 
+from ..errors import RunError, UsageError
+
 __all__ = [
     "ModelBadResponse",
     "ModelConfigError",
@@ -28,7 +30,7 @@ def one_line(text: str, limit: int = _MAX_DETAIL_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-class ModelError(Exception):
+class ModelError(RunError):
     """Base of every model failure; the message is one line naming the model string and the cause.
 
     `model` is the model string that failed, `detail` what was wrong, and `status` the HTTP
@@ -77,7 +79,7 @@ class ModelBadResponse(ModelError):
     """The reply does not follow the provider's protocol (not JSON, no choices, no content...)."""
 
 
-class ModelConfigError(ModelError):
+class ModelConfigError(ModelError, UsageError):
     """The model cannot be used as configured: bad model string, missing or rejected API key,
     unknown model or endpoint, missing local weights or a missing optional dependency."""
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..blueprint.compile import compile_blueprint
+from ..errors import UsageError
 from ..kernel.record import Record
 from ..stores.base import AgendaChanges, Store
 
 
-class ApprovalError(ValueError):
+class ApprovalError(UsageError, ValueError):
     """The record named is not a held proposal awaiting a decision on this board."""
 
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
+from ..errors import RunError
 from ..kernel.canonical import JSON
 from ..models import Model, ModelError, resolve_model
 from ..models.errors import ModelConfigError
@@ -80,7 +81,7 @@ PYTHON_PREFIX = "python:"
 SCALE_OUT_NEEDS_POSTGRES = "scale-out across runner processes needs a postgresql:// store"
 
 
-class WaitTimeout(TimeoutError):
+class WaitTimeout(RunError, TimeoutError):
     """``wait`` gave up: the board was still running when the timeout passed."""
 
     def __init__(self, board_id: str, timeout: float, info: BoardInfo) -> None:

@@ -37,14 +37,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..errors import RunError
 from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, RECORD_KIND, RETRY_WITH_FEEDBACK, SWITCH_WORKER, TIGHTEN_BUDGET, CircuitPolicy
-from ..kernel.invariants import _MISSING
-from ..kernel.invariants import get as get_at
 from ..kernel.kernel import Decision, Kernel, Proposal
-from ..kernel.pointer import parse_pointer
+from ..kernel.pointer import MISSING, parse_pointer, resolve
 from ..kernel.record import Record, Usage
-from ..kernel.replay import _redecide, replay
+from ..kernel.replay import redecide, replay
 from ..models import resolve_model
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
@@ -82,7 +81,7 @@ Emit = Callable[..., None]
 """``emit(kind, **data)``: how a session reports run events to its runner."""
 
 
-class RunnerError(RuntimeError):
+class RunnerError(RunError, RuntimeError):
     """The run could not continue (the store failed, or the board is not runnable)."""
 
 
@@ -128,8 +127,8 @@ def answer_of(blueprint: CompiledBlueprint, state: JSON) -> JSON:
     """The value at the blueprint's answer path (None when it names none or nothing is there)."""
     if blueprint.spec.answer is None:
         return None
-    found = get_at(state, parse_pointer(blueprint.spec.answer))
-    return None if found is _MISSING else found
+    found = resolve(state, parse_pointer(blueprint.spec.answer))
+    return None if found is MISSING else found
 
 
 def make_result(
@@ -320,7 +319,7 @@ class BoardSession:
             return False
         for rec in new:
             try:
-                problem = _redecide(self.kernel, rec)
+                problem = redecide(self.kernel, rec)
             except Exception as exc:  # a record this kernel cannot re-decide: rebuild instead
                 problem = f"{type(exc).__name__}: {exc}"
             if problem is not None:

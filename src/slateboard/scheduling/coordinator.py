@@ -148,17 +148,15 @@ def digest_state(
     most recent), deeper objects clipped. Every value is clipped to ``item_chars``; the result
     is cut (with ``…``) at ``limit``. Deterministic: keys are sorted.
     """
-    from ..kernel.invariants import _MISSING
-    from ..kernel.invariants import get as get_at
-    from ..kernel.pointer import PointerError, parse_pointer
+    from ..kernel.pointer import MISSING, PointerError, parse_pointer, resolve
 
     lines: list[str] = []
     for ptr in recent:
         try:
-            node = get_at(state, parse_pointer(ptr))
+            node = resolve(state, parse_pointer(ptr))
         except PointerError:
             continue
-        if node is not _MISSING:
+        if node is not MISSING:
             lines.append(f"recent {ptr or '/'} = {_clip(node, item_chars)}")
     lines.extend(_lines(state, "", 2, newest, item_chars))
     text = "\n".join(lines)

@@ -26,8 +26,8 @@ from ..kernel.canonical import JSON
 from .diagnostics import Diagnostic
 
 if TYPE_CHECKING:
-    from ..blueprint.cel import CelExpr
     from ..blueprint.compile import CompiledBlueprint, CompiledRule, CompiledStage
+    from ..kernel.cel import CelExpr
 
 PENDING, ACTIVE, EXITED = "pending", "active", "exited"
 STAGE_STATUSES = (PENDING, ACTIVE, EXITED)

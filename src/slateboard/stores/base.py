@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import StoreError as StoreError  # re-exported: the stores raise it
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import Invocation
@@ -46,10 +47,6 @@ DEFAULT_LEASE_S = 30.0
 
 
 # -- errors -------------------------------------------------------------------------------------
-class StoreError(Exception):
-    """Base of every error a store raises (driver errors are always translated)."""
-
-
 class Conflict(StoreError):
     """The board moved on: the record was prepared at a log position that is no longer the last.
 

@@ -12,14 +12,16 @@ import orjson
 from ..kernel.canonical import JSON, canonical_str, sha256_hex
 from ..kernel.pointer import PointerError, parse_pointer
 from ..kernel.record import Record
+from ..kernel.schema import pattern_locations
 from ._fill import Fill, Targets
 from ._measure import Meter, clip_json, clip_str, json_size, shorten
 from ._model import Handle, View
 from ._region import RNode, find, region_root
 
 if TYPE_CHECKING:
-    from ..blueprint.compile import CompiledBlueprint, WorkerContract
+    from ..kernel.contract import WorkerContract
     from ..kernel.kernel import Kernel
+    from ..kernel.protocol import KernelBlueprint
 
 MIN_BUDGET = 2
 """The smallest budget a view can honour: the empty object ``{}``."""
@@ -149,9 +151,7 @@ def _targets(root: RNode | None, expand: Sequence[str], event: JSON, recent: Seq
 
 
 # -- the frame: everything but data and handles ---------------------------------------------
-def _writable(bp: CompiledBlueprint, contract: WorkerContract) -> list[tuple[str, list[str], JSON]]:
-    from ..blueprint.compile import pattern_locations
-
+def _writable(bp: KernelBlueprint, contract: WorkerContract) -> list[tuple[str, list[str], JSON]]:
     out = []
     for p in contract.writes:
         ops = sorted(contract.ops)
@@ -213,7 +213,7 @@ def _frame(
 
 # -- entry points -------------------------------------------------------------------------------
 def build_view(
-    blueprint: CompiledBlueprint,
+    blueprint: KernelBlueprint,
     worker_name: str,
     state: JSON,
     version: int,

@@ -30,7 +30,7 @@ from ._model import Handle
 from ._region import RNode
 
 if TYPE_CHECKING:
-    from ..blueprint.compile import CompiledBlueprint
+    from ..kernel.protocol import KernelBlueprint
 
 MAX_MISSES = 8
 """A collection stops offering members after this many consecutive ones did not fit."""
@@ -81,7 +81,7 @@ class Fill:
         base: int,
         summary: int,
         targets: Targets,
-        bp: CompiledBlueprint,
+        bp: KernelBlueprint,
         memo: dict[Any, Any],
     ) -> None:
         self.root = root

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
+from ..errors import UsageError
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..stores.base import BoardInfo, BoardNotFound, Store
@@ -39,7 +40,7 @@ _VIEW_CANDIDATES = 48
 _HASH_CHARS = frozenset("0123456789abcdef")
 
 
-class ApiError(Exception):
+class ApiError(UsageError):
     """A request the dashboard cannot answer: ``status`` is the HTTP status, ``message`` one line."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -494,9 +495,7 @@ def _view_out(view: View, inputs: dict[str, JSON], matches: bool, st: _State) ->
 
 def _changed(rec: Record, state: JSON) -> list[str]:
     """The pointers an accepted record's patch wrote, with ``-`` resolved to the appended index."""
-    from ..kernel.invariants import _MISSING
-    from ..kernel.invariants import get as get_at
-    from ..kernel.pointer import PointerError, format_pointer, parse_pointer
+    from ..kernel.pointer import MISSING, PointerError, format_pointer, parse_pointer, resolve
 
     try:
         ops = orjson.loads(rec.patch or "[]")
@@ -511,8 +510,8 @@ def _changed(rec: Record, state: JSON) -> list[str]:
         except PointerError:
             continue
         if tokens and tokens[-1] == "-":
-            parent = get_at(state, tuple(tokens[:-1]))
-            if parent is _MISSING or not isinstance(parent, list) or not parent:
+            parent = resolve(state, tuple(tokens[:-1]))
+            if parent is MISSING or not isinstance(parent, list) or not parent:
                 continue
             tokens[-1] = str(len(parent) - 1)
         out.append(format_pointer(tokens))

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..errors import UsageError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Proposal
 from ..kernel.record import Usage
@@ -36,7 +37,7 @@ Feedback = str | Sequence[str] | None
 """Why the worker's last proposals were rejected: one text, several, or nothing."""
 
 
-class WorkerConfigError(ValueError):
+class WorkerConfigError(UsageError, ValueError):
     """A worker cannot be built as configured (unknown worker, bad function reference, contract
     mismatch, unknown tool); the message names the worker and the offending value."""
 

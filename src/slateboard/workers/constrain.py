@@ -78,9 +78,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..kernel.canonical import JSON, canonical_str
-from ..kernel.invariants import expand, get
+from ..kernel.invariants import expand
 from ..kernel.jsonvalue import json_equal
-from ..kernel.pointer import Tokens, format_pointer, is_array_index
+from ..kernel.pointer import Tokens, format_pointer, is_array_index, resolve
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
@@ -235,7 +235,7 @@ def write_targets(blueprint: CompiledBlueprint, worker: str, state: JSON) -> lis
                 continue
             last = tokens[-1]
             for parent in expand(state, tokens[:-1]):
-                node = get(state, parent)
+                node = resolve(state, parent)
                 if isinstance(node, list):
                     if last in ("-", "*"):
                         if last == "*":
@@ -409,7 +409,7 @@ def _container_bounds(schema: SchemaIndex, state: JSON, t: Target) -> tuple[bool
     if not t.tokens:
         return True, False
     parent_tokens = t.tokens[:-1]
-    parent = get(state, parent_tokens)
+    parent = resolve(state, parent_tokens)
     ps = _location_schema(schema, parent_tokens)
     if not isinstance(ps, dict):
         return True, True
@@ -519,7 +519,7 @@ def _referred_values(pattern: Any, node: dict[str, Any], state: JSON, limit: int
     values: list[JSON] = []
     seen: set[str] = set()
     for path in expand(state, tokens):
-        value = get(state, path)
+        value = resolve(state, path)
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             continue
         key = canonical_str(value)
@@ -628,10 +628,10 @@ def proposal_schema(
         if frag is None or frag is False:
             continue
         may_add, may_remove = _container_bounds(schema, state, t)
-        parent = get(state, t.tokens[:-1]) if t.tokens else None
+        parent = resolve(state, t.tokens[:-1]) if t.tokens else None
         new_item = fresh_ids and isinstance(parent, list)
         if t.exists:
-            changed = _changing(frag, get(state, t.tokens)) if avoid_noops else frag
+            changed = _changing(frag, resolve(state, t.tokens)) if avoid_noops else frag
             if changed is not None:
                 if "replace" in ops:
                     add("replace", t, changed)
@@ -830,7 +830,7 @@ def sketch_state(
         for tok in pattern.tokens[:-1]:
             if tok in ("*", "-", "**"):
                 break
-            parent = get(root, tuple(prefix))
+            parent = resolve(root, tuple(prefix))
             ps = _location_schema(schema, tuple(prefix))
             if isinstance(parent, dict) and tok not in parent:
                 if not (isinstance(ps, dict) and tok in (ps.get("required") or ())):

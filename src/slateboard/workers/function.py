@@ -23,7 +23,7 @@ from ..kernel.record import Usage
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable
 
 if TYPE_CHECKING:
-    from ..blueprint.compile import WorkerContract
+    from ..kernel.contract import WorkerContract
     from ..views import View
 
 __all__ = ["FunctionWorker", "function_worker", "resolve_function"]

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.pointer import format_pointer
+from ..kernel.schema import pattern_locations
 from ..models import Message
 from .base import Feedback, feedback_lines
 from .constrain import PATCH_KEY
 
 if TYPE_CHECKING:
-    from ..blueprint.compile import CompiledBlueprint, WorkerContract
+    from ..blueprint.compile import CompiledBlueprint
+    from ..kernel.contract import WorkerContract
     from ..views import View
     from .tools import Tool
 
@@ -98,8 +100,6 @@ def example_patch(
 
 def writable_lines(blueprint: CompiledBlueprint, contract: WorkerContract, *, with_schema: bool) -> list[str]:
     """One line per write pattern: the pattern, its ops, and (optionally) its value schema."""
-    from ..blueprint.compile import pattern_locations
-
     lines = []
     for pattern in contract.writes:
         ops = sorted(contract.ops - {"test"}) or sorted(contract.ops)

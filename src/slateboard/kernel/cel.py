@@ -12,10 +12,12 @@ from typing import Any
 
 import cel
 
+from ..errors import UsageError
+
 _ALL: frozenset[str] = frozenset({"\x00all"})
 
 
-class CelCompileError(ValueError):
+class CelCompileError(UsageError, ValueError):
     """A CEL expression that does not compile; the message is the parser's, on one line."""
 
 

@@ -1,0 +1,68 @@
+"""Every exception slateboard raises, under one root.
+
+Catch ``SlateboardError`` to catch anything slateboard raises on purpose; catch one of its three
+branches to tell *who* must act. Each concrete class lives next to the code that raises it (the
+module named in brackets) and keeps the standard base it had before (``ValueError``,
+``TimeoutError``...), so ``except ValueError`` keeps working where it did::
+
+    SlateboardError
+    ├── UsageError                    the caller must fix code, configuration or input
+    │   ├── BlueprintError            [blueprint]     a rejected blueprint, every issue by path
+    │   ├── CelCompileError           [kernel.cel]    a CEL expression that does not compile
+    │   ├── PointerError              [kernel.pointer] not a JSON Pointer / contract pattern
+    │   ├── SchemaError               [kernel.schema] a state schema the kernel cannot use
+    │   ├── CanonicalError            [kernel.canonical] a value with no canonical JSON form
+    │   ├── JsonValueError            [kernel.jsonvalue] JSON over a limit or not JSON at all
+    │   ├── OpError, ApplyError       [kernel.patch]  an RFC 6902 patch that is malformed / fails
+    │   ├── KernelBusy                [kernel]        prepare/commit/abort called out of order
+    │   ├── WorkerConfigError         [workers]       a worker that cannot be built
+    │   ├── ModelConfigError          [models]        a bad model string or missing API key
+    │   ├── ApprovalError             [runtime]       approving something that is not held
+    │   ├── TextWorldMissing          [envs]          the optional textworld package is absent
+    │   ├── FaultsError               [eval]          a fault-injection plan that is not valid
+    │   └── CliError                  [cli]           a command-line failure (message + exit code)
+    ├── RunError                      a run could not go on; the inputs were fine
+    │   ├── ModelError                [models]        a model call failed (one line: model, cause)
+    │   │   └── ModelUnavailable, ModelTimeout, ModelRateLimited, ModelServerError,
+    │   │       ModelRequestError, ModelBadResponse, ModelScriptError
+    │   ├── ArchitectError            [architect]     no acceptable blueprint after the repairs
+    │   ├── RunnerError               [runtime]       a board run stopped on an inconsistency
+    │   ├── WaitTimeout               [runtime]       waiting for a board to finish timed out
+    │   ├── TextEnvironmentError      [envs]          a text environment failed
+    │   └── ApiError                  [web]           a dashboard request that cannot be answered
+    └── StoreError                    [here; stores]  persistence; driver errors are translated
+        ├── Conflict                                  the board moved on (compare-and-set lost)
+        │   └── DuplicateInvocationCommit
+        ├── BoardNotFound, BoardExists, AgendaError, LeaseLost
+        └── StoreCorrupt, StoreUnavailable, SchemaTooNew
+
+The kernel never raises for a bad proposal: such faults become rejections naming their stage.
+A few private exceptions carry control flow inside one module and never escape it; they derive
+from ``SlateboardError`` too, so that the rule "everything derives from the root" has no holes.
+
+This module imports nothing from slateboard: every other module may import it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RunError", "SlateboardError", "StoreError", "UsageError"]
+
+
+class SlateboardError(Exception):
+    """The root of every exception slateboard defines (see the module docstring for the tree)."""
+
+
+class UsageError(SlateboardError):
+    """Configuration or usage errors: a blueprint, model string, pointer, patch, argument or call
+    order that is wrong. Retrying the same thing fails the same way; the caller must change it."""
+
+
+class RunError(SlateboardError):
+    """Run errors: a model, worker, environment or runner failed while the inputs were valid.
+
+    Some are transient (``ModelUnavailable``, ``ModelRateLimited``); retrying may succeed.
+    """
+
+
+class StoreError(SlateboardError):
+    """Base of every error a store raises (driver errors are always translated)."""

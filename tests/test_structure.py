@@ -1,0 +1,244 @@
+"""The package's import structure, read from the source with ``ast`` (nothing is imported).
+
+What it guards:
+
+- zero import cycles between modules, counting every import (module level, under
+  ``TYPE_CHECKING`` and inside functions: a cycle hidden in a function is still a cycle);
+- zero cycles between the top-level parts of the package (``kernel``, ``blueprint``, ...), and the
+  kernel on the ground floor: it imports nothing from slateboard but itself and ``errors``;
+- no module imports a ``_``-prefixed name, or a ``_``-prefixed module, from another package;
+- no import inside a function (or under ``TYPE_CHECKING``) that would close a cycle if it were
+  written at module level, i.e. none that dodges a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = "slateboard"
+
+# Cycles in the engine engineer's tree (runtime/), kept explicit while the step engine is
+# rewritten (issue 12, part 1): approval -> runner -> session -> approval, dodged today with
+# imports inside functions. The lead empties this after merging; nothing else may be added.
+ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset(
+    {
+        frozenset({"slateboard.runtime.approval", "slateboard.runtime.runner", "slateboard.runtime.session"}),
+    }
+)
+ALLOWED_PREFIXES = ("slateboard.runtime.", "slateboard.team.")
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported name (or module) as the source spells it."""
+
+    importer: str
+    target: str  # the module that is imported or that holds ``name``
+    name: str | None  # the name taken from ``target`` (None for ``import x.y``)
+    where: str  # "module", "type-checking" or "function"
+    line: int
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out: dict[str, tuple[Path, bool]] = {}
+    for path in sorted((SRC / ROOT).rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("")
+        is_package = rel.name == "__init__"
+        parts = rel.parts[:-1] if is_package else rel.parts
+        out[".".join(parts)] = (path, is_package)
+    return out
+
+
+MODULES = _modules()
+
+
+def _package(module: str) -> str:
+    return module if MODULES[module][1] else module.rsplit(".", 1)[0]
+
+
+def _imports(module: str) -> Iterator[Import]:
+    path, is_package = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+    def visit(node: ast.AST, where: str) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                inner = "function"
+            elif isinstance(child, ast.If) and where == "module" and "TYPE_CHECKING" in ast.unparse(child.test):
+                inner = "type-checking"
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = module.split(".") if is_package else module.split(".")[:-1]
+                    base = base[: len(base) - (child.level - 1)]
+                    source = ".".join([*base, child.module] if child.module else base)
+                else:
+                    source = child.module or ""
+                for alias in child.names:
+                    sub = f"{source}.{alias.name}"
+                    if sub in MODULES:  # ``from . import module``
+                        yield Import(module, sub, None, inner, child.lineno)
+                    else:
+                        yield Import(module, source, alias.name, inner, child.lineno)
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield Import(module, alias.name, None, inner, child.lineno)
+            yield from visit(child, inner)
+
+    for imp in visit(tree, "module"):
+        if imp.target == ROOT or imp.target.startswith(ROOT + "."):
+            yield imp
+
+
+IMPORTS = [imp for module in MODULES for imp in _imports(module) if imp.target in MODULES]
+
+
+def _graph(kinds: set[str]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in IMPORTS:
+        if imp.where in kinds and imp.target != imp.importer:
+            graph[imp.importer].add(imp.target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components with more than one member (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[frozenset[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(frozenset(component))
+    return out
+
+
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        for nxt in graph.get(node, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+ALL_KINDS = {"module", "type-checking", "function"}
+
+
+def test_the_parser_sees_the_package() -> None:
+    # Guards the guard: if the walk found nothing, every other test here would pass vacuously.
+    assert len(MODULES) > 50
+    assert any(i.importer == "slateboard.kernel.kernel" and i.target == "slateboard.kernel.patch" for i in IMPORTS)
+    assert any(i.where == "function" for i in IMPORTS)
+    assert any(i.where == "type-checking" for i in IMPORTS)
+    cyclic = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(cyclic) == [frozenset({"a", "b", "c"})]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_between_modules() -> None:
+    cycles = _cycles(_graph(ALL_KINDS))
+    for allowed in ALLOWED_CYCLES:
+        assert all(m.startswith(ALLOWED_PREFIXES) for m in allowed)
+    unexpected = [sorted(c) for c in cycles if c not in ALLOWED_CYCLES]
+    assert unexpected == [], f"import cycles: {unexpected}"
+
+
+def test_no_cycles_between_the_parts_of_the_package() -> None:
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    graph: dict[str, set[str]] = {}
+    for imp in IMPORTS:
+        a, b = part(imp.importer), part(imp.target)
+        graph.setdefault(a, set())
+        if a != b and a != ROOT and b != ROOT:
+            graph[a].add(b)
+    assert _cycles(graph) == [], "the packages of slateboard import each other in a circle"
+
+
+def test_the_kernel_is_the_ground_floor() -> None:
+    outside = sorted(
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in IMPORTS
+        if i.importer.startswith("slateboard.kernel")
+        and not i.target.startswith("slateboard.kernel")
+        and i.target != "slateboard.errors"
+    )
+    assert outside == []
+    errors = [i for i in IMPORTS if i.importer == "slateboard.errors"]
+    assert errors == [], "slateboard.errors must import nothing from slateboard"
+
+
+def test_no_private_names_from_another_package() -> None:
+    bad = []
+    for imp in IMPORTS:
+        if _package(imp.importer) == _package(imp.target):
+            continue
+        private_module = any(p.startswith("_") and not p.startswith("__") for p in imp.target.split("."))
+        private_name = imp.name is not None and imp.name.startswith("_") and not imp.name.startswith("__")
+        if private_module or private_name:
+            bad.append(f"{imp.importer}:{imp.line} imports {imp.name or '*'} from {imp.target}")
+    assert bad == []
+
+
+@pytest.mark.parametrize("kind", ["function", "type-checking"])
+def test_no_deferred_import_dodges_a_cycle(kind: str) -> None:
+    # A deferred import is fine (start-up cost, optional dependencies) unless writing it at
+    # module level would close a cycle: then it only hides the cycle.
+    module_level = _graph({"module"})
+    dodges = []
+    for imp in IMPORTS:
+        if imp.where != kind or imp.target == imp.importer:
+            continue
+        if _reaches(module_level, imp.target, imp.importer):
+            if any(imp.importer in c and imp.target in c for c in ALLOWED_CYCLES):
+                continue
+            dodges.append(f"{imp.importer}:{imp.line} imports {imp.target} inside a {kind} block")
+    assert dodges == []
