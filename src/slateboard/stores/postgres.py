@@ -5,7 +5,11 @@ schema ``NAME`` (default ``slateboard``; created on open), so several stores (or
 share one database without seeing each other's data. Other query parameters go to libpq.
 
 Guarantees, on top of the Store protocol's:
-- An append is one database transaction: a conditional ``UPDATE boards ... WHERE last_seq = ...
+- Group commit: appends go through a commit queue; everything queued while the previous batch
+  was committing goes into one transaction on one connection, each append inside its own
+  savepoint (a lost compare-and-set rolls back only itself) and each acknowledged only after the
+  batch's commit, so concurrent boards share WAL flushes and connections.
+- An append is one database transaction (or a savepoint of a batch): a conditional ``UPDATE boards ... WHERE last_seq = ...
   AND last_hash = ...`` (the CAS: a concurrent writer blocks on the row lock, then finds the
   position moved and gets ``Conflict``), the record insert, the agenda rows it creates or
   completes and the snapshot when due. ``NOTIFY slateboard_<schema>`` is sent (at commit) when
@@ -97,6 +101,9 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         self._status_listener: Conn | None = None
         self._status_lock = asyncio.Lock()
         self._closed = False
+        # The commit queue: appends wait here while the previous batch commits.
+        self._queue: list[tuple[NewRecord, asyncio.Future[tuple[int, Claim | None]]]] = []
+        self._drainer: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, url: str) -> PostgresStore:
@@ -146,6 +153,9 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         if self._closed:
             return
         await self.settle_snapshots()
+        if self._drainer is not None and not self._drainer.done():
+            with contextlib.suppress(Exception):
+                await self._drainer
         self._closed = True
         for listener in (self._listener, self._status_listener):
             if listener is not None:
@@ -339,14 +349,57 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         state: JSON = None,
         claim: ClaimRequest | None = None,
     ) -> AppendResult:
-        """See Store.append."""
+        """See Store.append (through the commit queue: see the module docstring)."""
         job = self.prepare_append(
             board_id, record, agenda=agenda, expected_version=expected_version, state=state, claim=claim
         )
-        async with self._tx() as conn:
-            snap_seq, got = await self._append_tx(conn, job)
-        self.count_flush()
+        if self._closed:
+            raise StoreError(f"{self._where}: the store is closed")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[int, Claim | None]] = loop.create_future()
+        self._queue.append((job, fut))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = loop.create_task(self._drain())
+        snap_seq, got = await fut
         return self.finish_append(job, snap_seq, got)
+
+    async def _drain(self) -> None:
+        """Commit the queued appends, batch after batch: everything queued while the previous
+        batch was flushing goes into one transaction, each append in its own savepoint."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            outcomes: list[tuple[bool, Any]] = []
+            try:
+                async with self._conn() as conn, conn.transaction():
+                    for job, _ in batch:
+                        try:
+                            if len(batch) == 1:
+                                out = await self._append_tx(conn, job)
+                            else:
+                                async with conn.transaction():  # a savepoint
+                                    out = await self._append_tx(conn, job)
+                            outcomes.append((True, out))
+                        except StoreError as exc:
+                            if len(batch) == 1:
+                                raise
+                            outcomes.append((False, exc))
+                        except psycopg.Error as exc:
+                            if len(batch) == 1 or isinstance(exc, psycopg.OperationalError):
+                                raise
+                            outcomes.append((False, self._translate(exc)))
+                    if not any(ok for ok, _ in outcomes):
+                        raise psycopg.Rollback()
+                if any(ok for ok, _ in outcomes):
+                    self.count_flush()
+            except Exception as exc:  # the transaction failed (translated by _conn): every append in it fails
+                outcomes = [(False, exc)] * len(batch)
+            for (_, fut), (ok, value) in zip(batch, outcomes, strict=False):
+                if fut.done():
+                    continue
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(value)
 
     async def _append_tx(self, conn: Conn, job: NewRecord) -> tuple[int, Claim | None]:
         board_id, record, changes = job.board_id, job.record, job.changes
