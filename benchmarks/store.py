@@ -16,8 +16,18 @@ writes of the step: ``put`` + ``put_writes``), p50 and p99; the whole step (kern
 and the persisted bytes (database growth after a WAL checkpoint, divided by N; for PostgreSQL
 the growth of the schema's relations). Goal at N = 1,000: >= 15x less time and >= 100x fewer
 bytes per step than LangGraph + SqliteSaver (reference: 4.5 ms and 125 KB per step).
+Beside wall time: the CPU time of the process per step, and the claim's own latency (p50), which
+must not grow with N (claims walk only live invocations).
+
+Group commit (``--boards 1,4,16``): B boards append concurrently to one store (one SQLite file
+with synchronous=full; PostgreSQL), each board a loop of claim -> kernel.prepare -> append
+(``--fused``: the append leases the board's next invocation in its transaction, when the store
+supports it). Printed: commits/s over all boards, flushes per commit (SQLite: the store's own
+count of durable commits; PostgreSQL: ``pg_stat_wal.wal_sync``, server-wide), CPU ms per commit
+beside wall; goal: 16 boards >= 8x the commits/s of one board on the same store.
 
     python benchmarks/store.py [--steps 200,1000] [--json] [--no-langgraph] [--no-postgres]
+    python benchmarks/store.py --boards 1,4,16 [--board-steps 300] [--fused] [--no-postgres]
 """
 
 from __future__ import annotations
@@ -41,6 +51,11 @@ from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal, replay
 from slateboard.scheduling.invocation import Invocation
 from slateboard.stores import AgendaChanges, Store, open_store
+
+try:  # newer stores lease the next invocation inside the append (older ones: claim separately)
+    from slateboard.stores import ClaimRequest
+except ImportError:  # pragma: no cover - benchmarking an older checkout
+    ClaimRequest = None  # type: ignore[assignment,misc]
 
 WORKERS = ("alpha", "beta", "gamma")
 ENTRY_CHARS = 200
@@ -133,11 +148,14 @@ async def run_slateboard(label: str, url: str, steps: int, size_of: Any) -> dict
         kernel = Kernel(bp)
         commit_ms: list[float] = []
         step_ms: list[float] = []
+        claim_ms: list[float] = []
         logical = 0
         t_run = time.perf_counter()
+        c_run = time.process_time()
         for i in range(steps):
             t0 = time.perf_counter()
             claim = await store.claim(board_id, owner="bench", lease_s=60)
+            claim_ms.append((time.perf_counter() - t0) * 1000)
             assert claim is not None
             inv = claim.invocation
             proposal = Proposal(
@@ -160,6 +178,7 @@ async def run_slateboard(label: str, url: str, steps: int, size_of: Any) -> dict
             step_ms.append((time.perf_counter() - t0) * 1000)
             logical += len(decision.record.to_bytes())
         run_s = time.perf_counter() - t_run
+        cpu_s = time.process_time() - c_run
         await store.close()
         size = await size_of() - base
         store = await open_store(url)
@@ -181,6 +200,9 @@ async def run_slateboard(label: str, url: str, steps: int, size_of: Any) -> dict
         "commit_p50_ms": statistics.median(commit_ms),
         "commit_p99_ms": pct(commit_ms, 99),
         "step_mean_ms": run_s / steps * 1000,
+        "cpu_per_step_ms": cpu_s / steps * 1000,
+        "claim_p50_ms": statistics.median(claim_ms),
+        "claim_last100_ms": statistics.median(claim_ms[-100:]),
         "bytes_per_step": size / steps,
         "record_bytes_per_step": logical / steps,
     }
@@ -308,9 +330,171 @@ def bench_langgraph(steps: int, tmp: Path) -> dict[str, Any]:
         "commit_p50_ms": statistics.median(per_step),
         "commit_p99_ms": pct(per_step, 99),
         "step_mean_ms": run_s / steps * 1000,
+        "cpu_per_step_ms": None,
+        "claim_p50_ms": None,
+        "claim_last100_ms": None,
         "bytes_per_step": size / steps,
         "record_bytes_per_step": None,
     }
+
+
+# -- group commit: many boards, one store ----------------------------------------------------------
+async def _wal_syncs(dsn: str) -> int | None:
+    """The server's WAL sync count (pg_stat_wal, PostgreSQL 14+), or None."""
+    import psycopg
+
+    try:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            cur = await conn.execute("SELECT wal_sync FROM pg_stat_wal")
+            row = await cur.fetchone()
+            return int(row[0]) if row else None
+    except psycopg.Error:
+        return None
+
+
+async def run_boards(label: str, url: str, boards: int, steps: int, *, fused: bool, dsn: str | None) -> dict[str, Any]:
+    """``boards`` boards appending ``steps`` records each, concurrently, to one store."""
+    bp = compile_blueprint(BLUEPRINT)
+    texts = entry_texts(steps)
+    store: Store = await open_store(url)
+    fused = fused and ClaimRequest is not None
+    try:
+        ids = []
+        for _ in range(boards):
+            first = Invocation("start", WORKERS[0], 0, 0, binding=("0",))
+            ids.append((await store.create_board(BLUEPRINT, bp.initial_state(), agenda=[first])).board_id)
+        kernels = {bid: Kernel(bp) for bid in ids}
+
+        async def drive(board_id: str) -> None:
+            kernel = kernels[board_id]
+            claim = None
+            for i in range(steps):
+                if claim is None:
+                    claim = await store.claim(board_id, owner="bench", lease_s=60)
+                assert claim is not None
+                inv = claim.invocation
+                proposal = Proposal(
+                    inv.worker,
+                    [{"op": "add", "path": "/entries/-", "value": {"author": inv.worker, "content": texts[i]}}],
+                    invocation=inv.id,
+                )
+                decision = kernel.prepare(proposal)
+                nxt = Invocation(f"s{i + 1}", WORKERS[(i + 1) % 3], 0, i + 1, binding=(str(i + 1),))
+                changes = AgendaChanges(push=[nxt] if i + 1 < steps else [], complete=[inv.id])
+                extra: dict[str, Any] = {}
+                if fused and i + 1 < steps:
+                    extra["claim"] = ClaimRequest(owner="bench", lease_s=60)
+                try:
+                    result = await store.append(board_id, decision.record, agenda=changes, state=kernel.state, **extra)
+                except BaseException:
+                    kernel.abort(decision)
+                    raise
+                kernel.commit(decision)
+                claim = getattr(result, "claim", None) if fused else None
+
+        stats = getattr(store, "commit_stats", None)
+        before = stats() if stats else None
+        wal0 = await _wal_syncs(dsn) if dsn else None
+        t0, c0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(drive(bid) for bid in ids))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        wal1 = await _wal_syncs(dsn) if dsn else None
+        after = stats() if stats else None
+        commits = boards * steps
+        flushes: float | None = None
+        if wal0 is not None and wal1 is not None:
+            flushes = (wal1 - wal0) / commits
+        elif before is not None and after is not None:
+            flushes = (after.flushes - before.flushes) / commits
+        for bid in ids:
+            info = await store.board_info(bid)
+            assert info.seq == steps and info.last_hash == kernels[bid].last_hash
+    finally:
+        await store.close()
+    return {
+        "system": label,
+        "boards": boards,
+        "commits": commits,
+        "commits_per_s": commits / wall,
+        "flushes_per_commit": flushes,
+        "cpu_ms_per_commit": cpu / commits * 1000,
+        "wall_ms_per_commit": wall / commits * 1000,
+        "fused": fused,
+    }
+
+
+async def bench_boards(args: argparse.Namespace, dsn: str, pg_reason: str | None, tmp: Path) -> list[dict[str, Any]]:
+    counts = [int(b) for b in args.boards.split(",") if b.strip()]
+    rows: list[dict[str, Any]] = []
+    for _ in range(args.rounds):
+        for boards in counts:  # interleaved: every count once per round
+            path = tmp / f"gc-{boards}-{uuid.uuid4().hex[:6]}.db"
+            rows.append(
+                await run_boards(
+                    "sqlite (full)", f"sqlite:///{path}", boards, args.board_steps, fused=args.fused, dsn=None
+                )
+            )
+            if not pg_reason:
+                schema = f"sbbench_{uuid.uuid4().hex[:10]}"
+                sep = "&" if "?" in dsn else "?"
+                try:
+                    rows.append(
+                        await run_boards(
+                            "postgresql",
+                            f"{dsn}{sep}schema={schema}&pool_max={max(8, boards)}",
+                            boards,
+                            args.board_steps,
+                            fused=args.fused,
+                            dsn=dsn,
+                        )
+                    )
+                finally:
+                    import psycopg
+
+                    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return rows
+
+
+def summarise_boards(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median over rounds per (system, boards), with the speed-up over one board."""
+    out: list[dict[str, Any]] = []
+    keys = sorted({(r["system"], r["boards"]) for r in rows})
+    for system, boards in keys:
+        group = [r for r in rows if r["system"] == system and r["boards"] == boards]
+        flushes = [r["flushes_per_commit"] for r in group if r["flushes_per_commit"] is not None]
+        out.append(
+            {
+                "system": system,
+                "boards": boards,
+                "rounds": len(group),
+                "commits_per_s": statistics.median(r["commits_per_s"] for r in group),
+                "flushes_per_commit": statistics.median(flushes) if flushes else None,
+                "cpu_ms_per_commit": statistics.median(r["cpu_ms_per_commit"] for r in group),
+                "wall_ms_per_commit": statistics.median(r["wall_ms_per_commit"] for r in group),
+                "fused": group[0]["fused"],
+            }
+        )
+    for row in out:
+        one = next((r for r in out if r["system"] == row["system"] and r["boards"] == 1), None)
+        row["x_one_board"] = row["commits_per_s"] / one["commits_per_s"] if one else None
+    return out
+
+
+def print_boards(summary: list[dict[str, Any]], notes: list[str]) -> None:
+    head = f"{'store':<16} {'boards':>6} {'commits/s':>10} {'x 1 board':>10} {'flushes/commit':>15} {'CPU ms/commit':>14} {'wall ms/commit':>15}"
+    print(head)
+    print("-" * len(head))
+    for r in summary:
+        fl = "" if r["flushes_per_commit"] is None else f"{r['flushes_per_commit']:.3f}"
+        x = "" if r["x_one_board"] is None else f"{r['x_one_board']:.1f}x"
+        print(
+            f"{r['system']:<16} {r['boards']:>6} {r['commits_per_s']:>10.0f} {x:>10} {fl:>15}"
+            f" {r['cpu_ms_per_commit']:>14.3f} {r['wall_ms_per_commit']:>15.3f}"
+        )
+    print("goal: 16 boards >= 8x the commits/s of one board on the same store")
+    for note in notes:
+        print(note)
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -336,15 +520,23 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}ms"
+
+
 def print_table(rows: list[dict[str, Any]], rats: list[dict[str, Any]], notes: list[str]) -> None:
-    head = f"{'system':<30} {'N':>6} {'commit p50':>11} {'commit p99':>11} {'step mean':>10} {'bytes/step':>11} {'record B':>9}"
+    head = (
+        f"{'system':<30} {'N':>6} {'commit p50':>11} {'commit p99':>11} {'step mean':>10} {'CPU/step':>10}"
+        f" {'claim p50':>10} {'claim@end':>10} {'bytes/step':>11} {'record B':>9}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         rec = "" if r["record_bytes_per_step"] is None else f"{r['record_bytes_per_step']:.0f}"
         print(
             f"{r['system']:<30} {r['steps']:>6} {r['commit_p50_ms']:>9.3f}ms {r['commit_p99_ms']:>9.3f}ms"
-            f" {r['step_mean_ms']:>8.3f}ms {r['bytes_per_step']:>11,.0f} {rec:>9}"
+            f" {r['step_mean_ms']:>8.3f}ms {_ms(r['cpu_per_step_ms']):>10} {_ms(r['claim_p50_ms']):>10}"
+            f" {_ms(r['claim_last100_ms']):>10} {r['bytes_per_step']:>11,.0f} {rec:>9}"
         )
     if rats:
         print()
@@ -372,6 +564,15 @@ async def main_async(args: argparse.Namespace) -> int:
     lg_reason = "disabled (--no-langgraph)" if args.no_langgraph else langgraph_missing()
     if lg_reason:
         notes.append(f"langgraph skipped: {lg_reason}")
+    if args.boards:
+        with tempfile.TemporaryDirectory(prefix="sb-store-bench-", dir=args.tmpdir) as tmpname:
+            raw = await bench_boards(args, dsn, pg_reason, Path(tmpname))
+        summary = summarise_boards(raw)
+        if args.json:
+            print(json.dumps({"boards": summary, "runs": raw, "notes": notes}, indent=2))
+        else:
+            print_boards(summary, [n for n in notes if not n.startswith("langgraph")])
+        return 0
     with tempfile.TemporaryDirectory(prefix="sb-store-bench-", dir=args.tmpdir) as tmpname:
         tmp = Path(tmpname)
         for steps in steps_list:
@@ -396,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-langgraph", action="store_true", help="skip the LangGraph peer")
     ap.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
     ap.add_argument("--tmpdir", default=None, help="where the database files go (default: the system temp dir)")
+    ap.add_argument("--boards", default="", help="group commit: comma-separated board counts, e.g. 1,4,16")
+    ap.add_argument("--board-steps", type=int, default=300, help="records each board appends (default 300)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the board counts (default 3)")
+    ap.add_argument("--fused", action="store_true", help="lease the next invocation inside each append")
     return asyncio.run(main_async(ap.parse_args(argv)))
 
 

@@ -44,3 +44,31 @@ async def test_bad_options(tmp_path: Path) -> None:
         await open_store("memory://?snapshot_every=lots")
     with pytest.raises(StoreError, match="unknown memory store options"):
         await open_store("memory://?colour=blue")
+
+
+async def test_sqlite_claims_and_agenda_reads_use_the_live_invocation_index(tmp_path: Path) -> None:
+    """The store's own claim and agenda queries (traced from its connections) walk the partial
+    index of live invocations (migration 3), never the board's whole history: SQLite's plan
+    names the index and sorts nothing."""
+    import sqlite3
+
+    from slateboard.testing import Board, inv
+
+    s = await open_store(f"sqlite:///{tmp_path / 'plan.db'}")
+    assert isinstance(s, SqliteStore)
+    board = await Board.create(s, agenda=[inv("a"), inv("b")])
+    seen: list[str] = []
+    for conn in (s._conn, s._lease_conn):  # the test watches the SQL the store runs
+        assert conn is not None
+        conn.set_trace_callback(seen.append)
+    assert await s.claim(board.board_id, owner="o") is not None
+    assert await s.claim(None, owner="o") is not None
+    assert len(await s.agenda(board.board_id)) == 2
+    await s.close()
+    selects = [q for q in seen if q.lstrip().upper().startswith("SELECT") and "invocations" in q]
+    assert len(selects) == 3, seen
+    db = sqlite3.connect(tmp_path / "plan.db")
+    for sql in selects:
+        plan = " | ".join(r[3] for r in db.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "invocations_live" in plan and "TEMP B-TREE" not in plan, (sql, plan)
+    db.close()

@@ -7,32 +7,43 @@
   a bare path ending in ``.db``/``.sqlite``/``.sqlite3`` works too): the default, one file, WAL;
 - ``postgresql://user@host:port/db?schema=NAME``: shared by many runner processes and machines.
 
-Every backend accepts ``?snapshot_every=N``. See ``slateboard.stores.base`` for the guarantees.
+Every backend accepts ``?snapshot_every=N``. See ``slateboard.stores.base`` for the guarantees
+and the capability layers, ``slateboard.testing`` for the conformance suite a backend must pass.
 """
 
 from __future__ import annotations
 
 from .base import (
     BOARD_STATUSES,
+    CAPABILITIES,
     DEFAULT_LEASE_S,
     DEFAULT_SNAPSHOT_EVERY,
     AgendaChanges,
     AgendaError,
+    AgendaStore,
     AppendResult,
     BoardExists,
     BoardInfo,
     BoardNotFound,
     Claim,
+    ClaimRequest,
+    CommitStats,
     Conflict,
     DuplicateInvocationCommit,
     LeaseLost,
     LoadedBoard,
+    LogStore,
+    ReportsCommits,
+    ScansStalledBoards,
     SchemaTooNew,
     Snapshot,
     Store,
     StoreCorrupt,
     StoreError,
     StoreUnavailable,
+    WatchesBoards,
+    WatchesWork,
+    supports,
 )
 from .memory import MemoryStore
 
@@ -70,26 +81,36 @@ async def open_store(url: str | None = None) -> Store:
 
 __all__ = [
     "BOARD_STATUSES",
+    "CAPABILITIES",
     "DEFAULT_LEASE_S",
     "DEFAULT_SNAPSHOT_EVERY",
     "DEFAULT_URL",
     "AgendaChanges",
     "AgendaError",
+    "AgendaStore",
     "AppendResult",
     "BoardExists",
     "BoardInfo",
     "BoardNotFound",
     "Claim",
+    "ClaimRequest",
+    "CommitStats",
     "Conflict",
     "DuplicateInvocationCommit",
     "LeaseLost",
     "LoadedBoard",
+    "LogStore",
     "MemoryStore",
+    "ReportsCommits",
+    "ScansStalledBoards",
     "SchemaTooNew",
     "Snapshot",
     "Store",
     "StoreCorrupt",
     "StoreError",
     "StoreUnavailable",
+    "WatchesBoards",
+    "WatchesWork",
     "open_store",
+    "supports",
 ]

@@ -1,15 +1,30 @@
 """The store protocol: boards, blueprints, logs, snapshots and agendas behind one async API.
 
+The protocol is layered by capability (like eventsourcing's recorders):
+
+- ``LogStore``: boards and their logs (create, append with compare-and-set, load, read,
+  snapshots, status). Required.
+- ``AgendaStore``: the agenda and its claims (push, read, claim with a lease, heartbeat,
+  release, wait for work). Required.
+- ``Store`` = both: what the runtime needs from every backend.
+- Shared-runner capabilities, optional, each a Protocol a backend declares by inheriting it:
+  ``WatchesWork`` (``wait_for_work`` filtered by worker names), ``WatchesBoards``
+  (``wait_for_board``: wake when a board leaves ``running``), ``ScansStalledBoards``
+  (``stalled_boards``), ``ReportsCommits`` (``commit_stats``: appends and durable flushes, for
+  group commit). ``supports(store, WatchesBoards)`` tells whether a store has one.
+
 Every backend (memory, sqlite, postgresql) gives the same guarantees, checked by one conformance
-suite (``tests/stores/test_conformance.py``):
+suite shipped in the package (``slateboard.testing``; ``tests/stores/test_conformance.py`` runs it):
 
 - **One writer per log position.** ``append`` is a compare-and-set on the board's log position:
   it succeeds only when ``record.seq`` is the board's last seq + 1 and ``record.prev`` is the
   stored last hash (and, when given, ``expected_version`` is the board's version). Two writers
   that prepared at the same position cannot both append: the loser gets ``Conflict``.
 - **Atomic appends.** The record, the board's new position/version, the agenda changes the
-  record causes (pushes, completions, re-queues, cancellations) and the optional snapshot are
-  written in one transaction; an append that fails leaves no trace.
+  record causes (pushes, completions, re-queues, cancellations) and the optional claim of the
+  next invocation (``claim=ClaimRequest(...)``) are written in one transaction; an append that
+  fails leaves no trace. Appends of different boards may share one transaction and one flush
+  (group commit), each still its own compare-and-set: one failing does not fail the others.
 - **Durable appends.** When ``append`` returns, the record survives the death of the process
   (and, for sqlite with ``synchronous=full`` and postgresql with ``synchronous_commit=on``, of
   the machine).
@@ -17,11 +32,16 @@ suite (``tests/stores/test_conformance.py``):
   canonical text, never the state). A full state copy is written only as a snapshot, at most
   every ``snapshot_every`` records, and only the latest snapshot of a board is kept, so the
   persisted bytes per step stay flat as the board grows.
+- **Snapshots off the commit path.** When an append passes ``state`` and a snapshot is due, the
+  store builds it afterwards from its previous snapshot and the log (never from the caller's
+  live state, which keeps changing) and writes it without delaying commits; every later read
+  through the same store object sees it. A crash before it is written loses only the snapshot.
 - **An invocation is committed once.** Completing an invocation (``AgendaChanges.complete``)
   records the completing record's seq; completing it again raises
   ``DuplicateInvocationCommit`` and the append leaves no trace.
 - **Leases.** ``claim`` hands out the best eligible invocation (highest priority, then lowest
-  ``order``) with a lease; an invocation whose lease expired is claimable again.
+  ``order``) with a lease; an invocation whose lease expired is claimable again. Claims and
+  agenda reads of live invocations cost O(live invocations), never O(the board's history).
 - **Clear failures.** Driver errors never escape: a damaged database raises ``StoreCorrupt``
   naming the file (or board and seq) and the problem, an unreachable one ``StoreUnavailable``.
 """
@@ -224,19 +244,50 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """Claim the next invocation inside an append's transaction (``append(..., claim=...)``).
+
+    After the record and its agenda changes are applied, the best eligible invocation of the
+    board (as ``claim`` would pick it: of ``worker_names`` when given, or exactly
+    ``invocation_id`` when given) is leased to ``owner`` in the same transaction, so a runner
+    step costs one transaction: commit step n and lease step n+1 together.
+    """
+
+    owner: str
+    lease_s: float = DEFAULT_LEASE_S
+    worker_names: Sequence[str] | None = None
+    invocation_id: str | None = None
+    now: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AppendResult:
-    """What an append did: the new position, and whether a snapshot was written or is due."""
+    """What an append did: the new position, whether a snapshot was scheduled (written off the
+    commit path, visible to later reads through this store) or is due (no ``state`` was given:
+    the caller may ``write_snapshot`` or ``compact``), and the claim made with it, if asked."""
 
     seq: int
     version: int
     snapshot_written: bool
     snapshot_due: bool
+    claim: Claim | None = None
 
 
-# -- the protocol -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CommitStats:
+    """Counters of a store object since it was opened: appends acknowledged, durable flushes
+    (transaction commits that waited for the disk) and batches (transactions that carried at
+    least one append). ``flushes / appends`` below 1 means group commit shared flushes."""
+
+    appends: int = 0
+    flushes: int = 0
+    batches: int = 0
+
+
+# -- the protocol, layer by layer ---------------------------------------------------------------
 @runtime_checkable
-class Store(Protocol):
-    """Async persistence of boards (see the module docstring for the guarantees)."""
+class LogStore(Protocol):
+    """Boards and their logs (see the module docstring for the guarantees)."""
 
     url: str
     snapshot_every: int
@@ -267,14 +318,17 @@ class Store(Protocol):
         agenda: AgendaChanges | None = None,
         expected_version: int | None = None,
         state: JSON = None,
+        claim: ClaimRequest | None = None,
     ) -> AppendResult:
         """Append ``record`` and apply ``agenda`` atomically, or raise and leave no trace.
 
         CAS: ``Conflict`` unless ``record.seq == last seq + 1`` and ``record.prev == last hash``
         (and ``expected_version`` equals the board's version when given).
         ``DuplicateInvocationCommit`` when a completed invocation was committed before.
-        ``state`` is the board state after the record (the kernel's live state); when a snapshot
-        is due it is written in the same transaction. It is serialised before the call yields.
+        ``state`` (the board state after the record) opts into snapshots kept by the store: when
+        one is due the store writes it off the commit path (``snapshot_written``); the object
+        itself is never read after the call. ``claim`` leases the next invocation in the same
+        transaction (``AppendResult.claim``; None when nothing is eligible).
         """
         ...
 
@@ -314,6 +368,11 @@ class Store(Protocol):
         """Remove the board with its log, snapshots and agenda (no error if absent)."""
         ...
 
+
+@runtime_checkable
+class AgendaStore(Protocol):
+    """The agenda of every board and its leases (claims)."""
+
     async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
         """Push pending invocations outside an append (e.g. start rules); returns the ids added
         (ids already present, or keys already pending, are skipped)."""
@@ -331,11 +390,12 @@ class Store(Protocol):
         lease_s: float = DEFAULT_LEASE_S,
         worker_names: Sequence[str] | None = None,
         now: float | None = None,
+        invocation_id: str | None = None,
     ) -> Claim | None:
         """Lease the best eligible invocation of a running board (or of any running board when
         ``board_id`` is None): pending, or claimed with an expired lease; highest priority first,
-        then lowest order. None when nothing is eligible. Never hands one invocation to two
-        owners with overlapping leases."""
+        then lowest order (only ``invocation_id`` when given). None when nothing is eligible.
+        Never hands one invocation to two owners with overlapping leases."""
         ...
 
     async def heartbeat(
@@ -354,3 +414,56 @@ class Store(Protocol):
         """Wait up to ``timeout`` seconds for new pending work; True if woken by a push (a
         spurious True is allowed, so callers must still claim)."""
         ...
+
+
+@runtime_checkable
+class Store(LogStore, AgendaStore, Protocol):
+    """Async persistence of boards: the two required layers (see the module docstring)."""
+
+
+# -- optional capabilities (shared runners) ---------------------------------------------------------
+@runtime_checkable
+class WatchesWork(Protocol):
+    """``wait_for_work`` that wakes only for work some of ``worker_names`` can take, and returns
+    at once when such work is already there (PostgreSQL: ``LISTEN/NOTIFY``)."""
+
+    async def wait_for_work(self, timeout: float, *, worker_names: Sequence[str] | None = None) -> bool:
+        """See AgendaStore.wait_for_work; ``worker_names`` filters what counts as work."""
+        ...
+
+
+@runtime_checkable
+class WatchesBoards(Protocol):
+    """Waiting for a board to leave ``running`` without polling its header in a loop."""
+
+    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+        """The board's header once its status is no longer ``running``, or after ``timeout``
+        seconds (then still running)."""
+        ...
+
+
+@runtime_checkable
+class ScansStalledBoards(Protocol):
+    """Finding running boards nothing will ever be claimed for, in one query."""
+
+    async def stalled_boards(self) -> list[str]:
+        """Ids of running boards with no pending or claimed invocation, oldest first."""
+        ...
+
+
+@runtime_checkable
+class ReportsCommits(Protocol):
+    """Counters of appends and durable flushes (how well group commit shares flushes)."""
+
+    def commit_stats(self) -> CommitStats:
+        """Counters since the store object was opened."""
+        ...
+
+
+CAPABILITIES: tuple[type, ...] = (WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits)
+"""The optional capability protocols a backend may declare."""
+
+
+def supports(store: object, capability: type) -> bool:
+    """Whether ``store`` declares ``capability`` (one of CAPABILITIES): it inherits the protocol."""
+    return capability in type(store).__mro__

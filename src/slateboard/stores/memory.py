@@ -10,9 +10,9 @@ anything, so a failing append leaves no trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,6 +21,7 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
+from .backend import SnapshotSource, StoreBackend
 from .base import (
     BOARD_STATUSES,
     DEFAULT_LEASE_S,
@@ -32,12 +33,18 @@ from .base import (
     BoardInfo,
     BoardNotFound,
     Claim,
+    ClaimRequest,
     Conflict,
     DuplicateInvocationCommit,
     LeaseLost,
     LoadedBoard,
+    ReportsCommits,
+    ScansStalledBoards,
     Snapshot,
+    Store,
     StoreError,
+    WatchesBoards,
+    WatchesWork,
 )
 
 
@@ -75,6 +82,23 @@ class _Board:
     records: list[bytes] = field(default_factory=list)
     snapshot: tuple[bytes, int, int, str, str] | None = None
     invs: dict[str, _Inv] = field(default_factory=dict)
+    live: dict[str, _Inv] = field(default_factory=dict)
+    """The pending and claimed invocations (claims and agenda reads walk only these)."""
+    pending_keys: dict[str, str] = field(default_factory=dict)
+    """key -> id of the pending invocation with that key (at most one per key)."""
+
+    def set_status(self, inv_id: str, row: _Inv, status: str) -> None:
+        """Move an invocation to ``status``, keeping the live set and the pending keys."""
+        if row.status == PENDING and self.pending_keys.get(row.key) == inv_id:
+            del self.pending_keys[row.key]
+        row.status = status
+        if status in (PENDING, CLAIMED):
+            self.live[inv_id] = row
+            if status == PENDING:
+                self.pending_keys[row.key] = inv_id
+        else:
+            self.live.pop(inv_id, None)
+            row.owner, row.lease_until = None, None
 
     def info(self) -> BoardInfo:
         return BoardInfo(
@@ -91,16 +115,18 @@ class _Board:
         )
 
 
-class MemoryStore:
+class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
     """A Store kept in process memory (see module docstring)."""
 
     def __init__(self, url: str = "memory://", *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY) -> None:
+        self._init_backend()
         self.url = url
         self.snapshot_every = snapshot_every
         self._boards: dict[str, _Board] = {}
         self._lock = threading.Lock()
         self._counter = itertools.count(1)
         self._waiters: set[asyncio.Future[bool]] = set()
+        self._status_waiters: set[asyncio.Future[bool]] = set()
         self._closed = False
 
     @classmethod
@@ -116,8 +142,10 @@ class MemoryStore:
 
     async def close(self) -> None:
         """Drop the waiters; the data stays until the object is garbage."""
+        await self.settle_snapshots()
         self._closed = True
         self._wake()
+        self._wake_status()
 
     # -- boards ---------------------------------------------------------------------------------
     def _board(self, board_id: str) -> _Board:
@@ -137,21 +165,18 @@ class MemoryStore:
         agenda: Sequence[Invocation] = (),
     ) -> BoardInfo:
         """See Store.create_board."""
-        bp = c.encode_json(blueprint)
-        init = c.encode_json(initial_state)
-        meta_copy = c.decode_json(c.json_meta(meta), "meta")
-        rows = [(inv, c.encode_invocation(inv)) for inv in agenda]
-        bid = board_id or uuid.uuid4().hex
+        new = self.prepare_board(blueprint, initial_state, board_id=board_id, name=name, meta=meta, agenda=agenda)
+        meta_copy = c.decode_json(new.meta, "meta")
+        assert isinstance(meta_copy, dict)
         with self._lock:
-            if bid in self._boards:
-                raise BoardExists(bid)
+            if new.board_id in self._boards:
+                raise BoardExists(new.board_id)
             t = c.now()
-            label = name if name is not None else str(blueprint.get("name", "board"))
-            board = _Board(bid, label, bp, init, meta_copy, next(self._counter), t, t)
-            self._push(board, rows)
-            self._boards[bid] = board
+            board = _Board(new.board_id, new.name, new.blueprint, new.initial, meta_copy, next(self._counter), t, t)
+            self._push(board, new.agenda)
+            self._boards[new.board_id] = board
             info = board.info()
-        if rows:
+        if new.agenda:
             self._wake()
         return info
 
@@ -176,6 +201,7 @@ class MemoryStore:
             info = board.info()
         if status == "running":
             self._wake()
+        self._wake_status()
         return info
 
     async def delete_board(self, board_id: str) -> None:
@@ -192,14 +218,13 @@ class MemoryStore:
         agenda: AgendaChanges | None = None,
         expected_version: int | None = None,
         state: JSON = None,
+        claim: ClaimRequest | None = None,
     ) -> AppendResult:
         """See Store.append."""
-        c.check_record(record)
-        c.check_changes(board_id, agenda)
-        data = c.encode_record(record)
-        changes = agenda or AgendaChanges()
-        pushes = [(inv, c.encode_invocation(inv)) for inv in changes.push]
-        requeues = [(inv, c.encode_invocation(inv)) for inv in changes.requeue]
+        job = self.prepare_append(
+            board_id, record, agenda=agenda, expected_version=expected_version, state=state, claim=claim
+        )
+        changes = job.changes
         with self._lock:
             board = self._board(board_id)
             c.check_position(
@@ -210,28 +235,52 @@ class MemoryStore:
                 version=board.version,
                 expected_version=expected_version,
             )
-            due = c.snapshot_due(record.seq, board.snapshot[2] if board.snapshot else 0, self.snapshot_every)
-            snap = c.encode_json(state) if due and state is not None else None
             self._check_agenda(board, changes)
             # Everything is validated: apply.
-            board.records.append(data)
+            board.records.append(job.data)
             board.seq, board.last_hash, board.version = record.seq, record.hash, record.version
             board.updated_at = c.now()
             for inv_id in changes.complete:
                 row = board.invs[inv_id]
-                row.status, row.done_seq, row.owner, row.lease_until = DONE, record.seq, None, None
+                board.set_status(inv_id, row, DONE)
+                row.done_seq = record.seq
             for inv_id in changes.cancel:
                 row = board.invs[inv_id]
                 if row.status in (PENDING, CLAIMED):
-                    row.status, row.owner, row.lease_until = CANCELLED, None, None
-            for inv, blob in requeues:
+                    board.set_status(inv_id, row, CANCELLED)
+            for inv, blob in job.requeues:
                 self._requeue(board, inv, blob)
-            pushed = self._push(board, pushes)
-            if snap is not None:
-                board.snapshot = (snap, record.version, record.seq, record.hash, record.state_after)
-        if pushed or requeues:
+            pushed = self._push(board, job.pushes)
+            got = self._claim_in(board, job.claim) if job.claim is not None else None
+            snap_seq = board.snapshot[2] if board.snapshot else 0
+            self.count_flush(flushes=0)
+        if pushed or job.requeues:
             self._wake()
-        return AppendResult(record.seq, record.version, snap is not None, due and snap is None)
+        return self.finish_append(job, snap_seq, got)
+
+    def _claim_in(self, board: _Board, req: ClaimRequest) -> Claim | None:
+        t = c.now() if req.now is None else req.now
+        workers = set(req.worker_names) if req.worker_names is not None else None
+        best = self._best(board, t, workers, req.invocation_id)
+        return None if best is None else self._lease(board, best[1], best[2], req.owner, t + req.lease_s)
+
+    async def _snapshot_source(self, board_id: str, seq: int) -> SnapshotSource | None:
+        with self._lock:
+            board = self._boards.get(board_id)
+            if board is None or seq > board.seq:
+                return None
+            snap = board.snapshot
+            start = snap[2] if snap else 0
+            if start >= seq:
+                return None
+            blobs = board.records[start:seq]
+            return SnapshotSource(snap, board.initial, [(start + i + 1, b) for i, b in enumerate(blobs)])
+
+    async def _put_snapshot(self, board_id: str, snap: Snapshot, blob: bytes) -> None:
+        with self._lock:
+            board = self._boards.get(board_id)
+            if board is not None and (board.snapshot is None or board.snapshot[2] < snap.seq):
+                board.snapshot = (blob, snap.version, snap.seq, snap.last_hash, snap.state_hash)
 
     @staticmethod
     def _check_agenda(board: _Board, changes: AgendaChanges) -> None:
@@ -255,20 +304,19 @@ class MemoryStore:
 
     def _requeue(self, board: _Board, inv: Invocation, blob: bytes) -> None:
         row = board.invs[inv.id]
-        clash = any(o.status == PENDING and o.key == row.key and i != inv.id for i, o in board.invs.items())
+        holder = board.pending_keys.get(row.key)
+        clash = holder is not None and holder != inv.id
         row.data, row.attempts, row.owner, row.lease_until = blob, inv.attempts, None, None
-        row.status = CANCELLED if clash else PENDING
+        board.set_status(inv.id, row, CANCELLED if clash else PENDING)
 
     def _push(self, board: _Board, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
         added: list[str] = []
-        pending_keys = {o.key for o in board.invs.values() if o.status == PENDING}
         for inv, blob in rows:
-            if inv.id in board.invs or inv.key in pending_keys:
+            if inv.id in board.invs or inv.key in board.pending_keys:
                 continue
-            board.invs[inv.id] = _Inv(
-                blob, inv.key, inv.worker, inv.priority, inv.order, next(self._counter), PENDING, inv.attempts
-            )
-            pending_keys.add(inv.key)
+            row = _Inv(blob, inv.key, inv.worker, inv.priority, inv.order, next(self._counter), PENDING, inv.attempts)
+            board.invs[inv.id] = row
+            board.set_status(inv.id, row, PENDING)
             added.append(inv.id)
         return added
 
@@ -283,13 +331,15 @@ class MemoryStore:
 
     async def load_board(self, board_id: str) -> LoadedBoard:
         """See Store.load_board."""
+        await self.settle_snapshots(board_id)
         with self._lock:
             board = self._board(board_id)
             info = board.info()
             snap = board.snapshot
             start = snap[2] if snap else 0
+            self.note_snapshot_seq(board_id, start)
             blobs = board.records[start:]
-            invs = [(o.data, o.status, o.attempts) for o in board.invs.values() if o.status in (PENDING, CLAIMED)]
+            invs = [(o.data, o.status, o.attempts) for o in board.live.values()]
             bp, init = board.blueprint, board.initial
         where = f"memory board {board_id}"
         snapshot = None
@@ -340,9 +390,12 @@ class MemoryStore:
     async def agenda(self, board_id: str, statuses: Sequence[str] = (PENDING, CLAIMED)) -> list[Invocation]:
         """See Store.agenda."""
         with self._lock:
+            board = self._board(board_id)
+            # Live statuses only: walk the live set, not the board's whole history.
+            source = board.live if set(statuses) <= {PENDING, CLAIMED} else board.invs
             rows = [
                 (o.data, o.status, o.attempts, o.priority, o.order, o.created)
-                for o in self._board(board_id).invs.values()
+                for o in source.values()
                 if o.status in statuses
             ]
         rows.sort(key=lambda r: (-r[3], r[4], r[5]))
@@ -356,35 +409,56 @@ class MemoryStore:
         lease_s: float = DEFAULT_LEASE_S,
         worker_names: Sequence[str] | None = None,
         now: float | None = None,
+        invocation_id: str | None = None,
     ) -> Claim | None:
-        """See Store.claim."""
+        """See Store.claim (walks the live invocations of running boards only)."""
         t = c.now() if now is None else now
         workers = set(worker_names) if worker_names is not None else None
         with self._lock:
             if board_id is not None:
                 boards = [self._board(board_id)]
             else:
-                boards = sorted(self._boards.values(), key=lambda b: b.created)
-            best: tuple[tuple[int, int, int], _Board, str, _Inv] | None = None
+                boards = sorted((b for b in self._boards.values() if b.live), key=lambda b: b.created)
+            best: tuple[tuple[int, int, int], str, _Inv, _Board] | None = None
             for board in boards:
                 if board.status != "running":
                     continue
-                for inv_id, row in board.invs.items():
-                    eligible = row.status == PENDING or (
-                        row.status == CLAIMED and row.lease_until is not None and row.lease_until <= t
-                    )
-                    if not eligible or (workers is not None and row.worker not in workers):
-                        continue
-                    key = (-row.priority, row.order, row.created)
-                    if best is None or key < best[0]:
-                        best = (key, board, inv_id, row)
+                got = self._best(board, t, workers, invocation_id)
+                if got is not None and (best is None or got[0] < best[0]):
+                    best = (*got, board)
             if best is None:
                 return None
-            _, board, inv_id, row = best
-            row.status, row.owner, row.lease_until = CLAIMED, owner, t + lease_s
-            row.claims += 1
-            inv = c.decode_invocation(row.data, CLAIMED, row.attempts, f"memory board {board.board_id}")
-            return Claim(board.board_id, inv, owner, t + lease_s, row.claims)
+            _, inv_id, row, board = best
+            return self._lease(board, inv_id, row, owner, t + lease_s)
+
+    @staticmethod
+    def _best(
+        board: _Board, t: float, workers: set[str] | None, invocation_id: str | None
+    ) -> tuple[tuple[int, int, int], str, _Inv] | None:
+        if board.status != "running":
+            return None
+        if invocation_id is not None:
+            row = board.live.get(invocation_id)
+            candidates = [] if row is None else [(invocation_id, row)]
+        else:
+            candidates = list(board.live.items())
+        best: tuple[tuple[int, int, int], str, _Inv] | None = None
+        for inv_id, row in candidates:
+            eligible = row.status == PENDING or (row.lease_until is not None and row.lease_until <= t)
+            if not eligible or (workers is not None and row.worker not in workers):
+                continue
+            key = (-row.priority, row.order, row.created)
+            if best is None or key < best[0]:
+                best = (key, inv_id, row)
+        return best
+
+    @staticmethod
+    def _lease(board: _Board, inv_id: str, row: _Inv, owner: str, until: float) -> Claim:
+        board.set_status(inv_id, row, CLAIMED)
+        row.owner, row.lease_until = owner, until
+        row.claims += 1
+        inv = c.decode_invocation(row.data, CLAIMED, row.attempts, f"memory board {board.board_id}")
+        return Claim(board.board_id, inv, owner, until, row.claims)
 
     async def heartbeat(
         self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
@@ -404,7 +478,7 @@ class MemoryStore:
         count = 0
         with self._lock:
             for board in self._boards.values():
-                for inv_id, row in board.invs.items():
+                for inv_id, row in list(board.live.items()):
                     if row.status == CLAIMED and row.lease_until is not None and row.lease_until <= t:
                         inv = c.decode_invocation(row.data, row.status, row.attempts, f"memory board {board.board_id}")
                         self._requeue(board, replace(inv, id=inv_id), row.data)
@@ -413,10 +487,13 @@ class MemoryStore:
             self._wake()
         return count
 
-    async def wait_for_work(self, timeout: float) -> bool:
-        """See Store.wait_for_work (woken by pushes in this process)."""
+    async def wait_for_work(self, timeout: float, *, worker_names: Sequence[str] | None = None) -> bool:
+        """See WatchesWork.wait_for_work (woken by pushes in this process; returns at once when
+        claimable work of ``worker_names`` is already there)."""
         if self._closed:
             return False
+        if worker_names is not None and self._claimable(set(worker_names)):
+            return True
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.add(fut)
         try:
@@ -426,8 +503,44 @@ class MemoryStore:
         finally:
             self._waiters.discard(fut)
 
+    def _claimable(self, workers: set[str]) -> bool:
+        t = c.now()
+        with self._lock:
+            for board in self._boards.values():
+                if board.status == "running" and self._best(board, t, workers, None) is not None:
+                    return True
+        return False
+
+    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+        """See WatchesBoards.wait_for_board (woken by ``set_status`` in this process)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            fut: asyncio.Future[bool] = loop.create_future()
+            self._status_waiters.add(fut)
+            try:
+                info = await self.board_info(board_id)
+                left = deadline - loop.time()
+                if info.status != "running" or left <= 0 or self._closed:
+                    return info
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(fut, left)
+            finally:
+                self._status_waiters.discard(fut)
+
+    async def stalled_boards(self) -> list[str]:
+        """See ScansStalledBoards.stalled_boards."""
+        with self._lock:
+            boards = sorted(self._boards.values(), key=lambda b: b.created)
+            return [b.board_id for b in boards if b.status == "running" and not b.live]
+
     def _wake(self) -> None:
         for fut in list(self._waiters):
+            if not fut.done():
+                fut.get_loop().call_soon_threadsafe(_set_true, fut)
+
+    def _wake_status(self) -> None:
+        for fut in list(self._status_waiters):
             if not fut.done():
                 fut.get_loop().call_soon_threadsafe(_set_true, fut)
 

@@ -12,11 +12,14 @@ History:
      it: the idempotency key of an invocation commit), a unique index that keeps one pending
      invocation per (board, key) (older duplicates are cancelled by the upgrade), and the
      index claims walk.
+  3. claims and agenda reads in O(1) of a board's history: partial indexes over the live
+     (pending or claimed) invocations only, per board and across boards, in agenda order; the
+     v2 claim index (over every invocation ever pushed) is dropped on SQLite.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this code writes."""
 
 SCHEMA_TABLE = "slateboard_schema"
@@ -79,7 +82,16 @@ SQLITE_V2 = [
     "CREATE INDEX invocations_claimable ON invocations (status, priority DESC, ord)",
 ]
 
-SQLITE_MIGRATIONS: list[tuple[int, list[str]]] = [(1, SQLITE_V1), (2, SQLITE_V2)]
+# A live invocation is pending or claimed; done and cancelled rows are history, which these
+# indexes leave out, so a claim walks only the live rows of a board (in agenda order: SQLite's
+# index entries end with the rowid, the insertion order the agenda breaks ties with).
+SQLITE_V3 = [
+    "DROP INDEX IF EXISTS invocations_claimable",
+    "CREATE INDEX invocations_live ON invocations (board_id, priority DESC, ord) WHERE status IN ('pending', 'claimed')",
+    "CREATE INDEX invocations_live_all ON invocations (priority DESC, ord) WHERE status IN ('pending', 'claimed')",
+]
+
+SQLITE_MIGRATIONS: list[tuple[int, list[str]]] = [(1, SQLITE_V1), (2, SQLITE_V2), (3, SQLITE_V3)]
 """(version, statements) in order; a store at version v runs every step above v."""
 
 SQLITE_TABLES = ("boards", "records", "snapshots", "invocations")
@@ -145,4 +157,9 @@ POSTGRES_V2 = [
     "CREATE INDEX invocations_claimable ON invocations (priority DESC, ord, created) WHERE status IN ('pending', 'claimed')",
 ]
 
-POSTGRES_MIGRATIONS: list[tuple[int, list[str]]] = [(1, POSTGRES_V1), (2, POSTGRES_V2)]
+POSTGRES_V3 = [
+    "CREATE INDEX invocations_live ON invocations (board_id, priority DESC, ord, created)"
+    " WHERE status IN ('pending', 'claimed')",
+]
+
+POSTGRES_MIGRATIONS: list[tuple[int, list[str]]] = [(1, POSTGRES_V1), (2, POSTGRES_V2), (3, POSTGRES_V3)]

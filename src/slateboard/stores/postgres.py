@@ -5,7 +5,11 @@ schema ``NAME`` (default ``slateboard``; created on open), so several stores (or
 share one database without seeing each other's data. Other query parameters go to libpq.
 
 Guarantees, on top of the Store protocol's:
-- An append is one database transaction: a conditional ``UPDATE boards ... WHERE last_seq = ...
+- Group commit: appends go through a commit queue; everything queued while the previous batch
+  was committing goes into one transaction on one connection, each append inside its own
+  savepoint (a lost compare-and-set rolls back only itself) and each acknowledged only after the
+  batch's commit, so concurrent boards share WAL flushes and connections.
+- An append is one database transaction (or a savepoint of a batch): a conditional ``UPDATE boards ... WHERE last_seq = ...
   AND last_hash = ...`` (the CAS: a concurrent writer blocks on the row lock, then finds the
   position moved and gets ``Conflict``), the record insert, the agenda rows it creates or
   completes and the snapshot when due. ``NOTIFY slateboard_<schema>`` is sent (at commit) when
@@ -24,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -36,6 +39,7 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
+from .backend import NewRecord, SnapshotSource, StoreBackend
 from .base import (
     BOARD_STATUSES,
     DEFAULT_LEASE_S,
@@ -47,15 +51,21 @@ from .base import (
     BoardInfo,
     BoardNotFound,
     Claim,
+    ClaimRequest,
     Conflict,
     DuplicateInvocationCommit,
     LeaseLost,
     LoadedBoard,
+    ReportsCommits,
+    ScansStalledBoards,
     SchemaTooNew,
     Snapshot,
+    Store,
     StoreCorrupt,
     StoreError,
     StoreUnavailable,
+    WatchesBoards,
+    WatchesWork,
 )
 from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, SCHEMA_VERSION
 
@@ -65,7 +75,7 @@ _BOARD_COLS = "board_id, name, status, reason, created_at, updated_at, version, 
 Conn = AsyncConnection[Any]
 
 
-class PostgresStore:
+class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
     """A Store in a PostgreSQL schema (see module docstring)."""
 
     def __init__(
@@ -77,6 +87,7 @@ class PostgresStore:
         schema: str,
         snapshot_every: int,
     ) -> None:
+        self._init_backend()
         self.url = url
         self.dsn = dsn
         self.schema = schema
@@ -89,8 +100,10 @@ class PostgresStore:
         self._listen_lock = asyncio.Lock()
         self._status_listener: Conn | None = None
         self._status_lock = asyncio.Lock()
-        self._snap_hint: dict[str, int] = {}
         self._closed = False
+        # The commit queue: appends wait here while the previous batch commits.
+        self._queue: list[tuple[NewRecord, asyncio.Future[tuple[int, Claim | None]]]] = []
+        self._drainer: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, url: str) -> PostgresStore:
@@ -139,6 +152,10 @@ class PostgresStore:
         """Close the pool and the listening connection (idempotent)."""
         if self._closed:
             return
+        await self.settle_snapshots()
+        if self._drainer is not None and not self._drainer.done():
+            with contextlib.suppress(Exception):
+                await self._drainer
         self._closed = True
         for listener in (self._listener, self._status_listener):
             if listener is not None:
@@ -229,14 +246,6 @@ class PostgresStore:
             row = await cur.fetchone()
             return int(row[0] or 0) if row else 0
 
-    def _snapshot_maybe_due(self, board_id: str, seq: int) -> bool:
-        if self.snapshot_every <= 0:
-            return False
-        last = self._snap_hint.get(board_id)
-        if last is None:
-            return seq % self.snapshot_every == 0
-        return c.snapshot_due(seq, last, self.snapshot_every)
-
     # -- boards -----------------------------------------------------------------------------------
     def _info(self, row: Sequence[Any]) -> BoardInfo:
         meta = c.decode_json(row[9], f"{self._where} board {row[0]}")
@@ -274,12 +283,8 @@ class PostgresStore:
         agenda: Sequence[Invocation] = (),
     ) -> BoardInfo:
         """See Store.create_board."""
-        bp = c.encode_json(blueprint)
-        init = c.encode_json(initial_state)
-        meta_b = c.json_meta(meta)
-        rows = [(inv, c.encode_invocation(inv)) for inv in agenda]
-        bid = board_id or uuid.uuid4().hex
-        label = name if name is not None else str(blueprint.get("name", "board"))
+        new = self.prepare_board(blueprint, initial_state, board_id=board_id, name=name, meta=meta, agenda=agenda)
+        bid, label, bp, init, meta_b, rows = new.board_id, new.name, new.blueprint, new.initial, new.meta, new.agenda
         async with self._tx() as conn:
             t = c.now()
             cur = await conn.execute(
@@ -293,7 +298,6 @@ class PostgresStore:
                 raise BoardExists(bid)
             if await self._push(conn, bid, rows):
                 await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, bid))
-            self._snap_hint[bid] = 0
             return self._info(await self._board_row(conn, bid))
 
     async def board_info(self, board_id: str) -> BoardInfo:
@@ -343,70 +347,143 @@ class PostgresStore:
         agenda: AgendaChanges | None = None,
         expected_version: int | None = None,
         state: JSON = None,
+        claim: ClaimRequest | None = None,
     ) -> AppendResult:
-        """See Store.append."""
-        c.check_record(record)
-        c.check_changes(board_id, agenda)
-        data = c.encode_record(record)
-        changes = agenda or AgendaChanges()
-        pushes = [(inv, c.encode_invocation(inv)) for inv in changes.push]
-        requeues = [(inv, c.encode_invocation(inv)) for inv in changes.requeue]
-        snap: bytes | None = None
-        if state is not None and self._snapshot_maybe_due(board_id, record.seq):
-            snap = c.encode_json(state)
-        prev_version = record.version - 1 if record.outcome == "accepted" else record.version
-        async with self._tx() as conn:
-            # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
-            cur = await conn.execute(
-                "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
-                " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
-                " RETURNING snapshot_seq)"
-                " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
-                " RETURNING (SELECT snapshot_seq FROM b)",
-                (
-                    record.version,
-                    record.seq,
-                    record.hash,
-                    c.now(),
-                    board_id,
-                    record.seq - 1,
-                    record.prev,
-                    prev_version if expected_version is None else expected_version,
-                    board_id,
-                    record.seq,
-                    data,
-                ),
+        """See Store.append (through the commit queue: see the module docstring)."""
+        job = self.prepare_append(
+            board_id, record, agenda=agenda, expected_version=expected_version, state=state, claim=claim
+        )
+        if self._closed:
+            raise StoreError(f"{self._where}: the store is closed")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[int, Claim | None]] = loop.create_future()
+        self._queue.append((job, fut))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = loop.create_task(self._drain())
+        snap_seq, got = await fut
+        return self.finish_append(job, snap_seq, got)
+
+    async def _drain(self) -> None:
+        """Commit the queued appends, batch after batch: everything queued while the previous
+        batch was flushing goes into one transaction, each append in its own savepoint."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            outcomes: list[tuple[bool, Any]] = []
+            try:
+                async with self._conn() as conn, conn.transaction():
+                    for job, _ in batch:
+                        try:
+                            if len(batch) == 1:
+                                out = await self._append_tx(conn, job)
+                            else:
+                                async with conn.transaction():  # a savepoint
+                                    out = await self._append_tx(conn, job)
+                            outcomes.append((True, out))
+                        except StoreError as exc:
+                            if len(batch) == 1:
+                                raise
+                            outcomes.append((False, exc))
+                        except psycopg.Error as exc:
+                            if len(batch) == 1 or isinstance(exc, psycopg.OperationalError):
+                                raise
+                            outcomes.append((False, self._translate(exc)))
+                    if not any(ok for ok, _ in outcomes):
+                        raise psycopg.Rollback()
+                if any(ok for ok, _ in outcomes):
+                    self.count_flush()
+            except Exception as exc:  # the transaction failed (translated by _conn): every append in it fails
+                outcomes = [(False, exc)] * len(batch)
+            for (_, fut), (ok, value) in zip(batch, outcomes, strict=False):
+                if fut.done():
+                    continue
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(value)
+
+    async def _append_tx(self, conn: Conn, job: NewRecord) -> tuple[int, Claim | None]:
+        board_id, record, changes = job.board_id, job.record, job.changes
+        expected_version = job.expected_version
+        # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
+        cur = await conn.execute(
+            "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
+            " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
+            " RETURNING snapshot_seq)"
+            " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
+            " RETURNING (SELECT snapshot_seq FROM b)",
+            (
+                record.version,
+                record.seq,
+                record.hash,
+                c.now(),
+                board_id,
+                record.seq - 1,
+                record.prev,
+                job.prev_version if expected_version is None else expected_version,
+                board_id,
+                record.seq,
+                job.data,
+            ),
+        )
+        row = await cur.fetchone()
+        if row is None:
+            info = self._info(await self._board_row(conn, board_id))
+            c.check_position(
+                board_id,
+                record,
+                last_seq=info.seq,
+                last_hash=info.last_hash,
+                version=info.version,
+                expected_version=expected_version,
             )
-            row = await cur.fetchone()
-            if row is None:
-                info = self._info(await self._board_row(conn, board_id))
-                c.check_position(
-                    board_id,
-                    record,
-                    last_seq=info.seq,
-                    last_hash=info.last_hash,
-                    version=info.version,
-                    expected_version=expected_version,
-                )
-                raise Conflict(board_id, f"record {record.seq} does not continue the log", actual_seq=info.seq)
-            snap_seq = int(row[0])
-            await self._apply_agenda(conn, board_id, record.seq, changes, requeues)
-            added = await self._push(conn, board_id, pushes)
-            due = c.snapshot_due(record.seq, snap_seq, self.snapshot_every)
-            write_snap = due and snap is not None
-            if write_snap:
+            raise Conflict(board_id, f"record {record.seq} does not continue the log", actual_seq=info.seq)
+        await self._apply_agenda(conn, board_id, record.seq, changes, job.requeues)
+        added = await self._push(conn, board_id, job.pushes)
+        got = None
+        if job.claim is not None:
+            req = job.claim
+            t = c.now() if req.now is None else req.now
+            got = await self._claim_tx(conn, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id)
+        if added or job.requeues:
+            await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
+        return int(row[0]), got
+
+    async def _snapshot_source(self, board_id: str, seq: int) -> SnapshotSource | None:
+        async with self._tx(repeatable=True) as conn:
+            cur = await conn.execute("SELECT initial_state, last_seq FROM boards WHERE board_id = %s", (board_id,))
+            brow = await cur.fetchone()
+            if brow is None or int(brow[1]) < seq:
+                return None
+            cur = await conn.execute(
+                "SELECT state, version, seq, last_hash, state_hash FROM snapshots WHERE board_id = %s", (board_id,)
+            )
+            srow = await cur.fetchone()
+            start = int(srow[2]) if srow is not None else 0
+            if start >= seq:
+                return None
+            cur = await conn.execute(
+                "SELECT seq, data FROM records WHERE board_id = %s AND seq > %s AND seq <= %s ORDER BY seq",
+                (board_id, start, seq),
+            )
+            rows = await cur.fetchall()
+        snap = None if srow is None else (bytes(srow[0]), int(srow[1]), int(srow[2]), srow[3], srow[4])
+        return SnapshotSource(snap, bytes(brow[0]), [(int(s), bytes(d)) for s, d in rows])
+
+    async def _put_snapshot(self, board_id: str, snap: Snapshot, blob: bytes) -> None:
+        # No flush of its own (lease=True: synchronous_commit off): a lost snapshot is rebuilt.
+        async with self._tx(lease=True) as conn:
+            cur = await conn.execute(
+                "UPDATE boards SET snapshot_seq = %s WHERE board_id = %s AND snapshot_seq < %s RETURNING 1",
+                (snap.seq, board_id, snap.seq),
+            )
+            if await cur.fetchone() is not None:
                 await conn.execute(
                     "INSERT INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
                     " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (board_id) DO UPDATE SET seq = EXCLUDED.seq,"
                     " version = EXCLUDED.version, last_hash = EXCLUDED.last_hash,"
                     " state_hash = EXCLUDED.state_hash, state = EXCLUDED.state",
-                    (board_id, record.seq, record.version, record.hash, record.state_after, snap),
+                    (board_id, snap.seq, snap.version, snap.last_hash, snap.state_hash, blob),
                 )
-                await conn.execute("UPDATE boards SET snapshot_seq = %s WHERE board_id = %s", (record.seq, board_id))
-            if added or requeues:
-                await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
-        self._snap_hint[board_id] = record.seq if write_snap else snap_seq
-        return AppendResult(record.seq, record.version, write_snap, due and not write_snap)
 
     async def _apply_agenda(
         self,
@@ -497,6 +574,7 @@ class PostgresStore:
 
     async def load_board(self, board_id: str) -> LoadedBoard:
         """See Store.load_board."""
+        await self.settle_snapshots(board_id)
         where = f"{self._where} board {board_id}"
         async with self._tx(repeatable=True) as conn:
             info = self._info(await self._board_row(conn, board_id))
@@ -512,7 +590,7 @@ class PostgresStore:
             if srow is not None:
                 snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
             start = snapshot.seq if snapshot else 0
-            self._snap_hint[board_id] = start
+            self.note_snapshot_seq(board_id, start)
             records = await self._records(conn, board_id, start + 1, None)
             if (records[-1].seq if records else start) != info.seq:
                 raise StoreCorrupt(where, f"the log ends before record {info.seq}")
@@ -586,11 +664,31 @@ class PostgresStore:
         lease_s: float = DEFAULT_LEASE_S,
         worker_names: Sequence[str] | None = None,
         now: float | None = None,
+        invocation_id: str | None = None,
     ) -> Claim | None:
-        """See Store.claim (``FOR UPDATE SKIP LOCKED``)."""
+        """See Store.claim (``FOR UPDATE SKIP LOCKED`` over the index of live invocations)."""
         t = c.now() if now is None else now
+        async with self._tx(lease=True) as conn:
+            return await self._claim_tx(conn, board_id, owner, t, lease_s, worker_names, invocation_id)
+
+    async def _claim_tx(
+        self,
+        conn: Conn,
+        board_id: str | None,
+        owner: str,
+        t: float,
+        lease_s: float,
+        worker_names: Sequence[str] | None,
+        invocation_id: str | None,
+    ) -> Claim | None:
         until = t + lease_s
-        where = ["b.status = 'running'", "(i2.status = 'pending' OR (i2.status = 'claimed' AND i2.lease_until <= %s))"]
+        # ``status IN ('pending', 'claimed')`` is spelt out so the planner can use the partial
+        # indexes over live invocations (migrations 2 and 3), whatever the board's history.
+        where = [
+            "b.status = 'running'",
+            "i2.status IN ('pending', 'claimed')",
+            "(i2.status = 'pending' OR i2.lease_until <= %s)",
+        ]
         params: list[Any] = [t]
         if board_id is not None:
             where.append("i2.board_id = %s")
@@ -600,19 +698,21 @@ class PostgresStore:
                 return None
             where.append("i2.worker = ANY(%s)")
             params.append(list(worker_names))
-        async with self._tx(lease=True) as conn:
-            if board_id is not None:
-                await self._board_row(conn, board_id)
-            cur = await conn.execute(
-                "UPDATE invocations i SET status = 'claimed', owner = %s, lease_until = %s, claims = i.claims + 1"
-                " FROM (SELECT i2.board_id, i2.id FROM invocations i2 JOIN boards b ON b.board_id = i2.board_id"
-                f" WHERE {' AND '.join(where)} ORDER BY i2.priority DESC, i2.ord, i2.created LIMIT 1"
-                " FOR UPDATE OF i2 SKIP LOCKED) pick"
-                " WHERE i.board_id = pick.board_id AND i.id = pick.id"
-                " RETURNING i.board_id, i.data, i.attempts, i.claims",
-                [owner, until, *params],
-            )
-            row = await cur.fetchone()
+        if invocation_id is not None:
+            where.append("i2.id = %s")
+            params.append(invocation_id)
+        if board_id is not None:
+            await self._board_row(conn, board_id)
+        cur = await conn.execute(
+            "UPDATE invocations i SET status = 'claimed', owner = %s, lease_until = %s, claims = i.claims + 1"
+            " FROM (SELECT i2.board_id, i2.id FROM invocations i2 JOIN boards b ON b.board_id = i2.board_id"
+            f" WHERE {' AND '.join(where)} ORDER BY i2.priority DESC, i2.ord, i2.created LIMIT 1"
+            " FOR UPDATE OF i2 SKIP LOCKED) pick"
+            " WHERE i.board_id = pick.board_id AND i.id = pick.id"
+            " RETURNING i.board_id, i.data, i.attempts, i.claims",
+            [owner, until, *params],
+        )
+        row = await cur.fetchone()
         if row is None:
             return None
         inv = c.decode_invocation(row[1], CLAIMED, int(row[2]), f"{self._where} board {row[0]}")
@@ -685,7 +785,7 @@ class PostgresStore:
                 raise self._translate(exc) from None
 
     async def _claimable(self, worker_names: Sequence[str] | None) -> bool:
-        where = "(i.status = 'pending' OR (i.status = 'claimed' AND i.lease_until <= %s))"
+        where = "i.status IN ('pending', 'claimed') AND (i.status = 'pending' OR i.lease_until <= %s)"
         params: list[Any] = [c.now()]
         if worker_names is not None:
             where += " AND i.worker = ANY(%s)"
@@ -752,9 +852,11 @@ async def _requeue_row(conn: Conn, board_id: str, inv_id: str, blob: bytes | Non
 
 
 async def _agenda(conn: Conn, board_id: str, statuses: tuple[str, ...], where: str) -> list[Invocation]:
+    # Live statuses only: say so in the SQL, so the partial index of live invocations is used.
+    live = " AND status IN ('pending', 'claimed')" if set(statuses) <= {PENDING, CLAIMED} else ""
     cur = await conn.execute(
         "SELECT data, status, attempts FROM invocations WHERE board_id = %s AND status = ANY(%s)"
-        " ORDER BY priority DESC, ord, created",
+        f"{live} ORDER BY priority DESC, ord, created",
         (board_id, list(statuses)),
     )
     return [c.decode_invocation(d, s, int(a), where) for d, s, a in await cur.fetchall()]

@@ -8,6 +8,16 @@ Guarantees, on top of the Store protocol's:
 - Every write is one SQLite transaction started with ``BEGIN IMMEDIATE`` (the write lock is
   taken before the CAS is read, so two writers in different processes serialise and the second
   sees the first's record and gets ``Conflict``).
+- Group commit: durable writes (appends, board creation, status changes) go through a commit
+  queue drained by the store's one connection thread; every write queued while the previous
+  batch was flushing goes into the next transaction, each inside its own savepoint, so one
+  failing (a lost compare-and-set, say) rolls back only itself, and each is acknowledged only
+  after the batch's commit. One board appending alone pays one transaction and one thread
+  hand-off per step (``append(..., claim=...)`` leases its next invocation in it).
+- Lease bookkeeping (claims, heartbeats, releases) and background snapshots commit on a second
+  connection opened with ``synchronous=NORMAL`` (no per-claim ``PRAGMA`` switching): the WAL
+  is append-only, so the next durable commit syncs those frames too, and losing a lease change
+  to a power cut only makes an invocation claimable again, as an expired lease would.
 - ``synchronous=full`` (the default) fsyncs the WAL at every commit: a returned append survives
   a power loss. ``synchronous=normal`` survives the death of the process but may lose the last
   commits on a power loss; it is faster on disks with slow syncs (see benchmarks/store.py).
@@ -22,7 +32,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-import uuid
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +43,7 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
+from .backend import NewRecord, SnapshotSource, StoreBackend
 from .base import (
     BOARD_STATUSES,
     DEFAULT_LEASE_S,
@@ -44,15 +55,21 @@ from .base import (
     BoardInfo,
     BoardNotFound,
     Claim,
+    ClaimRequest,
     Conflict,
     DuplicateInvocationCommit,
     LeaseLost,
     LoadedBoard,
+    ReportsCommits,
+    ScansStalledBoards,
     SchemaTooNew,
     Snapshot,
+    Store,
     StoreCorrupt,
     StoreError,
     StoreUnavailable,
+    WatchesBoards,
+    WatchesWork,
 )
 from .migrations import SCHEMA_TABLE, SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLITE_TABLES
 
@@ -126,7 +143,10 @@ def check_file(path: Path) -> None:
         )
 
 
-class SqliteStore:
+_Job = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
+
+
+class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
     """A Store in one SQLite file (see module docstring)."""
 
     def __init__(
@@ -138,6 +158,7 @@ class SqliteStore:
         synchronous: str = "full",
         busy_timeout_ms: int = 30_000,
     ) -> None:
+        self._init_backend()
         self.path = Path(path)
         self.url = url or f"sqlite:///{self.path}"
         self.snapshot_every = snapshot_every
@@ -147,9 +168,14 @@ class SqliteStore:
         self.busy_timeout_ms = busy_timeout_ms
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slateboard-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._lease_conn: sqlite3.Connection | None = None
         self._waiters: set[asyncio.Future[bool]] = set()
         self._closed = False
-        self._snap_hint: dict[str, int] = {}
+        # The commit queue (see the module docstring): filled by the event loop, drained by
+        # the connection thread; ``_draining`` says a drain is submitted or running.
+        self._queue: list[_Job] = []
+        self._queue_lock = threading.Lock()
+        self._draining = False
 
     @classmethod
     async def open(cls, url: str) -> SqliteStore:
@@ -178,30 +204,24 @@ class SqliteStore:
         """Close the connection and its thread (idempotent)."""
         if self._closed:
             return
+        if self._conn is not None:
+            await self.settle_snapshots()
         self._closed = True
         for fut in list(self._waiters):
             if not fut.done():
                 fut.cancel()
 
         def shut() -> None:
-            if self._conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.close()
-                self._conn = None
+            for conn in (self._conn, self._lease_conn):
+                if conn is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.close()
+            self._conn = self._lease_conn = None
 
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, shut)
         finally:
             self._executor.shutdown(wait=False)
-
-    def _snapshot_maybe_due(self, board_id: str, seq: int) -> bool:
-        """Whether to serialise the state for an append (a hint; the transaction decides)."""
-        if self.snapshot_every <= 0:
-            return False
-        last = self._snap_hint.get(board_id)
-        if last is None:
-            return seq % self.snapshot_every == 0
-        return c.snapshot_due(seq, last, self.snapshot_every)
 
     # -- plumbing ---------------------------------------------------------------------------------
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -210,27 +230,88 @@ class SqliteStore:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._guard, fn, args)
 
     async def _w(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in a write transaction on the connection thread."""
-        out: T = await self._run(self._write, fn)
-        return out
+        """Run ``fn`` in a durable write transaction, through the commit queue: it may share
+        the transaction (inside its own savepoint) and the flush with other queued writes, and
+        returns only after that transaction committed."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        with self._queue_lock:
+            self._queue.append((fn, fut, loop))
+            start = not self._draining
+            self._draining = True
+        if start:
+            self._executor.submit(self._drain)
+        return await fut
+
+    def _drain(self) -> None:
+        """One batch of the commit queue (on the connection thread): everything queued now, in
+        one transaction, each write in its own savepoint; results go back once committed."""
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        outcomes: list[tuple[bool, Any]] = []
+        try:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                single = len(batch) == 1
+                for fn, _, _ in batch:
+                    if not single:
+                        db.execute("SAVEPOINT sb_write")
+                    try:
+                        out = fn(db)
+                    except Exception as exc:
+                        if not single:
+                            db.execute("ROLLBACK TO sb_write")
+                            db.execute("RELEASE sb_write")
+                        outcomes.append((False, self._translate(exc) if isinstance(exc, sqlite3.Error) else exc))
+                        continue
+                    if not single:
+                        db.execute("RELEASE sb_write")
+                    outcomes.append((True, out))
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
+            if any(ok for ok, _ in outcomes):
+                db.execute("COMMIT")
+                self.count_flush(flushes=0 if self.synchronous == "normal" else 1)
+            else:
+                db.execute("ROLLBACK")
+        except Exception as exc:
+            err = self._translate(exc) if isinstance(exc, sqlite3.Error) else exc
+            outcomes = [(False, err)] * len(batch)
+        finally:
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+            for (_, fut, loop), (ok, value) in zip(batch, outcomes, strict=False):
+                by_loop.setdefault(loop, []).append((fut, ok, value))
+            for loop, items in by_loop.items():
+                with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
+                    loop.call_soon_threadsafe(_deliver, items)
+            with self._queue_lock:
+                if self._queue and not self._closed:
+                    # Behind the reads already submitted: a busy queue never starves them.
+                    self._executor.submit(self._drain)
+                else:
+                    self._draining = False
 
     async def _w_lease(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """A write transaction for lease bookkeeping (claim, heartbeat, release), committed
-        without its own fsync even under ``synchronous=full``: the WAL is append-only, so the
-        next durable commit syncs it too, and losing a lease change to a power cut only makes
-        the invocation claimable again, as an expired lease would."""
-        out: T = await self._run(self._write_lease, fn)
+        """A write transaction for lease bookkeeping (claim, heartbeat, release) and background
+        snapshots, on the ``synchronous=NORMAL`` connection (see the module docstring)."""
+        out: T = await self._run(self._write_on, self._lease_db, fn)
         return out
 
-    def _write_lease(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        if self.synchronous == "normal":
-            return self._write(fn)
-        db = self._db
-        db.execute("PRAGMA synchronous = NORMAL")
+    def _write_on(self, db: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db.execute("BEGIN IMMEDIATE")
         try:
-            return self._write(fn)
-        finally:
-            db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            out = fn(db)
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return out
 
     async def _r(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in a read transaction on the connection thread."""
@@ -266,6 +347,12 @@ class SqliteStore:
         if self._conn is None:
             raise StoreError(f"{self.path}: the store is closed")
         return self._conn
+
+    @property
+    def _lease_db(self) -> sqlite3.Connection:
+        if self._lease_conn is None:
+            raise StoreError(f"{self.path}: the store is closed")
+        return self._lease_conn
 
     def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn`` in a BEGIN IMMEDIATE transaction (rolled back on any exception)."""
@@ -307,6 +394,12 @@ class SqliteStore:
             raise StoreUnavailable(f"{self.path}: cannot switch the database to WAL mode (got {mode!r})")
         db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self._write(self._migrate)
+        lease = sqlite3.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
+        )
+        self._lease_conn = lease
+        lease.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        lease.execute("PRAGMA synchronous = NORMAL")
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -383,12 +476,8 @@ class SqliteStore:
         agenda: Sequence[Invocation] = (),
     ) -> BoardInfo:
         """See Store.create_board."""
-        bp = c.encode_json(blueprint)
-        init = c.encode_json(initial_state)
-        meta_b = c.json_meta(meta)
-        rows = [(inv, c.encode_invocation(inv)) for inv in agenda]
-        bid = board_id or uuid.uuid4().hex
-        label = name if name is not None else str(blueprint.get("name", "board"))
+        new = self.prepare_board(blueprint, initial_state, board_id=board_id, name=name, meta=meta, agenda=agenda)
+        bid = new.board_id
 
         def tx(db: sqlite3.Connection) -> BoardInfo:
             if db.execute("SELECT 1 FROM boards WHERE board_id = ?", (bid,)).fetchone():
@@ -398,14 +487,13 @@ class SqliteStore:
                 "INSERT INTO boards (board_id, name, blueprint, initial_state, meta, status, reason, created_at,"
                 " updated_at, version, last_seq, last_hash, snapshot_seq)"
                 " VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, ?, 0, 0, ?, 0)",
-                (bid, label, bp, init, meta_b, t, t, GENESIS),
+                (bid, new.name, new.blueprint, new.initial, new.meta, t, t, GENESIS),
             )
-            _push(db, bid, rows)
-            self._snap_hint[bid] = 0
+            _push(db, bid, new.agenda)
             return self._info(self._board_row(db, bid))
 
         info = await self._w(tx)
-        if rows:
+        if new.agenda:
             self._wake()
         return info
 
@@ -464,57 +552,80 @@ class SqliteStore:
         agenda: AgendaChanges | None = None,
         expected_version: int | None = None,
         state: JSON = None,
+        claim: ClaimRequest | None = None,
     ) -> AppendResult:
-        """See Store.append."""
-        c.check_record(record)
-        c.check_changes(board_id, agenda)
-        data = c.encode_record(record)
-        changes = agenda or AgendaChanges()
-        pushes = [(inv, c.encode_invocation(inv)) for inv in changes.push]
-        requeues = [(inv, c.encode_invocation(inv)) for inv in changes.requeue]
-        # Serialise the live state now, before yielding, only when a snapshot can be due.
-        snap: bytes | None = None
-        if state is not None and self._snapshot_maybe_due(board_id, record.seq):
-            snap = c.encode_json(state)
+        """See Store.append (through the commit queue: see the module docstring)."""
+        job = self.prepare_append(
+            board_id, record, agenda=agenda, expected_version=expected_version, state=state, claim=claim
+        )
+        snap_seq, got = await self._w(lambda db: self._append_tx(db, job))
+        if job.pushes or job.requeues:
+            self._wake()
+        return self.finish_append(job, snap_seq, got)
 
-        def tx(db: sqlite3.Connection) -> AppendResult:
-            row = db.execute(
-                "SELECT version, last_seq, last_hash, snapshot_seq FROM boards WHERE board_id = ?", (board_id,)
+    def _append_tx(self, db: sqlite3.Connection, job: NewRecord) -> tuple[int, Claim | None]:
+        board_id, record = job.board_id, job.record
+        row = db.execute(
+            "SELECT version, last_seq, last_hash, snapshot_seq FROM boards WHERE board_id = ?", (board_id,)
+        ).fetchone()
+        if row is None:
+            raise BoardNotFound(board_id)
+        c.check_position(
+            board_id,
+            record,
+            last_seq=int(row[1]),
+            last_hash=row[2],
+            version=int(row[0]),
+            expected_version=job.expected_version,
+        )
+        db.execute("INSERT INTO records (board_id, seq, data) VALUES (?, ?, ?)", (board_id, record.seq, job.data))
+        db.execute(
+            "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ? WHERE board_id = ?",
+            (record.version, record.seq, record.hash, c.now(), board_id),
+        )
+        _apply_agenda(db, board_id, record.seq, job.changes, job.requeues)
+        _push(db, board_id, job.pushes)
+        got = None
+        if job.claim is not None:
+            req = job.claim
+            t = c.now() if req.now is None else req.now
+            got = self._claim_tx(db, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id)
+        return int(row[3]), got
+
+    async def _snapshot_source(self, board_id: str, seq: int) -> SnapshotSource | None:
+        def q(db: sqlite3.Connection) -> SnapshotSource | None:
+            brow = db.execute("SELECT initial_state, last_seq FROM boards WHERE board_id = ?", (board_id,)).fetchone()
+            if brow is None or int(brow[1]) < seq:
+                return None
+            srow = db.execute(
+                "SELECT state, version, seq, last_hash, state_hash FROM snapshots WHERE board_id = ?", (board_id,)
             ).fetchone()
-            if row is None:
-                raise BoardNotFound(board_id)
-            version, last_seq, last_hash, snap_seq = int(row[0]), int(row[1]), row[2], int(row[3])
-            c.check_position(
-                board_id,
-                record,
-                last_seq=last_seq,
-                last_hash=last_hash,
-                version=version,
-                expected_version=expected_version,
+            start = int(srow[2]) if srow is not None else 0
+            if start >= seq:
+                return None
+            rows = db.execute(
+                "SELECT seq, data FROM records WHERE board_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (board_id, start, seq),
+            ).fetchall()
+            snap = None if srow is None else (bytes(srow[0]), int(srow[1]), int(srow[2]), srow[3], srow[4])
+            return SnapshotSource(snap, bytes(brow[0]), [(int(s), bytes(d)) for s, d in rows])
+
+        return await self._r(q)
+
+    async def _put_snapshot(self, board_id: str, snap: Snapshot, blob: bytes) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            cur = db.execute(
+                "UPDATE boards SET snapshot_seq = ? WHERE board_id = ? AND snapshot_seq < ?",
+                (snap.seq, board_id, snap.seq),
             )
-            db.execute("INSERT INTO records (board_id, seq, data) VALUES (?, ?, ?)", (board_id, record.seq, data))
-            due = c.snapshot_due(record.seq, snap_seq, self.snapshot_every)
-            write_snap = due and snap is not None
-            db.execute(
-                "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ?,"
-                " snapshot_seq = ? WHERE board_id = ?",
-                (record.version, record.seq, record.hash, c.now(), record.seq if write_snap else snap_seq, board_id),
-            )
-            _apply_agenda(db, board_id, record.seq, changes, requeues)
-            _push(db, board_id, pushes)
-            if write_snap:
+            if cur.rowcount:
                 db.execute(
                     "INSERT OR REPLACE INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    (board_id, record.seq, record.version, record.hash, record.state_after, snap),
+                    (board_id, snap.seq, snap.version, snap.last_hash, snap.state_hash, blob),
                 )
-            self._snap_hint[board_id] = record.seq if write_snap else snap_seq
-            return AppendResult(record.seq, record.version, write_snap, due and not write_snap)
 
-        result = await self._w(tx)
-        if pushes or requeues:
-            self._wake()
-        return result
+        await self._w_lease(tx)
 
     async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
         """See Store.read_records."""
@@ -541,6 +652,7 @@ class SqliteStore:
 
     async def load_board(self, board_id: str) -> LoadedBoard:
         """See Store.load_board."""
+        await self.settle_snapshots(board_id)
 
         def q(db: sqlite3.Connection) -> LoadedBoard:
             info = self._info(self._board_row(db, board_id))
@@ -555,7 +667,7 @@ class SqliteStore:
             if srow is not None:
                 snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
             start = snapshot.seq if snapshot else 0
-            self._snap_hint[board_id] = start
+            self.note_snapshot_seq(board_id, start)
             records = self._records(db, board_id, start + 1, None)
             if (records[-1].seq if records else start) != info.seq:
                 raise StoreCorrupt(where, f"the log ends before record {info.seq}")
@@ -636,40 +748,61 @@ class SqliteStore:
         lease_s: float = DEFAULT_LEASE_S,
         worker_names: Sequence[str] | None = None,
         now: float | None = None,
+        invocation_id: str | None = None,
     ) -> Claim | None:
-        """See Store.claim."""
+        """See Store.claim (walks the index of live invocations only)."""
         t = c.now() if now is None else now
-        until = t + lease_s
+        return await self._w_lease(
+            lambda db: self._claim_tx(db, board_id, owner, t, lease_s, worker_names, invocation_id)
+        )
 
-        def tx(db: sqlite3.Connection) -> Claim | None:
-            where = ["b.status = 'running'", "(i.status = 'pending' OR (i.status = 'claimed' AND i.lease_until <= ?))"]
-            params: list[Any] = [t]
-            if board_id is not None:
-                self._board_row(db, board_id)
-                where.append("i.board_id = ?")
-                params.append(board_id)
-            if worker_names is not None:
-                names = list(worker_names)
-                if not names:
-                    return None
-                where.append(f"i.worker IN ({', '.join('?' * len(names))})")
-                params.extend(names)
-            row = db.execute(
-                "SELECT i.rowid FROM invocations i JOIN boards b ON b.board_id = i.board_id"
-                f" WHERE {' AND '.join(where)} ORDER BY i.priority DESC, i.ord, i.rowid LIMIT 1",
-                params,
-            ).fetchone()
-            if row is None:
+    def _claim_tx(
+        self,
+        db: sqlite3.Connection,
+        board_id: str | None,
+        owner: str,
+        t: float,
+        lease_s: float,
+        worker_names: Sequence[str] | None,
+        invocation_id: str | None,
+    ) -> Claim | None:
+        # ``status IN ('pending', 'claimed')`` is spelt out so the planner uses the partial
+        # indexes over live invocations (migration 3), whatever the board's history.
+        where = ["i.status IN ('pending', 'claimed')", "(i.status = 'pending' OR i.lease_until <= ?)"]
+        params: list[Any] = [t]
+        if worker_names is not None:
+            names = list(worker_names)
+            if not names:
                 return None
-            got = db.execute(
-                "UPDATE invocations SET status = 'claimed', owner = ?, lease_until = ?, claims = claims + 1"
-                " WHERE rowid = ? RETURNING board_id, data, attempts, claims",
-                (owner, until, row[0]),
-            ).fetchone()
-            inv = c.decode_invocation(got[1], CLAIMED, int(got[2]), f"{self.path} board {got[0]}")
-            return Claim(got[0], inv, owner, until, int(got[3]))
-
-        return await self._w_lease(tx)
+            where.append(f"i.worker IN ({', '.join('?' * len(names))})")
+            params.extend(names)
+        if invocation_id is not None:
+            where.append("i.id = ?")
+            params.append(invocation_id)
+        if board_id is not None:
+            status = db.execute("SELECT status FROM boards WHERE board_id = ?", (board_id,)).fetchone()
+            if status is None:
+                raise BoardNotFound(board_id)
+            if status[0] != "running":
+                return None
+            sql = f"SELECT i.rowid FROM invocations i WHERE i.board_id = ? AND {' AND '.join(where)}"
+            params.insert(0, board_id)
+        else:
+            sql = (
+                "SELECT i.rowid FROM invocations i JOIN boards b ON b.board_id = i.board_id"
+                f" WHERE b.status = 'running' AND {' AND '.join(where)}"
+            )
+        row = db.execute(f"{sql} ORDER BY i.priority DESC, i.ord, i.rowid LIMIT 1", params).fetchone()
+        if row is None:
+            return None
+        until = t + lease_s
+        got = db.execute(
+            "UPDATE invocations SET status = 'claimed', owner = ?, lease_until = ?, claims = claims + 1"
+            " WHERE rowid = ? RETURNING board_id, data, attempts, claims",
+            (owner, until, row[0]),
+        ).fetchone()
+        inv = c.decode_invocation(got[1], CLAIMED, int(got[2]), f"{self.path} board {got[0]}")
+        return Claim(got[0], inv, owner, until, int(got[3]))
 
     async def heartbeat(
         self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
@@ -707,26 +840,17 @@ class SqliteStore:
             self._wake()
         return count
 
-    async def wait_for_work(self, timeout: float) -> bool:
-        """See Store.wait_for_work: woken at once by pushes from this store object; pushes from
-        other processes are seen by polling the file every 50 ms."""
+    async def wait_for_work(self, timeout: float, *, worker_names: Sequence[str] | None = None) -> bool:
+        """See WatchesWork.wait_for_work: woken at once by pushes from this store object; pushes
+        from other processes are seen by polling the file every 50 ms."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         fut: asyncio.Future[bool] = loop.create_future()
         self._waiters.add(fut)
+        names = None if worker_names is None else list(worker_names)
         try:
             while not self._closed:
-                has = await self._run(
-                    self._read,
-                    lambda db: (
-                        db.execute(
-                            "SELECT 1 FROM invocations i JOIN boards b ON b.board_id = i.board_id"
-                            " WHERE i.status = 'pending' AND b.status = 'running' LIMIT 1"
-                        ).fetchone()
-                        is not None
-                    ),
-                )
-                if has:
+                if await self._r(lambda db: _has_work(db, names)):
                     return True
                 left = deadline - loop.time()
                 if left <= 0:
@@ -739,6 +863,31 @@ class SqliteStore:
         finally:
             self._waiters.discard(fut)
 
+    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+        """See WatchesBoards.wait_for_board: the header is read every 50 ms (another process may
+        change the status; SQLite has no notifications)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            info = await self.board_info(board_id)
+            left = deadline - loop.time()
+            if info.status != "running" or left <= 0:
+                return info
+            await asyncio.sleep(min(left, 0.05))
+
+    async def stalled_boards(self) -> list[str]:
+        """See ScansStalledBoards.stalled_boards (one query over the live-invocation index)."""
+
+        def q(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute(
+                "SELECT b.board_id FROM boards b WHERE b.status = 'running' AND NOT EXISTS (SELECT 1 FROM"
+                " invocations i WHERE i.board_id = b.board_id AND i.status IN ('pending', 'claimed'))"
+                " ORDER BY b.created_at, b.rowid"
+            ).fetchall()
+            return [r[0] for r in rows]
+
+        return await self._r(q)
+
     def _wake(self) -> None:
         for fut in list(self._waiters):
             if not fut.done():
@@ -748,6 +897,33 @@ class SqliteStore:
 def _set_true(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(True)
+
+
+def _deliver(items: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for fut, ok, value in items:
+        if fut.done():
+            continue
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+
+def _has_work(db: sqlite3.Connection, worker_names: list[str] | None) -> bool:
+    """Whether a running board has a claimable invocation (of ``worker_names`` when given)."""
+    where = "i.status IN ('pending', 'claimed') AND (i.status = 'pending' OR i.lease_until <= ?)"
+    params: list[Any] = [c.now()]
+    if worker_names is not None:
+        if not worker_names:
+            return False
+        where += f" AND i.worker IN ({', '.join('?' * len(worker_names))})"
+        params.extend(worker_names)
+    row = db.execute(
+        f"SELECT 1 FROM invocations i JOIN boards b ON b.board_id = i.board_id WHERE {where}"
+        " AND b.status = 'running' LIMIT 1",
+        params,
+    ).fetchone()
+    return row is not None
 
 
 def _push(db: sqlite3.Connection, board_id: str, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
@@ -821,9 +997,11 @@ def _apply_agenda(
 def _agenda(db: sqlite3.Connection, board_id: str, statuses: tuple[str, ...], where: str) -> list[Invocation]:
     if not statuses:
         return []
+    # Live statuses only: say so in the SQL, so the partial index of live invocations is used.
+    live = " AND status IN ('pending', 'claimed')" if set(statuses) <= {PENDING, CLAIMED} else ""
     rows = db.execute(
         f"SELECT data, status, attempts FROM invocations WHERE board_id = ? AND status IN ({', '.join('?' * len(statuses))})"
-        " ORDER BY priority DESC, ord, rowid",
+        f"{live} ORDER BY priority DESC, ord, rowid",
         (board_id, *statuses),
     ).fetchall()
     return [c.decode_invocation(d, s, int(a), where) for d, s, a in rows]
