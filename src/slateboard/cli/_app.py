@@ -150,6 +150,9 @@ def _root(
     """Global options (before or after the command)."""
     if debug:
         _errors.settings.debug = True
+    from .. import telemetry
+
+    telemetry.enable_from_env()  # SLATEBOARD_OTEL=otlp|console: trace this command (issue 17)
 
 
 app.command("run")(run_command)

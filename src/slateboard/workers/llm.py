@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Generation, Message, Model, ModelError, ModelRequestError, resolve_model
@@ -247,13 +248,17 @@ class LLMWorker:
         )
 
     async def _generate(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
-        return await self.model.generate(
-            messages,
-            json_schema=schema,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            timeout=self.timeout,
-        )
+        # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
+        with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
+            gen = await self.model.generate(
+                messages,
+                json_schema=schema,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                timeout=self.timeout,
+            )
+            telemetry.record_generation(sp, gen)
+            return gen
 
     async def _run_tool(self, name: str, args: dict[str, JSON], allowed: bool) -> ToolResult:
         if not allowed:
