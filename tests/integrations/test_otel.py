@@ -131,3 +131,24 @@ def test_enable_from_env() -> None:
     with pytest.raises(ValueError, match="otlp, console or off"):
         telemetry.enable_from_env({"SLATEBOARD_OTEL": "jaeger"})
     assert not telemetry.enabled()
+
+
+async def test_coordinator_model_call_is_a_genai_span(exporter: InMemorySpanExporter) -> None:
+    from slateboard.scheduling.coordinator import CoordinatorControl
+
+    store = await open_store("memory://")
+    board = await create_board(store, BLUEPRINT)
+    coordinator = CoordinatorControl(
+        ScriptedModel(['{"choice": 1, "terminate": false, "reason": "only one"}'], name="scripted:coord"),
+        ask_when_single=True,
+    )
+    model = ScriptedModel([reply("/answer", "hi")], name="scripted:worker")
+    await Runner(store, board, model=model, control=coordinator).run()
+    await store.close()
+    spans = list(exporter.get_finished_spans())
+    (run,) = [s for s in spans if s.name == "slateboard.run"]
+    (coord,) = [s for s in spans if s.name == "chat scripted:coord"]
+    # the coordinator chooses between steps: its call hangs off the run, not off a step
+    assert coord.parent is not None and run.context is not None and coord.parent.span_id == run.context.span_id
+    assert coord.attributes is not None and int(str(coord.attributes["gen_ai.usage.output_tokens"])) > 0
+    assert [s.name for s in spans].count("chat scripted:worker") == 1
