@@ -7,7 +7,7 @@ workers the tools of MCP servers, with every call and result kept in the log (``
 """
 
 from ._bridge import Bridge, BridgeError, ExternalWorker, Waiting
-from ._server import DEFAULT_EXTERNAL_TIMEOUT, build_server, open_bridge, serve_board, tool_names
+from ._server import DEFAULT_EXTERNAL_TIMEOUT, build_server, http_app, open_bridge, serve_board, tool_names
 from ._tools import MCPToolError, ServerSpec, mcp_tools, server_target
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "ServerSpec",
     "Waiting",
     "build_server",
+    "http_app",
     "mcp_tools",
     "open_bridge",
     "serve_board",

@@ -30,7 +30,7 @@ from ..runtime.runner import Runner
 from ..stores.base import Store
 from ._bridge import Bridge, BridgeError, ExternalWorker
 
-__all__ = ["DEFAULT_EXTERNAL_TIMEOUT", "build_server", "open_bridge", "serve_board"]
+__all__ = ["DEFAULT_EXTERNAL_TIMEOUT", "build_server", "http_app", "open_bridge", "serve_board", "tool_names"]
 
 log = logging.getLogger("slateboard.mcp")
 
@@ -170,16 +170,23 @@ async def _serve_http(
 ) -> None:
     import uvicorn
 
-    from ..web._app import _Guard
-
     if sock is None:
         raise ValueError("the HTTP transport needs a listening socket")
-    app = _Guard(server.streamable_http_app(host=host), token)
+    app = http_app(server, host=host, token=token)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
     uv = uvicorn.Server(config)
     if ready is not None:
         ready()
     await uv.serve(sockets=[sock])
+
+
+def http_app(server: Any, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    """The streamable-HTTP ASGI app of ``server`` (endpoint ``/mcp``) behind the dashboard's guard:
+    with ``token`` every request must carry it (``Authorization: Bearer``), else 401; without one
+    only loopback ``Host`` names are answered, else 403 (no DNS rebinding onto a loopback server)."""
+    from ..web._app import _Guard
+
+    return _Guard(server.streamable_http_app(host=host), token)
 
 
 def tool_names() -> Sequence[str]:
