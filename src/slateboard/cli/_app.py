@@ -24,6 +24,8 @@ from ._extra import (
 )
 from ._faults import faults_command
 from ._inspect import boards_command, log_command, replay_command, show_command
+from ._mcp import mcp_app
+from ._memory import memory_app
 from ._run import resume_command, run_command
 from ._scale import submit_command, wait_command, worker_command
 from ._serve import serve_command
@@ -150,6 +152,9 @@ def _root(
     """Global options (before or after the command)."""
     if debug:
         _errors.settings.debug = True
+    from .. import telemetry
+
+    telemetry.enable_from_env()  # SLATEBOARD_OTEL=otlp|console: trace this command (issue 17)
 
 
 app.command("run")(run_command)
@@ -166,6 +171,8 @@ app.command("refuse")(refuse_command)
 app.command("serve")(serve_command)
 app.command("faults")(faults_command)
 app.add_typer(eval_app, name="eval")
+app.add_typer(mcp_app, name="mcp")
+app.add_typer(memory_app, name="memory")
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
 app.command("wait")(wait_command)

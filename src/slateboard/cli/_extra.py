@@ -124,6 +124,7 @@ class Bench(enum.StrEnum):
     constrained = "constrained"
     peers = "peers"
     scale = "scale"
+    telemetry = "telemetry"
 
 
 def find_benchmarks() -> Path:

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
+from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
@@ -188,6 +189,20 @@ class Runner:
     # -- the loop -------------------------------------------------------------------------------
     async def run(self) -> RunResult:
         """Run until the board ends; returns the result (also after a resume)."""
+        # telemetry hook (issue 17): the run's span is the parent of every step's span
+        with telemetry.span("slateboard.run", {"slateboard.board": self.board_id}) as sp:
+            result = await self._run()
+            telemetry.set_attributes(
+                sp,
+                {
+                    "slateboard.blueprint": self.blueprint.spec.name,
+                    "slateboard.end_reason": result.end_reason,
+                    "slateboard.records": result.records,
+                },
+            )
+            return result
+
+    async def _run(self) -> RunResult:
         if not self._opened:
             await self.open()
         session = self.session

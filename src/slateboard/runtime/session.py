@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..errors import RunError
 from ..kernel.canonical import JSON
@@ -461,17 +462,27 @@ class BoardSession:
         ``reason`` is why it was chosen (kept in the record's meta as ``control``). With ``owner``
         and ``lease_s`` the claim's lease is extended every ``lease_s / 3`` seconds while the
         worker runs. A worker that times out becomes a ``parse`` rejection."""
+        # telemetry hook (issue 17): one span per step, the view / propose / decide / append below it
+        with telemetry.span(
+            "slateboard.step",
+            {"slateboard.worker": inv.worker, "slateboard.invocation": inv.id, "slateboard.control": reason},
+        ):
+            return await self._step(inv, reason, owner=owner, lease_s=lease_s)
+
+    async def _step(self, inv: Invocation, reason: str, *, owner: str | None, lease_s: float | None) -> StepOutcome:
         worker = self.workers[inv.worker]
-        view = build_view(
-            self.blueprint,
-            inv.worker,
-            self.kernel.state,
-            self.kernel.version,
-            event=inv.event,
-            rejections=list(self.rejections[inv.worker]),
-            expand=self.expand.pop(inv.worker, ()),
-            budget=self.budgets.get(inv.worker),
-        )
+        with telemetry.span("slateboard.view") as sp:  # telemetry hook (issue 17)
+            view = build_view(
+                self.blueprint,
+                inv.worker,
+                self.kernel.state,
+                self.kernel.version,
+                event=inv.event,
+                rejections=list(self.rejections[inv.worker]),
+                expand=self.expand.pop(inv.worker, ()),
+                budget=self.budgets.get(inv.worker),
+            )
+            telemetry.record_view(sp, view)
         self.emit(INVOCATION_STARTED, invocation=inv.id, worker=inv.worker, version=view.version, reason=reason)
         started = time.perf_counter()
         keeper = (
@@ -480,7 +491,10 @@ class BoardSession:
             else None
         )
         try:
-            reply = await asyncio.wait_for(worker.propose(view, inv.event, feedback=inv.feedback), self.worker_timeout)
+            with telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}):  # telemetry hook (issue 17)
+                reply = await asyncio.wait_for(
+                    worker.propose(view, inv.event, feedback=inv.feedback), self.worker_timeout
+                )
         except TimeoutError:
             reply = WorkerReply(
                 "",
@@ -520,7 +534,9 @@ class BoardSession:
                 if self.shared and self.ended_at_head:
                     # Another step of this session caught up with a run-end record meanwhile.
                     return StepOutcome(None, dropped="the board ended meanwhile", conflicts=conflicts)
-                decision = self.kernel.prepare(proposal)
+                with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
+                    decision = self.kernel.prepare(proposal)
+                    telemetry.record_decision(sp, decision.record)
                 rec = decision.record
                 # A stale proposal is re-queued once with a fresh view; an invalid one is retried
                 # with its rejection as feedback until the circuit policy's threshold takes over.
@@ -593,7 +609,8 @@ class BoardSession:
 
     async def _append(self, decision: Decision, changes: AgendaChanges, sched_before: dict[str, JSON] | None) -> None:
         try:
-            await self.store.append(self.board_id, decision.record, agenda=changes, state=self.kernel.state)
+            with telemetry.span("slateboard.store.append", {"slateboard.seq": decision.record.seq}):  # telemetry hook
+                await self.store.append(self.board_id, decision.record, agenda=changes, state=self.kernel.state)
         except BaseException:
             self.kernel.abort(decision)
             if sched_before is not None:

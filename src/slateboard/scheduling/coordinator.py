@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.pointer import escape_token
 from ..kernel.record import Usage
@@ -290,13 +291,16 @@ class CoordinatorControl:
         messages = self.messages(eligible, board_summary)
         started = time.perf_counter()
         try:
-            gen = await self.model.generate(
-                messages,
-                json_schema=self.schema(eligible) if self.constrain else None,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                timeout=self.timeout,
-            )
+            # telemetry hook (issue 17): the coordinator's model call is a GenAI span too
+            with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
+                gen = await self.model.generate(
+                    messages,
+                    json_schema=self.schema(eligible) if self.constrain else None,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    timeout=self.timeout,
+                )
+                telemetry.record_generation(sp, gen)
         except (ModelError, TimeoutError) as exc:
             return self._fallback(eligible, f"model failed ({type(exc).__name__}: {exc})", "", None)
         usage = Usage(

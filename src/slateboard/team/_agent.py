@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.pointer import escape_token, is_array_index
 from ..kernel.record import Usage
@@ -130,13 +131,16 @@ async def run_agent(
     try:
         while True:
             allow = bool(tools) and len(calls) < agent.max_tool_calls
-            gen = await model.generate(
-                messages,
-                json_schema=json_schema if not tools else None,
-                max_tokens=agent.max_tokens,
-                temperature=agent.temperature,
-                timeout=agent.timeout,
-            )
+            # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
+            with telemetry.model_span(model.name, max_tokens=agent.max_tokens, temperature=agent.temperature) as sp:
+                gen = await model.generate(
+                    messages,
+                    json_schema=json_schema if not tools else None,
+                    max_tokens=agent.max_tokens,
+                    temperature=agent.temperature,
+                    timeout=agent.timeout,
+                )
+                telemetry.record_generation(sp, gen)
             tin += gen.usage.prompt_tokens
             tout += gen.usage.completion_tokens
             text = gen.text

@@ -21,10 +21,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Generation, Message, Model, ModelError, ModelRequestError, resolve_model
-from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, sum_usage, usage_from
+from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
 from .prompt import build_messages
@@ -191,6 +192,7 @@ class LLMWorker:
         messages = self.messages(view, event, feedback=feedback)
         usages: list[Usage] = []
         calls: list[JSON] = []
+        tool_log: list[JSON] = []
         diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
         raw = ""
         parsed: ParsedReply | None = None
@@ -226,15 +228,25 @@ class LLMWorker:
                     break
                 result = await self._run_tool(parsed.tool.name, parsed.tool.args, allow_tools)
                 calls.append({"tool": parsed.tool.name, "ok": result.ok})
+                # issue 17: each call's arguments and the exact text the model got back go into the
+                # record's meta, so the log holds every tool input (replay never calls a tool)
+                tool_log.append(
+                    {"tool": parsed.tool.name, "args": jsonable(parsed.tool.args), "result": result.message()}
+                )
                 messages = [*messages, Message.assistant(raw), Message.user(self._tool_message(result, len(calls)))]
         except ModelError as exc:
+            if tool_log:
+                diagnostics["tool_log"] = tool_log
             return self._failed(exc, raw, usages, calls, diagnostics, started)
         except TimeoutError as exc:  # a provider that let a bare timeout escape
+            if tool_log:
+                diagnostics["tool_log"] = tool_log
             return self._failed(exc, raw, usages, calls, diagnostics, started)
         assert parsed is not None
         diagnostics.update({"decoding": used, "parse": parsed.how, "finish_reason": finish})
         if calls:
             diagnostics["tool_calls"] = calls
+            diagnostics["tool_log"] = tool_log
         if parsed.tool is not None:
             diagnostics["error"] = "the model asked for a tool call instead of proposing a patch"
         patch = parsed.patch if parsed.ok else raw
@@ -247,13 +259,17 @@ class LLMWorker:
         )
 
     async def _generate(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
-        return await self.model.generate(
-            messages,
-            json_schema=schema,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            timeout=self.timeout,
-        )
+        # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
+        with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
+            gen = await self.model.generate(
+                messages,
+                json_schema=schema,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                timeout=self.timeout,
+            )
+            telemetry.record_generation(sp, gen)
+            return gen
 
     async def _run_tool(self, name: str, args: dict[str, JSON], allowed: bool) -> ToolResult:
         if not allowed:

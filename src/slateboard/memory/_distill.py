@@ -1,0 +1,199 @@
+"""Distilling a finished board into semantic memory, recalling memory into a board, and
+episodic memory (the logs of every board, queried across boards)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..kernel.canonical import JSON
+from ..kernel.pointer import Pattern, parse_pointer
+from ..kernel.record import Record, Usage
+from ..stores.base import Store
+from ..workers.base import Feedback, WorkerReply
+from ._store import MemoryStore, NewFact
+
+if TYPE_CHECKING:
+    from ..views import View
+
+__all__ = ["Distiller", "Episode", "RecallWorker", "distill_board", "episodes", "facts_from_records"]
+
+Distiller = Callable[[Sequence[Record], JSON], Sequence[NewFact]]
+"""``distiller(records, final_state) -> facts``: a function that turns a finished board's log
+and final state into facts (with provenance)."""
+
+_ENDED = ("done", "failed")
+
+
+def _text(value: JSON) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("text", "content", "fact", "claim"):
+            found = value.get(key)
+            if isinstance(found, str):
+                return found
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def facts_from_records(board_id: str, records: Sequence[Record], paths: Sequence[str]) -> list[NewFact]:
+    """The default distiller: every value an accepted proposal added or replaced at a path
+    matching one of ``paths`` (contract patterns: ``*`` one segment, ``-`` an append), as a fact
+    whose provenance is the board, the record's seq and its worker. A dict value contributes its
+    ``text``/``content``/``fact``/``claim`` string, else its canonical JSON."""
+    patterns = [Pattern.parse(p) for p in paths]
+    out: list[NewFact] = []
+    for rec in records:
+        if rec.kind != "proposal" or rec.outcome != "accepted" or not rec.patch:
+            continue
+        ops = orjson.loads(rec.patch)
+        for op in ops if isinstance(ops, list) else []:
+            if not isinstance(op, dict) or op.get("op") not in ("add", "replace") or "value" not in op:
+                continue
+            tokens = parse_pointer(str(op.get("path", "")))
+            if any(p.match(tokens) is not None for p in patterns):
+                out.append(NewFact(_text(op["value"]), board_id, rec.seq, rec.worker, {"path": op["path"]}))
+    return out
+
+
+async def distill_board(
+    store: Store,
+    board_id: str,
+    memory: MemoryStore,
+    *,
+    paths: Sequence[str] = (),
+    distiller: Distiller | None = None,
+    now: float | None = None,
+) -> list[int]:
+    """Write the distilled facts of ended board ``board_id`` into ``memory``; their ids.
+
+    ``distiller`` (records, final state) -> facts, or by default ``facts_from_records`` over
+    ``paths``. Idempotent: a fact whose text this board already contributed is not written
+    again. Raises ValueError while the board has not ended (its facts are not final)."""
+    from ..runtime import board_result
+
+    info = await store.board_info(board_id)
+    if info.status not in _ENDED:
+        raise ValueError(f"board {board_id} has not ended (status {info.status}): distil it when it is done")
+    records = await store.read_records(board_id)
+    if distiller is not None:
+        state = (await board_result(store, board_id)).state
+        drafts = list(distiller(records, state))
+    else:
+        drafts = facts_from_records(board_id, records, paths)
+    known = {f.text for f in await memory.facts(board=board_id)}
+    fresh: list[NewFact] = []
+    for d in drafts:
+        if d.text not in known:
+            known.add(d.text)
+            fresh.append(d)
+    return await memory.add(fresh, now=now) if fresh else []
+
+
+class RecallWorker:
+    """A worker that retrieves facts from semantic memory into the board.
+
+    It reads the query text at ``query`` in its view and proposes ``add`` of the ``k`` best facts
+    (text and provenance: board, record seq, worker) at ``into``, bounded to ``max_chars`` of
+    JSON. The proposal is decided and logged like any other, with the query, the fact ids and
+    their scores in the record's meta: what entered the board from memory is in the log, so the
+    board replays without the memory store."""
+
+    kind = "memory_recall"
+
+    def __init__(
+        self,
+        name: str,
+        memory: MemoryStore,
+        *,
+        query: str = "/question",
+        into: str = "/memory",
+        k: int = 5,
+        max_chars: int = 2000,
+    ) -> None:
+        self._name = name
+        self.memory = memory
+        self.query = query
+        self.into = into
+        self.k = k
+        self.max_chars = max_chars
+
+    @property
+    def name(self) -> str:
+        """The blueprint worker this proposes for."""
+        return self._name
+
+    async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
+        """Search memory with the view's query text and propose the retrieved section."""
+        text = view.data.get(self.query)
+        diagnostics: dict[str, JSON] = {"kind": self.kind}
+        if not isinstance(text, str) or not text.strip():
+            diagnostics["error"] = f"no query text at {self.query} in the view"
+            return WorkerReply("", Usage(component="memory"), diagnostics=diagnostics)
+        found = await self.memory.search(text, k=self.k)
+        section: list[JSON] = []
+        used = 2
+        for fact in found:
+            item = fact.to_json()
+            size = len(orjson.dumps(item)) + 1
+            if used + size > self.max_chars:
+                break  # the section stays inside its budget: lower-ranked facts are left out
+            section.append(item)
+            used += size
+        diagnostics.update(
+            {
+                "memory_query": text,
+                "memory_facts": [f.id for f in found[: len(section)]],
+                "memory_scores": [round(f.score, 6) for f in found[: len(section)]],
+            }
+        )
+        return WorkerReply(
+            [{"op": "add", "path": self.into, "value": section}], Usage(component="memory"), diagnostics=diagnostics
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One logged record of one board: episodic memory."""
+
+    board: str
+    record: Record
+
+    def to_json(self) -> dict[str, Any]:
+        """The board id with the record's fields."""
+        return {"board": self.board, **self.record.to_json()}
+
+
+async def episodes(
+    store: Store,
+    *,
+    text: str | None = None,
+    worker: str | None = None,
+    outcome: str | None = None,
+    kind: str | None = "proposal",
+    boards: Sequence[str] | None = None,
+    limit: int = 100,
+) -> list[Episode]:
+    """Records across boards (all of the store's, or ``boards``) matching every filter given:
+    ``text`` (case-insensitive, in the patch or the reason), ``worker``, ``outcome``, ``kind``;
+    newest boards first, at most ``limit``."""
+    ids = list(boards) if boards is not None else [b.board_id for b in await store.list_boards()]
+    needle = text.lower() if text else None
+    out: list[Episode] = []
+    for board in ids:
+        for rec in await store.read_records(board):
+            if kind is not None and rec.kind != kind:
+                continue
+            if worker is not None and rec.worker != worker:
+                continue
+            if outcome is not None and rec.outcome != outcome:
+                continue
+            if needle is not None and needle not in f"{rec.patch or ''}\n{rec.reason or ''}".lower():
+                continue
+            out.append(Episode(board, rec))
+            if len(out) >= limit:
+                return out
+    return out

@@ -1,0 +1,118 @@
+"""Semantic memory in the board store's PostgreSQL database and schema (full-text search)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+import psycopg
+
+from ..stores import _common as c
+from ._store import _COLUMNS, Fact, NewFact, _fact, query_terms
+
+__all__ = ["PostgresMemory"]
+
+_OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
+
+
+class PostgresMemory:
+    """Facts in table ``memory_facts`` of the store's schema; a generated ``tsvector`` column
+    with a GIN index; ranking by ``ts_rank_cd`` over an OR of the query's words."""
+
+    def __init__(self, url: str, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.url = url
+        self._conn = conn
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresMemory:
+        """Connect to the store's database and schema; create the table if needed."""
+        dsn, opts = c.split_options(url, _OPTIONS)
+        dsn = "postgresql" + dsn[dsn.index(":") :] if dsn.startswith("postgres:") else dsn
+        schema = opts.get("schema", "slateboard")
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, options=f"-c search_path={schema}")
+        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS memory_facts ("
+            " id BIGSERIAL PRIMARY KEY, text TEXT NOT NULL, board TEXT NOT NULL, seq BIGINT, worker TEXT,"
+            " created DOUBLE PRECISION NOT NULL, last_used DOUBLE PRECISION, meta TEXT,"
+            " tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED)"
+        )
+        await conn.execute("CREATE INDEX IF NOT EXISTS memory_facts_tsv ON memory_facts USING GIN (tsv)")
+        return cls(url, conn)
+
+    async def add(self, facts: Sequence[NewFact], *, now: float | None = None) -> list[int]:
+        """Store ``facts`` in one transaction; their ids."""
+        at = time.time() if now is None else now
+        ids: list[int] = []
+        async with self._conn.transaction():
+            for f in facts:
+                cur = await self._conn.execute(
+                    "INSERT INTO memory_facts (text, board, seq, worker, created, meta)"
+                    " VALUES (%s,%s,%s,%s,%s,%s) RETURNING id",
+                    (f.text, f.board, f.seq, f.worker, at, orjson.dumps(f.meta).decode()),
+                )
+                row = await cur.fetchone()
+                assert row is not None
+                ids.append(int(row[0]))
+        return ids
+
+    async def search(self, query: str, *, k: int = 5, now: float | None = None) -> list[Fact]:
+        """Full-text search: facts matching any query word, ranked by ``ts_rank_cd``."""
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        cur = await self._conn.execute(
+            f"WITH q AS (SELECT to_tsquery('english', %s) AS q) SELECT {_COLUMNS}, ts_rank_cd(tsv, q.q) AS rank"
+            " FROM memory_facts, q WHERE tsv @@ q.q ORDER BY rank DESC, id LIMIT %s",
+            (" | ".join(terms), k),
+        )
+        rows = await cur.fetchall()
+        found = [_fact(r, float(r[8])) for r in rows]
+        if found:
+            at = time.time() if now is None else now
+            await self._conn.execute(
+                "UPDATE memory_facts SET last_used = %s WHERE id = ANY(%s)", (at, [f.id for f in found])
+            )
+        return found
+
+    async def facts(self, *, board: str | None = None) -> list[Fact]:
+        """Every fact (of ``board``), oldest first."""
+        if board is None:
+            cur = await self._conn.execute(f"SELECT {_COLUMNS} FROM memory_facts ORDER BY id")
+        else:
+            cur = await self._conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_facts WHERE board = %s ORDER BY id", (board,)
+            )
+        return [_fact(r) for r in await cur.fetchall()]
+
+    async def prune(
+        self,
+        *,
+        older_than_s: float | None = None,
+        unused_for_s: float | None = None,
+        keep_last: int | None = None,
+        now: float | None = None,
+    ) -> int:
+        """Apply the retention rules (see ``MemoryStore.prune``)."""
+        at = time.time() if now is None else now
+        clauses: list[str] = []
+        args: list[Any] = []
+        if older_than_s is not None:
+            clauses.append("created < %s")
+            args.append(at - older_than_s)
+        if unused_for_s is not None:
+            clauses.append("COALESCE(last_used, created) < %s")
+            args.append(at - unused_for_s)
+        if keep_last is not None:
+            clauses.append("id NOT IN (SELECT id FROM memory_facts ORDER BY id DESC LIMIT %s)")
+            args.append(max(0, keep_last))
+        if not clauses:
+            return 0
+        cur = await self._conn.execute(f"DELETE FROM memory_facts WHERE {' OR '.join(clauses)}", args)
+        return int(cur.rowcount)
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self._conn.close()

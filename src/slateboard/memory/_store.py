@@ -1,0 +1,325 @@
+"""Semantic memory: distilled facts with provenance, beside the board store, searched by BM25.
+
+``open_memory(url)`` takes the board store's URL: with ``sqlite:`` the facts live in the same
+SQLite file (table ``memory_facts`` and its FTS5 index ``memory_facts_fts``, ranked with FTS5's
+``bm25()``); with ``postgresql:`` in the same database and schema (table ``memory_facts`` with a
+generated ``tsvector`` column and a GIN index, ranked with ``ts_rank_cd``); ``memory://`` keeps
+them in process (a plain term-overlap ranking, for tests).
+
+A fact is text plus provenance: the board, the record seq and the worker it was distilled from,
+the distiller's name, when it was written and when a retrieval last returned it. ``prune``
+applies retention rules. Memory is never read by replay: what a board retrieves enters it as a
+logged proposal (``slateboard.memory.RecallWorker``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from ..kernel.canonical import JSON
+
+__all__ = ["Fact", "MemoryStore", "NewFact", "open_memory"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_QUERY_TERMS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    """A fact to remember: its text and where it came from (board, record seq, worker)."""
+
+    text: str
+    board: str
+    seq: int | None = None
+    worker: str | None = None
+    meta: dict[str, JSON] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A stored fact: ``id`` is stable; ``score`` is the retrieval rank score (higher is better)."""
+
+    id: int
+    text: str
+    board: str
+    seq: int | None
+    worker: str | None
+    created: float
+    last_used: float | None
+    meta: dict[str, JSON]
+    score: float = 0.0
+
+    def to_json(self) -> dict[str, JSON]:
+        """The fact with its provenance, as a board sees it in a retrieved section."""
+        return {"fact": self.id, "text": self.text, "board": self.board, "seq": self.seq, "worker": self.worker}
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct words of ``text`` (lower-case, at most 32), in order: what a search matches."""
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(text.lower()):
+        if len(w) > 1:
+            seen.setdefault(w, None)
+    return list(seen)[:_MAX_QUERY_TERMS]
+
+
+class MemoryStore(Protocol):
+    """Where distilled facts live. Guarantees: ``add`` returns the new facts' ids in order;
+    ``search`` returns at most ``k`` facts, best first, any of whose words match the query
+    (BM25-style ranking), and marks them used at ``now``; ``prune`` deletes exactly the facts
+    its rules select and returns how many."""
+
+    url: str
+
+    async def add(self, facts: Sequence[NewFact], *, now: float | None = None) -> list[int]:
+        """Store ``facts``; their ids."""
+        ...
+
+    async def search(self, query: str, *, k: int = 5, now: float | None = None) -> list[Fact]:
+        """The ``k`` best facts for ``query``."""
+        ...
+
+    async def facts(self, *, board: str | None = None) -> list[Fact]:
+        """Every fact (of ``board``), oldest first."""
+        ...
+
+    async def prune(
+        self,
+        *,
+        older_than_s: float | None = None,
+        unused_for_s: float | None = None,
+        keep_last: int | None = None,
+        now: float | None = None,
+    ) -> int:
+        """Delete facts created more than ``older_than_s`` ago, not retrieved (nor created) for
+        ``unused_for_s``, or beyond the newest ``keep_last``; how many were deleted."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def _fact(row: Sequence[Any], score: float = 0.0) -> Fact:
+    meta = orjson.loads(row[7]) if row[7] else {}
+    return Fact(int(row[0]), str(row[1]), str(row[2]), row[3], row[4], float(row[5]), row[6], meta, score)
+
+
+_COLUMNS = "id, text, board, seq, worker, created, last_used, meta"
+
+
+class SqliteMemory:
+    """Facts in the board store's SQLite file, indexed with FTS5 (external-content table)."""
+
+    def __init__(self, path: str, url: str) -> None:
+        self.url = url
+        self._conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        self._lock = asyncio.Lock()
+        self._conn.executescript(
+            """
+            PRAGMA journal_mode=WAL;
+            CREATE TABLE IF NOT EXISTS memory_facts (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, board TEXT NOT NULL,
+                seq INTEGER, worker TEXT, created REAL NOT NULL, last_used REAL, meta TEXT);
+            CREATE VIRTUAL TABLE IF NOT EXISTS memory_facts_fts USING fts5(
+                text, content='memory_facts', content_rowid='id', tokenize='porter unicode61');
+            CREATE TRIGGER IF NOT EXISTS memory_facts_ai AFTER INSERT ON memory_facts BEGIN
+                INSERT INTO memory_facts_fts(rowid, text) VALUES (new.id, new.text); END;
+            CREATE TRIGGER IF NOT EXISTS memory_facts_ad AFTER DELETE ON memory_facts BEGIN
+                INSERT INTO memory_facts_fts(memory_facts_fts, rowid, text) VALUES ('delete', old.id, old.text); END;
+            """
+        )
+
+    async def add(self, facts: Sequence[NewFact], *, now: float | None = None) -> list[int]:
+        """Store ``facts`` in one transaction; their ids."""
+        at = time.time() if now is None else now
+        async with self._lock:
+            ids: list[int] = []
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                for f in facts:
+                    cur = self._conn.execute(
+                        "INSERT INTO memory_facts (text, board, seq, worker, created, meta) VALUES (?,?,?,?,?,?)",
+                        (f.text, f.board, f.seq, f.worker, at, orjson.dumps(f.meta).decode()),
+                    )
+                    ids.append(int(cur.lastrowid or 0))
+            return ids
+
+    async def search(self, query: str, *, k: int = 5, now: float | None = None) -> list[Fact]:
+        """BM25 (FTS5 ``bm25()``; lower is better there, so the score is its negation)."""
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        async with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {', '.join('f.' + c for c in _COLUMNS.split(', '))}, bm25(memory_facts_fts) AS rank "
+                "FROM memory_facts_fts JOIN memory_facts f ON f.id = memory_facts_fts.rowid "
+                "WHERE memory_facts_fts MATCH ? ORDER BY rank, f.id LIMIT ?",
+                (match, k),
+            ).fetchall()
+            found = [_fact(r, -float(r[8])) for r in rows]
+            if found:
+                at = time.time() if now is None else now
+                self._conn.executemany(
+                    "UPDATE memory_facts SET last_used = ? WHERE id = ?", [(at, f.id) for f in found]
+                )
+        return found
+
+    async def facts(self, *, board: str | None = None) -> list[Fact]:
+        """Every fact (of ``board``), oldest first."""
+        async with self._lock:
+            if board is None:
+                rows = self._conn.execute(f"SELECT {_COLUMNS} FROM memory_facts ORDER BY id").fetchall()
+            else:
+                rows = self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM memory_facts WHERE board = ? ORDER BY id", (board,)
+                ).fetchall()
+        return [_fact(r) for r in rows]
+
+    async def prune(
+        self,
+        *,
+        older_than_s: float | None = None,
+        unused_for_s: float | None = None,
+        keep_last: int | None = None,
+        now: float | None = None,
+    ) -> int:
+        """Apply the retention rules (see ``MemoryStore.prune``)."""
+        at = time.time() if now is None else now
+        clauses: list[str] = []
+        args: list[Any] = []
+        if older_than_s is not None:
+            clauses.append("created < ?")
+            args.append(at - older_than_s)
+        if unused_for_s is not None:
+            clauses.append("COALESCE(last_used, created) < ?")
+            args.append(at - unused_for_s)
+        if keep_last is not None:
+            clauses.append("id NOT IN (SELECT id FROM memory_facts ORDER BY id DESC LIMIT ?)")
+            args.append(max(0, keep_last))
+        if not clauses:
+            return 0
+        async with self._lock:
+            cur = self._conn.execute(f"DELETE FROM memory_facts WHERE {' OR '.join(clauses)}", args)
+            return int(cur.rowcount)
+
+    async def drop(self) -> None:
+        """Remove the memory tables from the file (tests: boards must not need them)."""
+        async with self._lock:
+            self._conn.executescript(
+                "DROP TRIGGER IF EXISTS memory_facts_ai; DROP TRIGGER IF EXISTS memory_facts_ad;"
+                "DROP TABLE IF EXISTS memory_facts_fts; DROP TABLE IF EXISTS memory_facts;"
+            )
+
+    async def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+
+class InProcessMemory:
+    """Facts in a list, ranked by BM25 over the facts held (tests and ``memory://`` boards)."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._facts: list[Fact] = []
+        self._next = 1
+
+    async def add(self, facts: Sequence[NewFact], *, now: float | None = None) -> list[int]:
+        """Store ``facts``; their ids."""
+        at = time.time() if now is None else now
+        ids = []
+        for f in facts:
+            self._facts.append(Fact(self._next, f.text, f.board, f.seq, f.worker, at, None, dict(f.meta)))
+            ids.append(self._next)
+            self._next += 1
+        return ids
+
+    async def search(self, query: str, *, k: int = 5, now: float | None = None) -> list[Fact]:
+        """Okapi BM25 (k1=1.2, b=0.75) over the held facts."""
+        import math
+
+        terms = query_terms(query)
+        docs = [(f, query_terms_all(f.text)) for f in self._facts]
+        if not terms or not docs or k <= 0:
+            return []
+        avg = sum(len(d) for _, d in docs) / len(docs)
+        scored = []
+        for f, words in docs:
+            score = 0.0
+            for t in terms:
+                tf = words.count(t)
+                if not tf:
+                    continue
+                df = sum(1 for _, d in docs if t in d)
+                idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / max(avg, 1e-9)))
+            if score > 0:
+                scored.append((score, f))
+        scored.sort(key=lambda p: (-p[0], p[1].id))
+        at = time.time() if now is None else now
+        out = []
+        for score, f in scored[:k]:
+            used = Fact(f.id, f.text, f.board, f.seq, f.worker, f.created, at, f.meta, score)
+            self._facts[self._facts.index(f)] = Fact(f.id, f.text, f.board, f.seq, f.worker, f.created, at, f.meta)
+            out.append(used)
+        return out
+
+    async def facts(self, *, board: str | None = None) -> list[Fact]:
+        """Every fact (of ``board``), oldest first."""
+        return [f for f in self._facts if board is None or f.board == board]
+
+    async def prune(
+        self,
+        *,
+        older_than_s: float | None = None,
+        unused_for_s: float | None = None,
+        keep_last: int | None = None,
+        now: float | None = None,
+    ) -> int:
+        """Apply the retention rules (see ``MemoryStore.prune``)."""
+        at = time.time() if now is None else now
+        keep_ids = {f.id for f in sorted(self._facts, key=lambda f: -f.id)[: max(0, keep_last)]} if keep_last else set()
+
+        def stale(f: Fact) -> bool:
+            return (
+                (older_than_s is not None and f.created < at - older_than_s)
+                or (unused_for_s is not None and (f.last_used or f.created) < at - unused_for_s)
+                or (keep_last is not None and f.id not in keep_ids)
+            )
+
+        before = len(self._facts)
+        self._facts = [f for f in self._facts if not stale(f)]
+        return before - len(self._facts)
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+def query_terms_all(text: str) -> list[str]:
+    """Every word of ``text`` (lower-case, with repeats): a document's terms for ranking."""
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 1]
+
+
+async def open_memory(url: str) -> MemoryStore:
+    """The memory beside the board store at ``url`` (see the module docstring)."""
+    if url.startswith("sqlite:"):
+        from ..stores.sqlite import path_from_url
+
+        path = path_from_url(url)
+        return SqliteMemory(str(path), url)
+    if url.startswith(("postgresql:", "postgres:")):
+        from ._postgres import PostgresMemory
+
+        return await PostgresMemory.open(url)
+    if url.startswith("memory:"):
+        return InProcessMemory(url)
+    raise ValueError(f"no memory store for {url!r}: use sqlite:, postgresql: or memory:")
