@@ -107,7 +107,7 @@ class BenchModel:
 
     async def generate(self, messages: Sequence[Any], *, json_schema: Mapping[str, Any] | None = None, **_: Any) -> Any:
         """The reply for the worker named in the system message."""
-        from slateboard.models import Generation, Usage
+        from slateboard.models import Generation, GenerationUsage
 
         started = time.perf_counter()
         await asyncio.sleep(self.latency_s)
@@ -118,7 +118,7 @@ class BenchModel:
         else:
             patch = [{"op": "add", "path": "/notes/-", "value": {"author": worker, "text": f"a note by {worker}"}}]
         text = json.dumps({"patch": patch})
-        return Generation(text, Usage.estimate(messages, text), "stop", MODEL, time.perf_counter() - started)
+        return Generation(text, GenerationUsage.estimate(messages, text), "stop", MODEL, time.perf_counter() - started)
 
 
 def bench_model() -> BenchModel:

@@ -32,10 +32,8 @@ if str(HERE) not in sys.path:  # the blueprint names its function workers "csv_p
 
 import csv_profiles  # noqa: E402
 
-from slateboard.blueprint import CompiledBlueprint, load_blueprint  # noqa: E402
+from slateboard import CompiledBlueprint, Runner, RunResult, create_board, load_blueprint, open_store  # noqa: E402
 from slateboard.models import Model  # noqa: E402
-from slateboard.runtime import Runner, RunResult, create_board  # noqa: E402
-from slateboard.stores import open_store  # noqa: E402
 
 BLUEPRINT = HERE / "blueprint.yaml"
 TASK = "Why did retention drop in March 2024?"

@@ -31,11 +31,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from slateboard import Agent, Runner, Team, create_board, open_store
 from slateboard.blueprint.templates import load_template
 from slateboard.models import Model
-from slateboard.runtime import Runner, create_board
-from slateboard.stores import open_store
-from slateboard.team import Agent, Team
 
 HERE = Path(__file__).resolve().parent
 METRICS = HERE / "metrics.csv"

@@ -18,9 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from slateboard import open_store
 from slateboard.envs import play_on_board
 from slateboard.envs.textworld import CI_GAMES, DEFAULT_SEED, TextWorldGame, textworld_available
-from slateboard.stores import open_store
 
 GAMES = {spec.challenge.removeprefix("tw-").split("_")[0]: spec for spec in CI_GAMES}
 

@@ -10,12 +10,12 @@ import pytest
 from slateboard.models import (
     AnthropicModel,
     Generation,
+    GenerationUsage,
     Message,
     Model,
     OpenAICompatModel,
     RecordingModel,
     ScriptedModel,
-    Usage,
     estimate_tokens,
 )
 
@@ -41,7 +41,7 @@ def test_estimate_tokens_uses_the_larger_of_words_and_chars_over_four() -> None:
 
 
 def test_estimated_usage_is_marked_and_counts_every_message() -> None:
-    usage = Usage.estimate([Message.system("be brief"), Message.user("hi")], "hello there")
+    usage = GenerationUsage.estimate([Message.system("be brief"), Message.user("hi")], "hello there")
     assert usage.estimated is True
     assert usage.prompt_tokens == (2 + 4) + (1 + 4)
     assert usage.completion_tokens == 3
@@ -51,7 +51,7 @@ def test_estimated_usage_is_marked_and_counts_every_message() -> None:
 def test_generation_round_trips_through_a_dict() -> None:
     generation = Generation(
         text='{"a": 1}',
-        usage=Usage(10, 3, estimated=True),
+        usage=GenerationUsage(10, 3, estimated=True),
         finish_reason="length",
         model="openai:m@http://x",
         latency_s=0.25,
@@ -61,7 +61,7 @@ def test_generation_round_trips_through_a_dict() -> None:
 
 
 def test_generation_is_immutable() -> None:
-    generation = Generation("t", Usage(1, 1), "stop", "scripted", 0.0)
+    generation = Generation("t", GenerationUsage(1, 1), "stop", "scripted", 0.0)
     with pytest.raises(AttributeError):
         generation.text = "other"  # type: ignore[misc]
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from slateboard.models import Generation, Message, Usage
+from slateboard.models import Generation, GenerationUsage, Message
 
 _WORKER = re.compile(r"You are worker '([^']+)'")
 
@@ -124,7 +124,7 @@ class SleepyModel:
         text = reply_for(messages, invalid=invalid)
         return Generation(
             text=text,
-            usage=Usage.estimate(messages, text),
+            usage=GenerationUsage.estimate(messages, text),
             finish_reason="stop",
             model=self._name,
             latency_s=time.perf_counter() - started,

@@ -15,12 +15,12 @@ from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal
 from slateboard.models import (
     Generation,
+    GenerationUsage,
     Message,
     ModelBadResponse,
     ModelRequestError,
     ModelTimeout,
     ScriptedModel,
-    Usage,
 )
 from slateboard.views import build_view, kernel_view
 from slateboard.workers import (
@@ -255,7 +255,7 @@ async def test_tool_loop_runs_tools_reports_errors_and_sums_usage() -> None:
     tools_offered = [v["properties"]["tool"]["const"] for v in calls[0].json_schema["anyOf"][1:]]
     assert tools_offered == ["lookup", "broken"]
     assert calls[4].json_schema is not None and PATCH_KEY in calls[4].json_schema["properties"]
-    total_in = sum(Usage.estimate(c.messages, "").prompt_tokens for c in calls)
+    total_in = sum(GenerationUsage.estimate(c.messages, "").prompt_tokens for c in calls)
     assert reply.usage.tokens_in == total_in
     assert Kernel(bp).submit(reply.to_proposal(view)).accepted
 

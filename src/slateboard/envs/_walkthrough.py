@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..kernel.canonical import JSON
-from ..models.protocol import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TIMEOUT, Generation, Message, Usage
+from ..models.protocol import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
+    Generation,
+    GenerationUsage,
+    Message,
+)
 from ._protocol import TextEnvironment
 
 if TYPE_CHECKING:
@@ -69,7 +76,7 @@ class WalkthroughModel:
       ``plan`` with the walkthrough, ``approve`` with true and ``reason`` with a short text;
     * anything else: the next command as plain text.
 
-    Usage is estimated from the text (``Usage.estimate``), like any provider that reports none.
+    GenerationUsage is estimated from the text (``GenerationUsage.estimate``), like any provider that reports none.
     """
 
     def __init__(self, env: TextEnvironment) -> None:
@@ -96,7 +103,7 @@ class WalkthroughModel:
         text = self._reply(messages, json_schema)
         return Generation(
             text=text,
-            usage=Usage.estimate(messages, text),
+            usage=GenerationUsage.estimate(messages, text),
             finish_reason="stop",
             model=self.name,
             latency_s=time.perf_counter() - started,

@@ -29,7 +29,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
-from ..models.protocol import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TIMEOUT, Generation, Message, Usage
+from ..kernel.pointer import MISSING, PointerError, resolve
+from ..models.protocol import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
+    Generation,
+    GenerationUsage,
+    Message,
+)
 from .faults_task import (
     DOCUMENT,
     MAX_STEPS,
@@ -115,15 +123,11 @@ def _event_value(prompt: str) -> Any:
         for prefix, value in view["data"].items():
             if not path.startswith(prefix + "/"):
                 continue
-            node = value
-            for token in path[len(prefix) + 1 :].split("/"):
-                if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                    node = node[int(token)]
-                elif isinstance(node, dict) and token in node:
-                    node = node[token]
-                else:
-                    return None
-            return node
+            try:
+                node = resolve(value, path[len(prefix) :])
+            except PointerError:
+                return None
+            return None if node is MISSING else node
         return None
     return None
 
@@ -171,7 +175,7 @@ class ScriptedBoardModel:
         worker = found.group(1) if found else ""
         step = step_for(worker, self._item(worker, _event_value(messages[-1].content if messages else "")))
         text = self.script.reply(patch_text, step)
-        return Generation(text, Usage.estimate(messages, text), "stop", self.name, 0.0)
+        return Generation(text, GenerationUsage.estimate(messages, text), "stop", self.name, 0.0)
 
 
 _TEMPLATE: CompiledBlueprint | None = None

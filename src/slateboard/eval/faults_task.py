@@ -50,7 +50,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SlateboardError
+from ..kernel.patch import ApplyError, OpError, apply_ops, check_ops
+from ..kernel.pointer import parse_pointer
 
 __all__ = [
     "BAD_PATH_TYPE",
@@ -471,14 +472,6 @@ class Script:
 
 
 # -- LangGraph's update vocabulary ------------------------------------------------------------------
-def _tokens(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise ValueError(f"not a JSON Pointer: {path!r}")
-    return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
-
-
 def _keyed(items: list[dict[str, Any]], key: str) -> dict[str, Any]:
     for item in items:
         if item.get("id") == key:
@@ -497,7 +490,7 @@ def ops_to_update(ops: Sequence[dict[str, Any]], state: dict[str, Any]) -> dict[
     for op in ops:
         if op.get("op") == "test":
             continue
-        tokens = _tokens(str(op.get("path", "")))
+        tokens = parse_pointer(str(op.get("path", "")))
         value = op.get("value")
         if not tokens:
             continue
@@ -524,79 +517,18 @@ def ops_to_update(ops: Sequence[dict[str, Any]], state: dict[str, Any]) -> dict[
 
 
 # -- committed state and the detector -----------------------------------------------------------
-class _PatchFailure(SlateboardError):
-    pass
-
-
-_OPS = ("add", "replace", "remove", "test")
-
-
-def _parent(doc: Any, tokens: list[str]) -> tuple[Any, str]:
-    node = doc
-    for t in tokens[:-1]:
-        if isinstance(node, dict) and t in node:
-            node = node[t]
-        elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
-            node = node[int(t)]
-        else:
-            raise _PatchFailure(f"no {t!r}")
-    return node, tokens[-1]
+_OPS = frozenset({"add", "replace", "remove", "test"})
 
 
 def apply_op(doc: Any, op: Any) -> Any:
     """``doc`` after one RFC 6902 operation (add, replace, remove, test), in place where it can;
-    raises when the operation does not apply. No schema, no authorisation: how a plain board's
-    reader takes an entry."""
-    if not isinstance(op, dict) or not isinstance(op.get("path"), str) or op.get("op") not in _OPS:
-        raise _PatchFailure("not an operation")
-    try:
-        tokens = _tokens(op["path"])
-    except ValueError as exc:
-        raise _PatchFailure(str(exc)) from exc
-    kind = op["op"]
-    if not tokens:
-        if kind == "test":
-            if doc != op.get("value"):
-                raise _PatchFailure("test failed")
-            return doc
-        if kind == "remove":
-            raise _PatchFailure("cannot remove the root")
-        return op.get("value")
-    parent, last = _parent(doc, tokens)
-    if isinstance(parent, dict):
-        exists = last in parent
-        if kind == "test":
-            if not exists or parent[last] != op.get("value"):
-                raise _PatchFailure("test failed")
-        elif kind == "add":
-            parent[last] = op.get("value")
-        elif not exists:
-            raise _PatchFailure(f"no member {last!r}")
-        elif kind == "replace":
-            parent[last] = op.get("value")
-        else:
-            del parent[last]
-        return doc
-    if isinstance(parent, list):
-        if last == "-" and kind == "add":
-            parent.append(op.get("value"))
-            return doc
-        if not last.isdigit():
-            raise _PatchFailure(f"bad index {last!r}")
-        i = int(last)
-        if kind == "add" and i <= len(parent):
-            parent.insert(i, op.get("value"))
-        elif i >= len(parent):
-            raise _PatchFailure(f"index {i} out of range")
-        elif kind == "test":
-            if parent[i] != op.get("value"):
-                raise _PatchFailure("test failed")
-        elif kind == "replace":
-            parent[i] = op.get("value")
-        elif kind == "remove":
-            del parent[i]
-        return doc
-    raise _PatchFailure("parent is not a container")
+    raises OpError or ApplyError (both ValueError) when the operation does not apply, leaving
+    ``doc`` unchanged. No schema, no authorisation: how a plain board's reader takes an entry.
+    The kernel's own patch code applies it, so both kinds of board read a patch the same way."""
+    ops = check_ops([op])
+    if ops[0].op not in _OPS:
+        raise OpError(0, ops[0].path, f"op {ops[0].op!r} is not read on a plain board")
+    return apply_ops(doc, ops).root
 
 
 def fold_board(entries: Sequence[tuple[str, str, Any]]) -> dict[str, Any]:
@@ -626,7 +558,7 @@ def fold_board(entries: Sequence[tuple[str, str, Any]]) -> dict[str, Any]:
         for op in ops:
             try:
                 state = apply_op(state, json.loads(json.dumps(op)))
-            except _PatchFailure:
+            except (OpError, ApplyError):
                 continue
     folded = dict(state) if isinstance(state, dict) else {"_root": state}
     folded["_board"] = board

@@ -1,18 +1,19 @@
 """The deterministic kernel: patches, contracts, validation stages, commit, log and replay.
 
-Pure: no I/O, no clock, no model, and no import from any other slateboard package: it is the
-ground floor. What it needs from an accepted blueprint is the ``KernelBlueprint`` protocol.
+Pure: no I/O, no clock, no model. It is the ground floor: it imports nothing from slateboard
+but ``slateboard.errors`` (tests/test_structure.py checks it). What it needs from an accepted
+blueprint is the ``KernelBlueprint`` protocol, which ``CompiledBlueprint`` satisfies.
 See Kernel for the stages a proposal goes through.
 """
 
-from .canonical import JSON, canonical_bytes, canonical_str, hash_json
+from .canonical import JSON, JSONValue, canonical_bytes, canonical_str, hash_json
 from .cel import CelCompileError, CelExpr, compile_cel
 from .contract import WorkerContract, WorkerTerms
 from .invariants import CompiledInvariant, InvariantContext, PythonInvariant
 from .kernel import Decision, Event, Kernel, KernelBusy, Proposal
-from .pointer import MISSING, Missing, Pattern, PointerError, format_pointer, parse_pointer, resolve
+from .pointer import MISSING, Missing, Pattern, PointerError, expand, format_pointer, parse_pointer, resolve
 from .protocol import KernelBlueprint
-from .record import GENESIS, STAGES, Record, Usage
+from .record import GENESIS, OUTCOMES, RECORD_KINDS, STAGES, Outcome, Record, RecordKind, Stage, Usage
 from .replay import ReplayReport, replay
 from .statehash import StateHasher, state_hash
 
@@ -20,6 +21,8 @@ __all__ = [
     "GENESIS",
     "JSON",
     "MISSING",
+    "OUTCOMES",
+    "RECORD_KINDS",
     "STAGES",
     "CelCompileError",
     "CelExpr",
@@ -27,16 +30,20 @@ __all__ = [
     "Decision",
     "Event",
     "InvariantContext",
+    "JSONValue",
     "Kernel",
     "KernelBlueprint",
     "KernelBusy",
     "Missing",
+    "Outcome",
     "Pattern",
     "PointerError",
     "Proposal",
     "PythonInvariant",
     "Record",
+    "RecordKind",
     "ReplayReport",
+    "Stage",
     "StateHasher",
     "Usage",
     "WorkerContract",
@@ -44,6 +51,7 @@ __all__ = [
     "canonical_bytes",
     "canonical_str",
     "compile_cel",
+    "expand",
     "format_pointer",
     "hash_json",
     "parse_pointer",

@@ -12,14 +12,14 @@ evaluates them; the blueprint compiles its ``invariants`` section into them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .canonical import JSON
 from .cel import CelExpr, SharedContext
 from .patch import Effect
-from .pointer import MISSING, Pattern, Tokens, format_pointer, is_array_index, resolve
+from .pointer import MISSING, Pattern, Tokens, expand, format_pointer, is_array_index, resolve
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,26 +82,6 @@ class InvariantFailure:
     name: str
     path: str
     reason: str
-
-
-def expand(state: JSON, tokens: Tokens, prefix: Tokens = ()) -> Iterator[Tokens]:
-    """Concrete paths of existing nodes matching pattern ``tokens`` (``*`` = any member)."""
-    if not tokens or tokens == ("**",):
-        yield prefix
-        return
-    head, rest = tokens[0], tokens[1:]
-    node = resolve(state, prefix)
-    if isinstance(node, dict):
-        keys = list(node) if head == "*" else ([head] if head in node else [])
-    elif isinstance(node, list):
-        if head == "*":
-            keys = [str(i) for i in range(len(node))]
-        else:
-            keys = [head] if is_array_index(head) and int(head) < len(node) else []
-    else:
-        keys = []
-    for k in keys:
-        yield from expand(state, rest, (*prefix, k))
 
 
 def _evaluate(

@@ -18,14 +18,14 @@ from typing import Any
 import orjson
 
 from ..errors import SlateboardError, UsageError
-from .canonical import JSON, CanonicalError, canonical_str
+from .canonical import JSON, CanonicalError, JSONValue, canonical_str
 from .contract import WorkerContract
 from .invariants import evaluate_targets, pre_patch_path, touched_targets
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
 from .pointer import MISSING, Tokens, format_pointer, is_array_index, parse_pointer, region_contains, resolve
 from .protocol import KernelBlueprint
-from .record import GENESIS, Record, Usage
+from .record import GENESIS, Outcome, Record, Stage, Usage
 from .statehash import StateHasher
 
 STALE_WINDOW = 4096
@@ -43,7 +43,7 @@ class Event:
     appended: bool = False
     version: int = 0
 
-    def to_json(self) -> dict[str, JSON]:
+    def to_json(self) -> dict[str, JSONValue]:
         """Plain JSON form (what invocations and records keep)."""
         return {"op": self.op, "path": self.path, "kind": self.kind, "appended": self.appended, "version": self.version}
 
@@ -110,7 +110,7 @@ class KernelBusy(UsageError, RuntimeError):
 class Reject(SlateboardError):
     """Internal: a stage failed."""
 
-    def __init__(self, stage: str, reason: str) -> None:
+    def __init__(self, stage: Stage, reason: str) -> None:
         super().__init__(reason)
         self.stage = stage
         self.reason = reason
@@ -520,9 +520,9 @@ class Kernel:
     def _record(
         self,
         p: Proposal,
-        outcome: str,
+        outcome: Outcome,
         patch_text: str | None,
-        stage: str | None,
+        stage: Stage | None,
         reason: str | None,
         before: str,
         after: str,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import UsageError
-from .canonical import JSON
+from .canonical import JSON, JSONValue
 from .jsonvalue import json_equal, type_name
 from .pointer import PointerError, Tokens, _parse_pointer, format_pointer, is_array_index
 
@@ -34,7 +34,7 @@ class Op:
     from_path: str | None = None
     from_tokens: Tokens | None = None
 
-    def to_json(self) -> dict[str, JSON]:
+    def to_json(self) -> dict[str, JSONValue]:
         """The operation as an RFC 6902 object."""
         out: dict[str, JSON] = {"op": self.op, "path": self.path}
         if self.op in ("add", "replace", "test"):
@@ -112,7 +112,7 @@ def check_ops(patch: JSON) -> list[Op]:
 class ApplyError(UsageError, ValueError):
     """An operation could not be applied; names the op, its path, and expected/got details."""
 
-    def __init__(self, op: Op, reason: str, *, stage: str = "apply") -> None:
+    def __init__(self, op: Op, reason: str, *, stage: Literal["apply", "preconditions"] = "apply") -> None:
         super().__init__(f"op {op.index} ({op.op} {op.path!r}): {reason}")
         self.op = op
         self.reason = reason

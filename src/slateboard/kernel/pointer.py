@@ -7,6 +7,7 @@ which a token ``*`` matches exactly one segment and ``-`` stands for an array ap
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -107,6 +108,26 @@ def resolve(state: Any, pointer: str | Tokens) -> Any:
         else:
             return MISSING
     return node
+
+
+def expand(state: Any, tokens: Tokens, prefix: Tokens = ()) -> Iterator[Tokens]:
+    """Concrete paths of existing nodes matching pattern ``tokens`` (``*`` = any member)."""
+    if not tokens or tokens == ("**",):
+        yield prefix
+        return
+    head, rest = tokens[0], tokens[1:]
+    node = resolve(state, prefix)
+    if isinstance(node, dict):
+        keys = list(node) if head == "*" else ([head] if head in node else [])
+    elif isinstance(node, list):
+        if head == "*":
+            keys = [str(i) for i in range(len(node))]
+        else:
+            keys = [head] if is_array_index(head) and int(head) < len(node) else []
+    else:
+        keys = []
+    for k in keys:
+        yield from expand(state, rest, (*prefix, k))
 
 
 @dataclass(frozen=True, slots=True)

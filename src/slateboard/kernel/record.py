@@ -8,20 +8,32 @@ text, so a record never shares objects with the live state and is immutable once
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import orjson
 
-from .canonical import JSON, canonical_bytes, sha256_hex
+from .canonical import JSON, JSONValue, canonical_bytes, sha256_hex
 
 GENESIS = "0" * 64
 """The ``prev`` of a board's first record."""
 
-OUTCOMES = ("accepted", "rejected", "noop", "held", "action")
-STAGES = (
+Outcome = Literal["accepted", "rejected", "noop", "held", "action"]
+"""What became of a logged record: a proposal is accepted (a new version), rejected (at a
+stage), a no-op (valid but changes nothing) or held (awaiting human approval); kernel actions
+(circuit actions, approvals, run ends) are ``action``."""
+
+Stage = Literal[
     "parse", "ops", "authorise", "stale", "preconditions", "apply", "schema", "invariants",
     "approval", "internal",
-)  # fmt: skip
+]  # fmt: skip
+"""The kernel stage that rejected (or held) a proposal, in the order the stages run."""
+
+RecordKind = Literal["proposal", "circuit", "approval", "run"]
+"""The kinds of record slateboard itself writes; ``Kernel.action`` accepts other kinds too."""
+
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+STAGES: tuple[Stage, ...] = get_args(Stage)
+RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +45,7 @@ class Usage:
     latency_ms: float = 0.0
     component: str = "worker"
 
-    def to_json(self) -> dict[str, JSON]:
+    def to_json(self) -> dict[str, JSONValue]:
         """Plain JSON form."""
         return {
             "tokens_in": self.tokens_in,
@@ -106,7 +118,7 @@ class Record:
         """SHA-256 of the canonical JSON of ``body()``."""
         return sha256_hex(canonical_bytes(self.body()))
 
-    def to_json(self) -> dict[str, JSON]:
+    def to_json(self) -> dict[str, JSONValue]:
         """All fields including ``hash``."""
         out = self.body()
         out["hash"] = self.hash

@@ -25,7 +25,7 @@ import jsonschema_rs
 from ..errors import UsageError
 from .canonical import JSON
 from .jsonvalue import type_name
-from .pointer import Tokens, escape_token, format_pointer, is_array_index
+from .pointer import MISSING, PointerError, Tokens, escape_token, format_pointer, is_array_index, resolve
 
 _WHOLE_KEYWORDS = frozenset(
     {
@@ -103,16 +103,12 @@ class SchemaIndex:
         return pointer, node
 
     def _pointer_get(self, ref: str) -> Any:
-        node: Any = self.schema
-        for token in ref[1:].split("/")[1:] if ref != "#" else []:
-            token = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and token in node:
-                node = node[token]
-            elif isinstance(node, list) and is_array_index(token) and int(token) < len(node):
-                node = node[int(token)]
-            else:
-                return None
-        return node
+        """The subschema a local ``$ref`` (``#`` + JSON Pointer) names, or None."""
+        try:
+            node = resolve(self.schema, ref[1:])
+        except PointerError:
+            return None
+        return None if node is MISSING else node
 
     def _location(self, pointer: str, node: Any) -> Location:
         validator = self._map.get(pointer) if pointer != "#" else self._root_validator

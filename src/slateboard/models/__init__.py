@@ -25,10 +25,10 @@ from slateboard.models.protocol import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     Generation,
+    GenerationUsage,
     Message,
     Model,
     Role,
-    Usage,
     estimate_tokens,
 )
 from slateboard.models.registry import DEFAULT_MODEL, resolve_model
@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "AnthropicModel",
     "Generation",
+    "GenerationUsage",
     "LocalModel",
     "Message",
     "Model",
@@ -68,7 +69,6 @@ __all__ = [
     "ScriptedCall",
     "ScriptedModel",
     "StructuredOutput",
-    "Usage",
     "default_weights_path",
     "estimate_tokens",
     "request_key",

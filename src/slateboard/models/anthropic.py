@@ -17,8 +17,8 @@ from slateboard.models.protocol import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     Generation,
+    GenerationUsage,
     Message,
-    Usage,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
 
@@ -185,7 +185,7 @@ class AnthropicModel:
         await self.aclose()
 
 
-def _usage(raw: object, messages: Sequence[Message], text: str) -> Usage:
+def _usage(raw: object, messages: Sequence[Message], text: str) -> GenerationUsage:
     if isinstance(raw, dict):
         prompt, completion = raw.get("input_tokens"), raw.get("output_tokens")
         if isinstance(prompt, int) and isinstance(completion, int):
@@ -195,5 +195,5 @@ def _usage(raw: object, messages: Sequence[Message], text: str) -> Usage:
                 for k in ("cache_creation_input_tokens", "cache_read_input_tokens")
                 if isinstance(v := raw.get(k), int)
             )
-            return Usage(prompt + cached, completion)
-    return Usage.estimate(messages, text)
+            return GenerationUsage(prompt + cached, completion)
+    return GenerationUsage.estimate(messages, text)

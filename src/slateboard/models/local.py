@@ -32,8 +32,8 @@ from slateboard.models.protocol import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     Generation,
+    GenerationUsage,
     Message,
-    Usage,
 )
 
 __all__ = ["DEFAULT_WEIGHTS_PACKAGE", "LocalModel", "default_weights_path"]
@@ -256,7 +256,7 @@ class LocalModel:
             except Exception as exc:
                 raise ModelError(self._name, f"llama.cpp failed: {exc!r}") from exc
 
-    def _parse(self, completion: Any, messages: Sequence[Message]) -> tuple[str, str, Usage]:
+    def _parse(self, completion: Any, messages: Sequence[Message]) -> tuple[str, str, GenerationUsage]:
         try:
             choice = completion["choices"][0]
             text = choice["message"]["content"]
@@ -266,7 +266,7 @@ class LocalModel:
             raise ModelBadResponse(self._name, "completion has no text content")
         raw = completion.get("usage") if isinstance(completion, dict) else None
         if isinstance(raw, dict) and isinstance(raw.get("prompt_tokens"), int):
-            usage = Usage(raw["prompt_tokens"], int(raw.get("completion_tokens", 0)))
+            usage = GenerationUsage(raw["prompt_tokens"], int(raw.get("completion_tokens", 0)))
         else:
-            usage = Usage.estimate(messages, text)
+            usage = GenerationUsage.estimate(messages, text)
         return text, str(choice.get("finish_reason") or "unknown"), usage

@@ -19,8 +19,8 @@ from slateboard.models.protocol import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     Generation,
+    GenerationUsage,
     Message,
-    Usage,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
 
@@ -184,7 +184,7 @@ class OpenAICompatModel:
             retries=retries,
         )
 
-    def _parse(self, data: dict[str, Any], messages: Sequence[Message]) -> tuple[str, str, Usage]:
+    def _parse(self, data: dict[str, Any], messages: Sequence[Message]) -> tuple[str, str, GenerationUsage]:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             raise ModelBadResponse(self._name, "reply has no choices")
@@ -229,9 +229,9 @@ def _content_text(content: object) -> str | None:
     return None
 
 
-def _usage(raw: object, messages: Sequence[Message], text: str) -> Usage:
+def _usage(raw: object, messages: Sequence[Message], text: str) -> GenerationUsage:
     if isinstance(raw, dict):
         prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
         if isinstance(prompt, int) and isinstance(completion, int):
-            return Usage(prompt, completion)
-    return Usage.estimate(messages, text)
+            return GenerationUsage(prompt, completion)
+    return GenerationUsage.estimate(messages, text)

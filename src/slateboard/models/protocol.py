@@ -12,10 +12,10 @@ __all__ = [
     "DEFAULT_TEMPERATURE",
     "DEFAULT_TIMEOUT",
     "Generation",
+    "GenerationUsage",
     "Message",
     "Model",
     "Role",
-    "Usage",
     "estimate_tokens",
 ]
 
@@ -67,7 +67,7 @@ class Message:
 def estimate_tokens(text: str) -> int:
     """A provider-independent token estimate: the larger of the word count and chars/4.
 
-    Used only where a provider reports no usage; always paired with `Usage.estimated=True`.
+    Used only where a provider reports no usage; always paired with `GenerationUsage.estimated=True`.
     """
     if not text:
         return 0
@@ -75,8 +75,12 @@ def estimate_tokens(text: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Token usage of one generation; `estimated` is True when the provider did not report it."""
+class GenerationUsage:
+    """Token usage of one generation; `estimated` is True when the provider did not report it.
+
+    What a provider reports for one call. A worker turns the calls of one invocation into the
+    kernel's ``Usage`` (tokens in/out, latency, component), which is what the log keeps.
+    """
 
     prompt_tokens: int
     completion_tokens: int
@@ -88,7 +92,7 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     @classmethod
-    def estimate(cls, messages: Sequence[Message], completion: str) -> Usage:
+    def estimate(cls, messages: Sequence[Message], completion: str) -> GenerationUsage:
         """Estimated usage for `messages` answered by `completion`, marked `estimated=True`."""
         prompt = sum(estimate_tokens(m.content) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
         return cls(prompt, estimate_tokens(completion), estimated=True)
@@ -102,7 +106,7 @@ class Usage:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+    def from_dict(cls, data: Mapping[str, Any]) -> GenerationUsage:
         """Inverse of `to_dict`."""
         return cls(
             int(data["prompt_tokens"]),
@@ -122,7 +126,7 @@ class Generation:
     """
 
     text: str
-    usage: Usage
+    usage: GenerationUsage
     finish_reason: str
     model: str
     latency_s: float
@@ -144,7 +148,7 @@ class Generation:
         """Inverse of `to_dict`."""
         return cls(
             text=str(data["text"]),
-            usage=Usage.from_dict(data["usage"]),
+            usage=GenerationUsage.from_dict(data["usage"]),
             finish_reason=str(data["finish_reason"]),
             model=str(data["model"]),
             latency_s=float(data["latency_s"]),

@@ -19,9 +19,9 @@ from slateboard.models.protocol import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     Generation,
+    GenerationUsage,
     Message,
     Model,
-    Usage,
 )
 
 __all__ = [
@@ -75,7 +75,7 @@ class ScriptedModel:
     """A `Model` that returns `replies` in order, one per call.
 
     Guarantees: call n gets reply n (a callable reply is called with the messages); when the
-    replies run out it raises `ModelScriptError`, or starts over if `cycle=True`. Usage is the
+    replies run out it raises `ModelScriptError`, or starts over if `cycle=True`. GenerationUsage is the
     whitespace/4-character estimate, marked `estimated=True`. Every call is kept in `calls`.
     """
 
@@ -119,7 +119,7 @@ class ScriptedModel:
         text = reply if isinstance(reply, str) else reply(messages)
         return Generation(
             text=text,
-            usage=Usage.estimate(messages, text),
+            usage=GenerationUsage.estimate(messages, text),
             finish_reason="stop",
             model=self._name,
             latency_s=time.perf_counter() - started,

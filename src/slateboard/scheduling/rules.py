@@ -31,7 +31,7 @@ from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..kernel.canonical import JSON, canonical_str
-from ..kernel.pointer import Tokens
+from ..kernel.pointer import MISSING, resolve
 from .diagnostics import Diagnostic
 from .invocation import Invocation
 from .stages import StageEvent, StageTracker
@@ -243,21 +243,5 @@ def _context(
 def _value(event: Event | None, state: JSON) -> JSON:
     if event is None or event.kind == "delete":
         return None
-    return _lookup(state, event.tokens)
-
-
-def _lookup(state: JSON, tokens: Tokens) -> JSON:
-    """The node at ``tokens``, or None when any step is missing (never raises)."""
-    node = state
-    for t in tokens:
-        if isinstance(node, dict):
-            if t not in node:
-                return None
-            node = node[t]
-        elif isinstance(node, list):
-            if not (t.isascii() and t.isdigit()) or int(t) >= len(node):
-                return None
-            node = node[int(t)]
-        else:
-            return None
-    return node
+    found = resolve(state, event.tokens)
+    return None if found is MISSING else found
