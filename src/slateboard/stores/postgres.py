@@ -39,6 +39,7 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
+from ._sql import BOARD_TABLES, POSTGRES
 from .backend import NewRecord, SnapshotSource, StoreBackend
 from .base import (
     BOARD_STATUSES,
@@ -71,7 +72,6 @@ from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, SCHEMA_VERSION
 
 OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
-_BOARD_COLS = "board_id, name, status, reason, created_at, updated_at, version, last_seq, last_hash, meta"
 Conn = AsyncConnection[Any]
 
 
@@ -264,7 +264,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
 
     async def _board_row(self, conn: Conn, board_id: str, *, lock: bool = False) -> Sequence[Any]:
         cur = await conn.execute(
-            f"SELECT {_BOARD_COLS} FROM boards WHERE board_id = %s{' FOR UPDATE' if lock else ''}",
+            POSTGRES.select_board + (" FOR UPDATE" if lock else ""),
             (board_id,),
         )
         row = await cur.fetchone()
@@ -287,13 +287,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         bid, label, bp, init, meta_b, rows = new.board_id, new.name, new.blueprint, new.initial, new.meta, new.agenda
         async with self._tx() as conn:
             t = c.now()
-            cur = await conn.execute(
-                "INSERT INTO boards (board_id, name, blueprint, initial_state, meta, status, reason, created_at,"
-                " updated_at, version, last_seq, last_hash, snapshot_seq)"
-                " VALUES (%s, %s, %s, %s, %s, 'running', NULL, %s, %s, 0, 0, %s, 0)"
-                " ON CONFLICT (board_id) DO NOTHING RETURNING board_id",
-                (bid, label, bp, init, meta_b, t, t, GENESIS),
-            )
+            cur = await conn.execute(POSTGRES.insert_board, (bid, label, bp, init, meta_b, t, t, GENESIS))
             if await cur.fetchone() is None:
                 raise BoardExists(bid)
             if await self._push(conn, bid, rows):
@@ -309,11 +303,9 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         """See Store.list_boards."""
         async with self._conn() as conn:
             if status is None:
-                cur = await conn.execute(f"SELECT {_BOARD_COLS} FROM boards ORDER BY created_at, created")
+                cur = await conn.execute(POSTGRES.list_boards)
             else:
-                cur = await conn.execute(
-                    f"SELECT {_BOARD_COLS} FROM boards WHERE status = %s ORDER BY created_at, created", (status,)
-                )
+                cur = await conn.execute(POSTGRES.list_boards_in, (status,))
             return [self._info(r) for r in await cur.fetchall()]
 
     async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
@@ -321,10 +313,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         if status not in BOARD_STATUSES:
             raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
         async with self._tx() as conn:
-            cur = await conn.execute(
-                "UPDATE boards SET status = %s, reason = %s, updated_at = %s WHERE board_id = %s",
-                (status, reason, c.now(), board_id),
-            )
+            cur = await conn.execute(POSTGRES.set_status, (status, reason, c.now(), board_id))
             if cur.rowcount == 0:
                 raise BoardNotFound(board_id)
             if status == "running":
@@ -335,8 +324,8 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
     async def delete_board(self, board_id: str) -> None:
         """See Store.delete_board."""
         async with self._tx() as conn:
-            for table in ("records", "snapshots", "invocations", "boards"):
-                await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
+            for table in BOARD_TABLES:
+                await conn.execute(POSTGRES.delete_from(table), (board_id,))
 
     # -- log --------------------------------------------------------------------------------------
     async def append(
@@ -450,40 +439,24 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
 
     async def _snapshot_source(self, board_id: str, seq: int) -> SnapshotSource | None:
         async with self._tx(repeatable=True) as conn:
-            cur = await conn.execute("SELECT initial_state, last_seq FROM boards WHERE board_id = %s", (board_id,))
+            cur = await conn.execute(POSTGRES.select_initial_and_seq, (board_id,))
             brow = await cur.fetchone()
             if brow is None or int(brow[1]) < seq:
                 return None
-            cur = await conn.execute(
-                "SELECT state, version, seq, last_hash, state_hash FROM snapshots WHERE board_id = %s", (board_id,)
-            )
+            cur = await conn.execute(POSTGRES.select_snapshot, (board_id,))
             srow = await cur.fetchone()
-            start = int(srow[2]) if srow is not None else 0
+            start = int(srow[0]) if srow is not None else 0
             if start >= seq:
                 return None
-            cur = await conn.execute(
-                "SELECT seq, data FROM records WHERE board_id = %s AND seq > %s AND seq <= %s ORDER BY seq",
-                (board_id, start, seq),
-            )
+            cur = await conn.execute(POSTGRES.records_between, (board_id, start, seq))
             rows = await cur.fetchall()
-        snap = None if srow is None else (bytes(srow[0]), int(srow[1]), int(srow[2]), srow[3], srow[4])
+        snap = None if srow is None else (bytes(srow[4]), int(srow[1]), int(srow[0]), srow[2], srow[3])
         return SnapshotSource(snap, bytes(brow[0]), [(int(s), bytes(d)) for s, d in rows])
 
     async def _put_snapshot(self, board_id: str, snap: Snapshot, blob: bytes) -> None:
         # No flush of its own (lease=True: synchronous_commit off): a lost snapshot is rebuilt.
         async with self._tx(lease=True) as conn:
-            cur = await conn.execute(
-                "UPDATE boards SET snapshot_seq = %s WHERE board_id = %s AND snapshot_seq < %s RETURNING 1",
-                (snap.seq, board_id, snap.seq),
-            )
-            if await cur.fetchone() is not None:
-                await conn.execute(
-                    "INSERT INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
-                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (board_id) DO UPDATE SET seq = EXCLUDED.seq,"
-                    " version = EXCLUDED.version, last_hash = EXCLUDED.last_hash,"
-                    " state_hash = EXCLUDED.state_hash, state = EXCLUDED.state",
-                    (board_id, snap.seq, snap.version, snap.last_hash, snap.state_hash, blob),
-                )
+            await _store_snapshot(conn, board_id, snap.seq, snap.version, snap.last_hash, snap.state_hash, blob)
 
     async def _apply_agenda(
         self,
@@ -523,11 +496,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             if row is None:
                 raise AgendaError(f"board {board_id}: cannot cancel unknown invocation {inv_id!r}")
             if row[0] in (PENDING, CLAIMED):
-                await conn.execute(
-                    "UPDATE invocations SET status = 'cancelled', owner = NULL, lease_until = NULL"
-                    " WHERE board_id = %s AND id = %s",
-                    (board_id, inv_id),
-                )
+                await conn.execute(POSTGRES.cancel, (board_id, inv_id))
         for inv, blob in requeues:
             cur = await conn.execute(
                 "SELECT status FROM invocations WHERE board_id = %s AND id = %s FOR UPDATE", (board_id, inv.id)
@@ -544,8 +513,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         added: list[str] = []
         for inv, blob in rows:
             cur = await conn.execute(
-                "INSERT INTO invocations (board_id, id, key, worker, priority, ord, status, attempts, data)"
-                " VALUES (%s, %s, %s, %s, %s, %s, 'pending', %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+                POSTGRES.insert_invocation,
                 (board_id, inv.id, inv.key, inv.worker, inv.priority, inv.order, inv.attempts, blob),
             )
             if await cur.fetchone() is not None:
@@ -559,10 +527,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             return await self._records(conn, board_id, from_seq, limit)
 
     async def _records(self, conn: Conn, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
-        cur = await conn.execute(
-            "SELECT seq, data FROM records WHERE board_id = %s AND seq >= %s ORDER BY seq LIMIT %s",
-            (board_id, from_seq, None if limit is None else max(limit, 0)),
-        )
+        cur = await conn.execute(POSTGRES.records_from, (board_id, from_seq, None if limit is None else max(limit, 0)))
         where = f"{self._where} board {board_id}"
         out = [c.decode_record(data, where, int(seq)) for seq, data in await cur.fetchall()]
         expected = max(from_seq, 1)
@@ -578,13 +543,11 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         where = f"{self._where} board {board_id}"
         async with self._tx(repeatable=True) as conn:
             info = self._info(await self._board_row(conn, board_id))
-            cur = await conn.execute("SELECT blueprint, initial_state FROM boards WHERE board_id = %s", (board_id,))
+            cur = await conn.execute(POSTGRES.select_blueprint, (board_id,))
             row = await cur.fetchone()
             assert row is not None
             bp, init = row
-            cur = await conn.execute(
-                "SELECT seq, version, last_hash, state_hash, state FROM snapshots WHERE board_id = %s", (board_id,)
-            )
+            cur = await conn.execute(POSTGRES.select_snapshot, (board_id,))
             srow = await cur.fetchone()
             snapshot = None
             if srow is not None:
@@ -614,7 +577,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         """See Store.write_snapshot."""
         blob = c.encode_json(state)
         async with self._tx() as conn:
-            cur = await conn.execute("SELECT data FROM records WHERE board_id = %s AND seq = %s", (board_id, seq))
+            cur = await conn.execute(POSTGRES.record_at, (board_id, seq))
             row = await cur.fetchone()
             if row is None:
                 await self._board_row(conn, board_id)
@@ -622,18 +585,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             rec = c.decode_record(row[0], f"{self._where} board {board_id}", seq)
             if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
                 raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
-            cur = await conn.execute(
-                "UPDATE boards SET snapshot_seq = %s WHERE board_id = %s AND snapshot_seq < %s RETURNING 1",
-                (seq, board_id, seq),
-            )
-            if await cur.fetchone() is not None:
-                await conn.execute(
-                    "INSERT INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
-                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (board_id) DO UPDATE SET seq = EXCLUDED.seq,"
-                    " version = EXCLUDED.version, last_hash = EXCLUDED.last_hash,"
-                    " state_hash = EXCLUDED.state_hash, state = EXCLUDED.state",
-                    (board_id, seq, version, last_hash, state_hash, blob),
-                )
+            await _store_snapshot(conn, board_id, seq, version, last_hash, state_hash, blob)
 
     async def compact(self, board_id: str) -> Snapshot | None:
         """See Store.compact."""
@@ -684,11 +636,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         until = t + lease_s
         # ``status IN ('pending', 'claimed')`` is spelt out so the planner can use the partial
         # indexes over live invocations (migrations 2 and 3), whatever the board's history.
-        where = [
-            "b.status = 'running'",
-            "i2.status IN ('pending', 'claimed')",
-            "(i2.status = 'pending' OR i2.lease_until <= %s)",
-        ]
+        where = ["b.status = 'running'", POSTGRES.claimable("i2")]
         params: list[Any] = [t]
         if board_id is not None:
             where.append("i2.board_id = %s")
@@ -724,11 +672,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         """See Store.heartbeat."""
         until = (c.now() if now is None else now) + lease_s
         async with self._tx(lease=True) as conn:
-            cur = await conn.execute(
-                "UPDATE invocations SET lease_until = %s WHERE board_id = %s AND id = %s AND status = 'claimed'"
-                " AND owner = %s",
-                (until, board_id, invocation_id, owner),
-            )
+            cur = await conn.execute(POSTGRES.heartbeat, (until, board_id, invocation_id, owner))
             if cur.rowcount == 0:
                 raise LeaseLost(f"board {board_id}: invocation {invocation_id!r} is not claimed by {owner!r}")
         return until
@@ -785,7 +729,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 raise self._translate(exc) from None
 
     async def _claimable(self, worker_names: Sequence[str] | None) -> bool:
-        where = "i.status IN ('pending', 'claimed') AND (i.status = 'pending' OR i.lease_until <= %s)"
+        where = POSTGRES.claimable()
         params: list[Any] = [c.now()]
         if worker_names is not None:
             where += " AND i.worker = ANY(%s)"
@@ -829,11 +773,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         """Ids of running boards with no pending or claimed invocation (oldest first): nothing
         will ever be claimed for them, so a runner must end them (or commit their approvals)."""
         async with self._conn() as conn:
-            cur = await conn.execute(
-                "SELECT b.board_id FROM boards b WHERE b.status = 'running' AND NOT EXISTS (SELECT 1 FROM"
-                " invocations i WHERE i.board_id = b.board_id AND i.status IN ('pending', 'claimed'))"
-                " ORDER BY b.created_at, b.created"
-            )
+            cur = await conn.execute(POSTGRES.stalled_boards)
             return [r[0] for r in await cur.fetchall()]
 
 
@@ -844,11 +784,7 @@ async def _requeue_row(conn: Conn, board_id: str, inv_id: str, blob: bytes | Non
         (board_id, inv_id),
     )
     status = CANCELLED if await cur.fetchone() is not None else PENDING
-    await conn.execute(
-        "UPDATE invocations SET status = %s, owner = NULL, lease_until = NULL, data = COALESCE(%s, data),"
-        " attempts = COALESCE(%s, attempts) WHERE board_id = %s AND id = %s",
-        (status, blob, attempts, board_id, inv_id),
-    )
+    await conn.execute(POSTGRES.requeue, (status, blob, attempts, board_id, inv_id))
 
 
 async def _agenda(conn: Conn, board_id: str, statuses: tuple[str, ...], where: str) -> list[Invocation]:
@@ -860,6 +796,15 @@ async def _agenda(conn: Conn, board_id: str, statuses: tuple[str, ...], where: s
         (board_id, list(statuses)),
     )
     return [c.decode_invocation(d, s, int(a), where) for d, s, a in await cur.fetchall()]
+
+
+async def _store_snapshot(
+    conn: Conn, board_id: str, seq: int, version: int, last_hash: str, state_hash: str, blob: bytes
+) -> None:
+    """Store a snapshot unless the board already has one at ``seq`` or later."""
+    cur = await conn.execute(POSTGRES.advance_snapshot_seq, (seq, board_id, seq))
+    if await cur.fetchone() is not None:
+        await conn.execute(POSTGRES.upsert_snapshot, (board_id, seq, version, last_hash, state_hash, blob))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -43,6 +43,7 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
+from ._sql import BOARD_TABLES, SQLITE
 from .backend import NewRecord, SnapshotSource, StoreBackend
 from .base import (
     BOARD_STATUSES,
@@ -77,7 +78,6 @@ T = TypeVar("T")
 
 OPTIONS = {"snapshot_every", "synchronous", "busy_timeout_ms"}
 _HEADER = b"SQLite format 3\x00"
-_BOARD_COLS = "board_id, name, status, reason, created_at, updated_at, version, last_seq, last_hash, meta"
 
 
 def default_path() -> Path:
@@ -460,7 +460,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         )
 
     def _board_row(self, db: sqlite3.Connection, board_id: str) -> Sequence[Any]:
-        row = db.execute(f"SELECT {_BOARD_COLS} FROM boards WHERE board_id = ?", (board_id,)).fetchone()
+        row = db.execute(SQLITE.select_board, (board_id,)).fetchone()
         if row is None:
             raise BoardNotFound(board_id)
         return tuple(row)
@@ -480,15 +480,12 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         bid = new.board_id
 
         def tx(db: sqlite3.Connection) -> BoardInfo:
-            if db.execute("SELECT 1 FROM boards WHERE board_id = ?", (bid,)).fetchone():
-                raise BoardExists(bid)
             t = c.now()
-            db.execute(
-                "INSERT INTO boards (board_id, name, blueprint, initial_state, meta, status, reason, created_at,"
-                " updated_at, version, last_seq, last_hash, snapshot_seq)"
-                " VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, ?, 0, 0, ?, 0)",
-                (bid, new.name, new.blueprint, new.initial, new.meta, t, t, GENESIS),
-            )
+            row = db.execute(
+                SQLITE.insert_board, (bid, new.name, new.blueprint, new.initial, new.meta, t, t, GENESIS)
+            ).fetchone()
+            if row is None:
+                raise BoardExists(bid)
             _push(db, bid, new.agenda)
             return self._info(self._board_row(db, bid))
 
@@ -506,11 +503,9 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
         def q(db: sqlite3.Connection) -> list[BoardInfo]:
             if status is None:
-                rows = db.execute(f"SELECT {_BOARD_COLS} FROM boards ORDER BY created_at, rowid").fetchall()
+                rows = db.execute(SQLITE.list_boards).fetchall()
             else:
-                rows = db.execute(
-                    f"SELECT {_BOARD_COLS} FROM boards WHERE status = ? ORDER BY created_at, rowid", (status,)
-                ).fetchall()
+                rows = db.execute(SQLITE.list_boards_in, (status,)).fetchall()
             return [self._info(r) for r in rows]
 
         return await self._r(q)
@@ -521,10 +516,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
 
         def tx(db: sqlite3.Connection) -> BoardInfo:
-            cur = db.execute(
-                "UPDATE boards SET status = ?, reason = ?, updated_at = ? WHERE board_id = ?",
-                (status, reason, c.now(), board_id),
-            )
+            cur = db.execute(SQLITE.set_status, (status, reason, c.now(), board_id))
             if cur.rowcount == 0:
                 raise BoardNotFound(board_id)
             return self._info(self._board_row(db, board_id))
@@ -538,8 +530,8 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         """See Store.delete_board."""
 
         def tx(db: sqlite3.Connection) -> None:
-            for table in ("records", "snapshots", "invocations", "boards"):
-                db.execute(f"DELETE FROM {table} WHERE board_id = ?", (board_id,))
+            for table in BOARD_TABLES:
+                db.execute(SQLITE.delete_from(table), (board_id,))
 
         await self._w(tx)
 
@@ -594,38 +586,23 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     async def _snapshot_source(self, board_id: str, seq: int) -> SnapshotSource | None:
         def q(db: sqlite3.Connection) -> SnapshotSource | None:
-            brow = db.execute("SELECT initial_state, last_seq FROM boards WHERE board_id = ?", (board_id,)).fetchone()
+            brow = db.execute(SQLITE.select_initial_and_seq, (board_id,)).fetchone()
             if brow is None or int(brow[1]) < seq:
                 return None
-            srow = db.execute(
-                "SELECT state, version, seq, last_hash, state_hash FROM snapshots WHERE board_id = ?", (board_id,)
-            ).fetchone()
-            start = int(srow[2]) if srow is not None else 0
+            srow = db.execute(SQLITE.select_snapshot, (board_id,)).fetchone()
+            start = int(srow[0]) if srow is not None else 0
             if start >= seq:
                 return None
-            rows = db.execute(
-                "SELECT seq, data FROM records WHERE board_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                (board_id, start, seq),
-            ).fetchall()
-            snap = None if srow is None else (bytes(srow[0]), int(srow[1]), int(srow[2]), srow[3], srow[4])
+            rows = db.execute(SQLITE.records_between, (board_id, start, seq)).fetchall()
+            snap = None if srow is None else (bytes(srow[4]), int(srow[1]), int(srow[0]), srow[2], srow[3])
             return SnapshotSource(snap, bytes(brow[0]), [(int(s), bytes(d)) for s, d in rows])
 
         return await self._r(q)
 
     async def _put_snapshot(self, board_id: str, snap: Snapshot, blob: bytes) -> None:
-        def tx(db: sqlite3.Connection) -> None:
-            cur = db.execute(
-                "UPDATE boards SET snapshot_seq = ? WHERE board_id = ? AND snapshot_seq < ?",
-                (snap.seq, board_id, snap.seq),
-            )
-            if cur.rowcount:
-                db.execute(
-                    "INSERT OR REPLACE INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (board_id, snap.seq, snap.version, snap.last_hash, snap.state_hash, blob),
-                )
-
-        await self._w_lease(tx)
+        await self._w_lease(
+            lambda db: _store_snapshot(db, board_id, snap.seq, snap.version, snap.last_hash, snap.state_hash, blob)
+        )
 
     async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
         """See Store.read_records."""
@@ -637,10 +614,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         return await self._r(q)
 
     def _records(self, db: sqlite3.Connection, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
-        rows = db.execute(
-            "SELECT seq, data FROM records WHERE board_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
-            (board_id, from_seq, -1 if limit is None else max(limit, 0)),
-        ).fetchall()
+        rows = db.execute(SQLITE.records_from, (board_id, from_seq, -1 if limit is None else max(limit, 0))).fetchall()
         where = f"{self.path} board {board_id}"
         out = [c.decode_record(data, where, int(seq)) for seq, data in rows]
         expected = max(from_seq, 1)
@@ -657,12 +631,8 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         def q(db: sqlite3.Connection) -> LoadedBoard:
             info = self._info(self._board_row(db, board_id))
             where = f"{self.path} board {board_id}"
-            bp, init = db.execute(
-                "SELECT blueprint, initial_state FROM boards WHERE board_id = ?", (board_id,)
-            ).fetchone()
-            srow = db.execute(
-                "SELECT seq, version, last_hash, state_hash, state FROM snapshots WHERE board_id = ?", (board_id,)
-            ).fetchone()
+            bp, init = db.execute(SQLITE.select_blueprint, (board_id,)).fetchone()
+            srow = db.execute(SQLITE.select_snapshot, (board_id,)).fetchone()
             snapshot = None
             if srow is not None:
                 snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
@@ -694,22 +664,14 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         blob = c.encode_json(state)
 
         def tx(db: sqlite3.Connection) -> None:
-            row = db.execute("SELECT data FROM records WHERE board_id = ? AND seq = ?", (board_id, seq)).fetchone()
+            row = db.execute(SQLITE.record_at, (board_id, seq)).fetchone()
             if row is None:
                 self._board_row(db, board_id)
                 raise Conflict(board_id, f"snapshot at record {seq}, which is not in the log")
             rec = c.decode_record(row[0], f"{self.path} board {board_id}", seq)
             if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
                 raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
-            cur = db.execute(
-                "UPDATE boards SET snapshot_seq = ? WHERE board_id = ? AND snapshot_seq < ?", (seq, board_id, seq)
-            )
-            if cur.rowcount:
-                db.execute(
-                    "INSERT OR REPLACE INTO snapshots (board_id, seq, version, last_hash, state_hash, state)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (board_id, seq, version, last_hash, state_hash, blob),
-                )
+            _store_snapshot(db, board_id, seq, version, last_hash, state_hash, blob)
 
         await self._w(tx)
 
@@ -768,7 +730,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
     ) -> Claim | None:
         # ``status IN ('pending', 'claimed')`` is spelt out so the planner uses the partial
         # indexes over live invocations (migration 3), whatever the board's history.
-        where = ["i.status IN ('pending', 'claimed')", "(i.status = 'pending' OR i.lease_until <= ?)"]
+        where = [SQLITE.claimable()]
         params: list[Any] = [t]
         if worker_names is not None:
             names = list(worker_names)
@@ -811,11 +773,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         until = (c.now() if now is None else now) + lease_s
 
         def tx(db: sqlite3.Connection) -> float:
-            cur = db.execute(
-                "UPDATE invocations SET lease_until = ? WHERE board_id = ? AND id = ? AND status = 'claimed'"
-                " AND owner = ?",
-                (until, board_id, invocation_id, owner),
-            )
+            cur = db.execute(SQLITE.heartbeat, (until, board_id, invocation_id, owner))
             if cur.rowcount == 0:
                 raise LeaseLost(f"board {board_id}: invocation {invocation_id!r} is not claimed by {owner!r}")
             return until
@@ -879,11 +837,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         """See ScansStalledBoards.stalled_boards (one query over the live-invocation index)."""
 
         def q(db: sqlite3.Connection) -> list[str]:
-            rows = db.execute(
-                "SELECT b.board_id FROM boards b WHERE b.status = 'running' AND NOT EXISTS (SELECT 1 FROM"
-                " invocations i WHERE i.board_id = b.board_id AND i.status IN ('pending', 'claimed'))"
-                " ORDER BY b.created_at, b.rowid"
-            ).fetchall()
+            rows = db.execute(SQLITE.stalled_boards).fetchall()
             return [r[0] for r in rows]
 
         return await self._r(q)
@@ -911,7 +865,7 @@ def _deliver(items: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
 
 def _has_work(db: sqlite3.Connection, worker_names: list[str] | None) -> bool:
     """Whether a running board has a claimable invocation (of ``worker_names`` when given)."""
-    where = "i.status IN ('pending', 'claimed') AND (i.status = 'pending' OR i.lease_until <= ?)"
+    where = SQLITE.claimable()
     params: list[Any] = [c.now()]
     if worker_names is not None:
         if not worker_names:
@@ -929,12 +883,11 @@ def _has_work(db: sqlite3.Connection, worker_names: list[str] | None) -> bool:
 def _push(db: sqlite3.Connection, board_id: str, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
     added: list[str] = []
     for inv, blob in rows:
-        cur = db.execute(
-            "INSERT OR IGNORE INTO invocations (board_id, id, key, worker, priority, ord, status, attempts, data)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        row = db.execute(
+            SQLITE.insert_invocation,
             (board_id, inv.id, inv.key, inv.worker, inv.priority, inv.order, inv.attempts, blob),
-        )
-        if cur.rowcount:
+        ).fetchone()
+        if row is not None:
             added.append(inv.id)
     return added
 
@@ -946,11 +899,7 @@ def _requeue_row(db: sqlite3.Connection, board_id: str, inv_id: str, blob: bytes
         (board_id, row[0], inv_id),
     ).fetchone()
     status = CANCELLED if clash else PENDING
-    db.execute(
-        "UPDATE invocations SET status = ?, owner = NULL, lease_until = NULL, data = COALESCE(?, data),"
-        " attempts = COALESCE(?, attempts) WHERE board_id = ? AND id = ?",
-        (status, blob, attempts, board_id, inv_id),
-    )
+    db.execute(SQLITE.requeue, (status, blob, attempts, board_id, inv_id))
 
 
 def _apply_agenda(
@@ -980,11 +929,7 @@ def _apply_agenda(
         if row is None:
             raise AgendaError(f"board {board_id}: cannot cancel unknown invocation {inv_id!r}")
         if row[0] in (PENDING, CLAIMED):
-            db.execute(
-                "UPDATE invocations SET status = 'cancelled', owner = NULL, lease_until = NULL"
-                " WHERE board_id = ? AND id = ?",
-                (board_id, inv_id),
-            )
+            db.execute(SQLITE.cancel, (board_id, inv_id))
     for inv, blob in requeues:
         row = db.execute("SELECT status FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv.id)).fetchone()
         if row is None:
@@ -1005,3 +950,11 @@ def _agenda(db: sqlite3.Connection, board_id: str, statuses: tuple[str, ...], wh
         (board_id, *statuses),
     ).fetchall()
     return [c.decode_invocation(d, s, int(a), where) for d, s, a in rows]
+
+
+def _store_snapshot(
+    db: sqlite3.Connection, board_id: str, seq: int, version: int, last_hash: str, state_hash: str, blob: bytes
+) -> None:
+    """Store a snapshot unless the board already has one at ``seq`` or later."""
+    if db.execute(SQLITE.advance_snapshot_seq, (seq, board_id, seq)).fetchone() is not None:
+        db.execute(SQLITE.upsert_snapshot, (board_id, seq, version, last_hash, state_hash, blob))
