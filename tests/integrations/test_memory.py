@@ -267,3 +267,12 @@ async def test_search_ranks_by_bm25(store_url: str) -> None:
         assert await memory.search("", k=5) == []
     finally:
         await memory.close()
+
+
+def test_recall_query_found_under_a_shown_ancestor() -> None:
+    from slateboard.memory._distill import _lookup
+
+    assert _lookup({"/question": "q1"}, "/question") == "q1"
+    assert _lookup({"": {"question": "q2"}}, "/question") == "q2"
+    assert _lookup({"/brief": {"question": {"text": "q3"}}}, "/brief/question/text") == "q3"
+    assert _lookup({"/other": "x"}, "/question") is None
