@@ -98,7 +98,10 @@ def enable_from_env(environ: Mapping[str, str] | None = None) -> bool:
 
     exporter: SpanExporter
     if kind == "console":
-        exporter = ConsoleSpanExporter()
+        import sys
+
+        # stderr: stdout may be a protocol channel (slateboard mcp serve over stdio) or --json output
+        exporter = ConsoleSpanExporter(out=sys.stderr)
     elif kind in ("1", "on", "true", "yes", "otlp"):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -152,3 +152,18 @@ async def test_coordinator_model_call_is_a_genai_span(exporter: InMemorySpanExpo
     assert coord.parent is not None and run.context is not None and coord.parent.span_id == run.context.span_id
     assert coord.attributes is not None and int(str(coord.attributes["gen_ai.usage.output_tokens"])) > 0
     assert [s.name for s in spans].count("chat scripted:worker") == 1
+
+
+def test_console_spans_go_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from opentelemetry import trace
+
+    try:
+        assert telemetry.enable_from_env({"SLATEBOARD_OTEL": "console"}) is True
+        with telemetry.span("slateboard.test", {"slateboard.board": "b1"}):
+            pass
+        provider = trace.get_tracer_provider()
+        provider.force_flush()  # type: ignore[attr-defined]
+    finally:
+        telemetry.disable()
+    out = capsys.readouterr()
+    assert "slateboard.test" in out.err and "slateboard.test" not in out.out
