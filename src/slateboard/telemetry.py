@@ -18,6 +18,8 @@ Span names and attributes (all attributes are plain strings, ints or bools):
   ``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
   ``gen_ai.response.model``, ``gen_ai.request.max_tokens``, ``gen_ai.request.temperature``,
   ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons``
+- ``execute_tool {name}`` per tool call of an LLM worker: ``gen_ai.operation.name``,
+  ``gen_ai.tool.name``, ``slateboard.tool.ok``
 - ``slateboard.decide``: ``slateboard.outcome``, ``slateboard.stage``, ``slateboard.reason``,
   ``slateboard.seq``, ``slateboard.version``
 - ``slateboard.store.append``: ``slateboard.seq``
@@ -98,7 +100,10 @@ def enable_from_env(environ: Mapping[str, str] | None = None) -> bool:
 
     exporter: SpanExporter
     if kind == "console":
-        exporter = ConsoleSpanExporter()
+        import sys
+
+        # stderr: stdout may be a protocol channel (slateboard mcp serve over stdio) or --json output
+        exporter = ConsoleSpanExporter(out=sys.stderr)
     elif kind in ("1", "on", "true", "yes", "otlp"):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

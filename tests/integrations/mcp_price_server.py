@@ -1,8 +1,10 @@
-"""A small MCP server for tests (stdio): a price list, counting its calls in $PRICE_SERVER_LOG."""
+"""A small MCP server for tests (stdio): a price list, counting its calls in $PRICE_SERVER_LOG
+(or the file named by its first argument: the SDK starts stdio servers with a minimal environment)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -13,7 +15,7 @@ server = MCPServer("prices")
 
 
 def _count(item: str) -> None:
-    path = os.environ.get("PRICE_SERVER_LOG")
+    path = os.environ.get("PRICE_SERVER_LOG") or (sys.argv[1] if len(sys.argv) > 1 else None)
     if path:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(item + "\n")

@@ -213,3 +213,25 @@ async def test_http_guard_rules() -> None:
     assert await status(guarded, "example.org") == 401
     assert await status(guarded, "example.org", {"Authorization": "Bearer nope"}) == 401
     assert await status(guarded, "example.org", {"Authorization": "Bearer s3cret"}) not in (401, 403)
+
+
+def test_cli_refuses_an_unknown_worker_or_transport(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from slateboard.cli import app
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+
+    async def make() -> str:
+        store = await open_store(url)
+        try:
+            return await create_board(store, BLUEPRINT)
+        finally:
+            await store.close()
+
+    board = asyncio.run(make())
+    cli = CliRunner()
+    res = cli.invoke(app, ["mcp", "serve", "--board", board, "--worker", "nobody", "--store", url])
+    assert res.exit_code != 0 and "no worker 'nobody'" in res.stdout + res.stderr
+    res = cli.invoke(app, ["mcp", "serve", "--board", board, "--worker", "agent", "--transport", "sse", "--store", url])
+    assert res.exit_code != 0 and "stdio or http" in res.stdout + res.stderr

@@ -99,3 +99,46 @@ def test_server_specs() -> None:
     assert server_target({"url": "https://x/mcp"}) == "https://x/mcp"
     with pytest.raises(ValueError, match="'command' or 'url'"):
         server_target({"cmd": "x"})
+
+
+def test_cli_run_with_mcp_tools(tmp_path: Path) -> None:
+    import shlex
+    import subprocess
+
+    bp = tmp_path / "buyer.json"
+    bp.write_text(json.dumps(BLUEPRINT))
+    db = tmp_path / "b.db"
+    calls_log = tmp_path / "calls.txt"
+    replies = [
+        '{"tool": "lookup_price", "args": {"item": "gadget"}}',
+        '{"patch": [{"op": "add", "path": "/answer", "value": 42}]}',
+    ]
+    server = f"buyer={shlex.join([sys.executable, str(SERVER), str(calls_log)])}"
+    env = {**os.environ, "PRICE_SERVER_LOG": str(calls_log)}
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+    cli = "import sys; from slateboard.cli import main; main(sys.argv[1:])"
+    argv = [sys.executable, "-c", cli, "run", str(bp), "--store", f"sqlite:///{db}", "--json"]
+    bad = subprocess.run([*argv, "--mcp", "nobody=python x.py"], env=env, capture_output=True, text=True, check=False)
+    assert bad.returncode != 0 and "no worker 'nobody'" in bad.stderr
+    done = subprocess.run(
+        [*argv, "--model", "scripted:" + json.dumps(replies), "--mcp", server],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == 42
+    assert calls_log.read_text().split() == ["gadget"]
+    records = subprocess.run(
+        [sys.executable, "-c", cli, "log", "--store", f"sqlite:///{db}", json.loads(done.stdout)["board_id"], "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    logged = json.loads(records.stdout)
+    proposal = next(r for r in (logged["records"] if isinstance(logged, dict) else logged) if r["kind"] == "proposal")
+    assert proposal["meta"]["tool_log"][0]["args"] == {"item": "gadget"}
+    assert '"price_eur":42' in proposal["meta"]["tool_log"][0]["result"]

@@ -267,3 +267,46 @@ async def test_search_ranks_by_bm25(store_url: str) -> None:
         assert await memory.search("", k=5) == []
     finally:
         await memory.close()
+
+
+def test_recall_query_found_under_a_shown_ancestor() -> None:
+    from slateboard.memory._distill import _lookup
+
+    assert _lookup({"/question": "q1"}, "/question") == "q1"
+    assert _lookup({"": {"question": "q2"}}, "/question") == "q2"
+    assert _lookup({"/brief": {"question": {"text": "q3"}}}, "/brief/question/text") == "q3"
+    assert _lookup({"/other": "x"}, "/question") is None
+
+
+CONCEPTS = {"passcode": 0, "code": 0, "pin": 0, "safe": 1, "vault": 1, "backups": 2, "stores": 2, "release": 3}
+
+
+def concept_embed(texts: Sequence[str]) -> list[list[float]]:
+    """A deterministic stand-in for an embedding model: synonyms share a dimension."""
+    out = []
+    for text in texts:
+        vec = [0.0] * 4
+        for word in re.findall(r"\w+", text.lower()):
+            if word in CONCEPTS:
+                vec[CONCEPTS[word]] += 1.0
+        out.append(vec)
+    return out
+
+
+async def test_embeddings_find_what_shares_no_word(store_url: str) -> None:
+    from slateboard.memory import EmbeddingMemory
+
+    memory = EmbeddingMemory(await open_memory(store_url), concept_embed)
+    try:
+        await memory.add([NewFact(text, "b", i, "finder") for i, text in enumerate(FINDINGS)], now=100.0)
+        assert await memory.inner.search("passcode safe?", k=3, now=150.0) == []  # BM25 alone: no shared word
+        hits = await memory.search("passcode safe?", k=1, now=200.0)
+        assert [h.seq for h in hits] == [1]
+        stored = await memory.facts()
+        assert all(len(f.meta["embedding"]) == 4 for f in stored)  # type: ignore[arg-type]
+        assert "embedding" not in hits[0].to_json()  # a board gets text and provenance only
+        # the dense hit counts as a use for retention
+        assert await memory.prune(unused_for_s=50.0, now=220.0) == 2
+        assert [f.seq for f in await memory.facts()] == [1]
+    finally:
+        await memory.close()

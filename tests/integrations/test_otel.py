@@ -152,3 +152,37 @@ async def test_coordinator_model_call_is_a_genai_span(exporter: InMemorySpanExpo
     assert coord.parent is not None and run.context is not None and coord.parent.span_id == run.context.span_id
     assert coord.attributes is not None and int(str(coord.attributes["gen_ai.usage.output_tokens"])) > 0
     assert [s.name for s in spans].count("chat scripted:worker") == 1
+
+
+def test_console_spans_go_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from opentelemetry import trace
+
+    try:
+        assert telemetry.enable_from_env({"SLATEBOARD_OTEL": "console"}) is True
+        with telemetry.span("slateboard.test", {"slateboard.board": "b1"}):
+            pass
+        provider = trace.get_tracer_provider()
+        provider.force_flush()  # type: ignore[attr-defined]
+    finally:
+        telemetry.disable()
+    out = capsys.readouterr()
+    assert "slateboard.test" in out.err and "slateboard.test" not in out.out
+
+
+async def test_tool_call_is_an_execute_tool_span(exporter: InMemorySpanExporter) -> None:
+    def lookup(term: str) -> str:
+        """Look a term up."""
+        return f"{term} means hello"
+
+    store = await open_store("memory://")
+    board = await create_board(store, BLUEPRINT)
+    model = ScriptedModel(['{"tool": "lookup", "args": {"term": "hi"}}', reply("/answer", "hello")], name="scripted:t")
+    await Runner(store, board, model=model, tools={"writer": [lookup]}).run()
+    await store.close()
+    spans = list(exporter.get_finished_spans())
+    (tool,) = [s for s in spans if s.name == "execute_tool lookup"]
+    (propose,) = [s for s in spans if s.name == "slateboard.propose"]
+    assert tool.parent is not None and propose.context is not None and tool.parent.span_id == propose.context.span_id
+    assert tool.attributes is not None and tool.attributes["gen_ai.tool.name"] == "lookup"
+    assert tool.attributes["slateboard.tool.ok"] is True
+    assert [s.name for s in children(spans, propose)] == ["chat scripted:t", "execute_tool lookup", "chat scripted:t"]

@@ -215,6 +215,14 @@ def run_command(
         typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            metavar="WORKER=SERVER",
+            help="Give LLM worker WORKER the tools of an MCP server (a stdio command line or an http(s) URL); repeatable. Needs the mcp extra.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a board from a blueprint file or template and run it to its end.
@@ -230,6 +238,7 @@ def run_command(
     initial = _inputs(compiled, task, inputs or [], blueprint)
     resolved = _resolve(compiled, model)
     steps_limit = max_steps or compiled.spec.limits.max_steps
+    servers = _mcp_servers(compiled, mcp or [])
 
     created: list[str] = []
 
@@ -240,9 +249,38 @@ def run_command(
             board_id = await create_board(st, compiled, inputs=initial, name=name)
             created.append(board_id)
             label = name or compiled.spec.name
-            return await _drive(st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json)
+            if not servers:
+                return await _drive(st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json)
+            from contextlib import AsyncExitStack
+
+            from ..mcp import mcp_tools
+
+            async with AsyncExitStack() as stack:
+                tools = {w: await stack.enter_async_context(mcp_tools(*specs)) for w, specs in servers.items()}
+                return await _drive(
+                    st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json, tools=tools
+                )
 
     _finish_run(go, created, compiled, store, as_json)
+
+
+def _mcp_servers(compiled: CompiledBlueprint, pairs: list[str]) -> dict[str, list[str]]:
+    """``WORKER=SERVER`` options by worker (issue 17: MCP tools for LLM workers)."""
+    out: dict[str, list[str]] = {}
+    for pair in pairs:
+        worker, sep, server = pair.partition("=")
+        if not sep or not worker.strip() or not server.strip():
+            raise CliError(f"--mcp {pair!r}: expected WORKER=SERVER (a command line or a URL)", code=EXIT_USAGE)
+        if worker.strip() not in compiled.workers:
+            known = ", ".join(sorted(compiled.workers))
+            raise CliError(f"--mcp {pair!r}: no worker {worker.strip()!r} (workers: {known})", code=EXIT_USAGE)
+        out.setdefault(worker.strip(), []).append(server.strip())
+    if out:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            raise CliError("--mcp needs the mcp extra: pip install 'slateboard[mcp]'", code=EXIT_USAGE)
+    return out
 
 
 def resume_command(
@@ -283,10 +321,11 @@ async def _drive(
     max_steps: int | None,
     steps_limit: int,
     as_json: bool,
+    tools: Any = None,
 ) -> tuple[RunResult, list[Record], BoardInfo]:
     from ..runtime import Runner
 
-    runner = Runner(st, board_id, model=model, parallel=parallel, max_steps=max_steps)
+    runner = Runner(st, board_id, model=model, parallel=parallel, max_steps=max_steps, tools=tools)
     if as_json:
         result = await runner.run()
     else:

@@ -5,14 +5,18 @@ log (``episodes`` queries it across boards), semantic memory the distilled facts
 When a board ends, ``distill_board`` writes its facts with provenance (board, record seq,
 worker); a later board reads them through a ``RecallWorker``, whose retrieved section is a
 logged proposal, so the later board replays without the memory store. ``MemoryStore.prune``
-applies retention rules.
+applies retention rules. ``EmbeddingMemory`` adds dense retrieval (fused with BM25) where an
+embedding model is installed.
 """
 
 from ._distill import Distiller, Episode, RecallWorker, distill_board, episodes, facts_from_records
+from ._embed import Embed, EmbeddingMemory
 from ._store import Fact, InProcessMemory, MemoryStore, NewFact, SqliteMemory, open_memory, query_terms
 
 __all__ = [
     "Distiller",
+    "Embed",
+    "EmbeddingMemory",
     "Episode",
     "Fact",
     "InProcessMemory",

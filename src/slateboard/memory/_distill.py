@@ -128,7 +128,7 @@ class RecallWorker:
 
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
         """Search memory with the view's query text and propose the retrieved section."""
-        text = view.data.get(self.query)
+        text = _lookup(view.data, self.query)
         diagnostics: dict[str, JSON] = {"kind": self.kind}
         if not isinstance(text, str) or not text.strip():
             diagnostics["error"] = f"no query text at {self.query} in the view"
@@ -153,6 +153,24 @@ class RecallWorker:
         return WorkerReply(
             [{"op": "add", "path": self.into, "value": section}], Usage(component="memory"), diagnostics=diagnostics
         )
+
+
+def _lookup(data: dict[str, JSON], pointer: str) -> JSON:
+    """The value at ``pointer`` in a view's data, which holds values by pointer: the pointer
+    itself, or a shown ancestor (e.g. the whole root) descended into."""
+    from ..kernel.invariants import _MISSING
+    from ..kernel.invariants import get as get_at
+
+    if pointer in data:
+        return data[pointer]
+    tokens = parse_pointer(pointer)
+    for key, value in data.items():
+        prefix = parse_pointer(key)
+        if len(prefix) < len(tokens) and tokens[: len(prefix)] == prefix:
+            found = get_at(value, tokens[len(prefix) :])
+            if found is not _MISSING:
+                return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)

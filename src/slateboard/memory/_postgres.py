@@ -87,6 +87,11 @@ class PostgresMemory:
             )
         return [_fact(r) for r in await cur.fetchall()]
 
+    async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
+        """Mark facts ``ids`` as retrieved at ``now``."""
+        at = time.time() if now is None else now
+        await self._conn.execute("UPDATE memory_facts SET last_used = %s WHERE id = ANY(%s)", (at, list(ids)))
+
     async def prune(
         self,
         *,

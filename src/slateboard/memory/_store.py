@@ -91,6 +91,10 @@ class MemoryStore(Protocol):
         """Every fact (of ``board``), oldest first."""
         ...
 
+    async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
+        """Mark facts ``ids`` as retrieved at ``now`` (retention's "unused for" rule)."""
+        ...
+
     async def prune(
         self,
         *,
@@ -212,6 +216,12 @@ class SqliteMemory:
             cur = self._conn.execute(f"DELETE FROM memory_facts WHERE {' OR '.join(clauses)}", args)
             return int(cur.rowcount)
 
+    async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
+        """Mark facts ``ids`` as retrieved at ``now``."""
+        at = time.time() if now is None else now
+        async with self._lock:
+            self._conn.executemany("UPDATE memory_facts SET last_used = ? WHERE id = ?", [(at, i) for i in ids])
+
     async def drop(self) -> None:
         """Remove the memory tables from the file (tests: boards must not need them)."""
         async with self._lock:
@@ -276,6 +286,15 @@ class InProcessMemory:
     async def facts(self, *, board: str | None = None) -> list[Fact]:
         """Every fact (of ``board``), oldest first."""
         return [f for f in self._facts if board is None or f.board == board]
+
+    async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
+        """Mark facts ``ids`` as retrieved at ``now``."""
+        at = time.time() if now is None else now
+        wanted = set(ids)
+        self._facts = [
+            Fact(f.id, f.text, f.board, f.seq, f.worker, f.created, at, f.meta) if f.id in wanted else f
+            for f in self._facts
+        ]
 
     async def prune(
         self,

@@ -278,7 +278,12 @@ class LLMWorker:
         if found is None:
             known = ", ".join(t.name for t in self.tools)
             return ToolResult(name, False, error=f"unknown tool {name!r} (tools: {known})")
-        result = await found.call(args)
+        # telemetry hook (issue 17): a GenAI "execute_tool {name}" span per tool call
+        with telemetry.span(
+            f"execute_tool {name}", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+        ) as sp:
+            result = await found.call(args)
+            telemetry.set_attributes(sp, {"slateboard.tool.ok": result.ok})
         if not result.ok:
             logger.info("worker %s: tool %s failed: %s", self._name, name, result.error)
         return result
