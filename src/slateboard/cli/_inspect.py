@@ -16,6 +16,7 @@ from rich.json import JSON as RichJSON
 from rich.table import Table
 from rich.text import Text
 
+from ..status import end_status
 from ._common import (
     JsonOption,
     StoreOption,
@@ -50,6 +51,7 @@ def _info_json(b: BoardInfo) -> dict[str, Any]:
         "board_id": b.board_id,
         "name": b.name,
         "status": b.status,
+        "end_status": end_status(b.status, b.reason),
         "reason": b.reason,
         "version": b.version,
         "records": b.seq,
@@ -93,11 +95,12 @@ def boards_command(
             min_width=6 if wraps else None,
         )
     for b in found:
-        style = {"failed": "red", "running": "yellow"}.get(b.status, "")
+        shown = end_status(b.status, b.reason)
+        style = {"failed": "red", "running": "yellow", "exhausted": "yellow", "solved": "green"}.get(shown, "")
         table.add_row(
             b.board_id,
             cell(b.name),
-            Text(b.status, style=style),
+            Text(shown, style=style),
             str(b.version),
             str(b.seq),
             _when(b.updated_at),

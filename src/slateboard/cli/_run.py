@@ -141,7 +141,10 @@ class RunDisplay:
         for line in self.circuit:
             parts.append(cell(f"circuit: {line}", style="yellow"))
         if self.end_reason is not None:
-            style = "red" if self.end_reason.startswith("circuit") else "bold"
+            from ..status import end_status
+
+            ended = end_status(None, self.end_reason)
+            style = {"failed": "red", "exhausted": "yellow", "paused": "yellow"}.get(ended, "bold")
             parts.append(cell(f"ended: {self.end_reason}", style=style))
         return Panel(Group(*parts), title=f"slateboard run · {self.name} · board {self.board_id}", title_align="left")
 
@@ -367,7 +370,7 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("board", f"{info.board_id} ({info.name}), {info.status}: {result.end_reason}")
+    grid.add_row("board", f"{info.board_id} ({info.name}), {result.end_status}: {result.end_reason}")
     grid.add_row("version", str(result.version))
     counts = ", ".join(f"{outcomes[k]} {k}" for k in ("accepted", "rejected", "noop", "action") if outcomes[k])
     grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))

@@ -20,7 +20,7 @@ GENESIS = "0" * 64
 OUTCOMES = ("accepted", "rejected", "noop", "held", "action")
 STAGES = (
     "parse", "ops", "authorise", "stale", "preconditions", "apply", "schema", "invariants",
-    "approval", "internal",
+    "approval", "internal", "model",
 )  # fmt: skip
 
 
