@@ -74,7 +74,7 @@ def boards_command(
         raise CliError(f"unknown status {status!r} (one of: {', '.join(BOARD_STATUSES)})", code=2)
 
     async def go() -> list[BoardInfo]:
-        async with opened_store(store) as st:
+        async with opened_store(store, create=False) as st:
             return await st.list_boards(status=status)
 
     found = run_async(go)
@@ -125,7 +125,7 @@ def log_command(
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
     async def go() -> tuple[BoardInfo, list[Record]]:
-        async with opened_store(store) as st:
+        async with opened_store(store, create=False) as st:
             info = await resolve_board(st, board, store)
             return info, await st.read_records(info.board_id)
 
@@ -179,7 +179,7 @@ def log_command(
 
 
 async def _load_all(store: str | None, board: str) -> tuple[BoardInfo, LoadedBoard, list[Record]]:
-    async with opened_store(store) as st:
+    async with opened_store(store, create=False) as st:
         info = await resolve_board(st, board, store)
         loaded = await st.load_board(info.board_id)
         records = await st.read_records(info.board_id)
