@@ -211,6 +211,14 @@ def run_command(
             help="Put VALUE (JSON, else a string) at /NAME of the initial state; repeatable.",
         ),
     ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            metavar="NAME",
+            help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
+        ),
+    ] = None,
     store: StoreOption = None,
     parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
     max_steps: Annotated[
@@ -231,6 +239,7 @@ def run_command(
     compiled, path = load_blueprint_or_template(blueprint)
     add_import_paths(Path.cwd(), path.parent if path is not None else None)
     initial = _inputs(compiled, task, inputs or [], blueprint)
+    _scope_key(model, api_key_env)
     resolved = _resolve(compiled, model)
     steps_limit = max_steps or compiled.spec.limits.max_steps
 
@@ -253,6 +262,14 @@ def resume_command(
     model: Annotated[
         str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model for every LLM worker.")
     ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            metavar="NAME",
+            help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
+        ),
+    ] = None,
     store: StoreOption = None,
     parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
     as_json: JsonOption = False,
@@ -260,6 +277,8 @@ def resume_command(
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
     to its end. Committed records are never redone; approved patches are committed first."""
     from ..blueprint import compile_blueprint
+
+    _scope_key(model, api_key_env)
 
     created: list[str] = []
     holder: list[CompiledBlueprint] = []
@@ -319,6 +338,17 @@ def _finish_run(go: Any, created: list[str], compiled: Any, store: str | None, a
 
         sys.stderr.write(f"board {info.board_id} failed: {result.end_reason}\n")
         raise typer.Exit(EXIT_ERROR)
+
+
+def _scope_key(model: str | None, variable: str | None) -> None:
+    """``--api-key-env NAME``: the key in NAME goes to --model's endpoint only."""
+    if variable is None:
+        return
+    if not model:
+        raise CliError("--api-key-env needs --model (the endpoint the key is for)", code=EXIT_USAGE)
+    from ..models.registry import scope_api_key_env
+
+    scope_api_key_env(model, variable)
 
 
 def _resolve(compiled: CompiledBlueprint, model: str | None) -> Model | None:
