@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INVALID_YAML, NOTES_YAML, Invoke
+from conftest import INVALID_YAML, NOTES_YAML, Invoke, assert_no_boards
 
 
 def one_line_error(result: Any, code: int = 1) -> str:
@@ -100,16 +100,6 @@ def test_unknown_store_url(invoke: Invoke) -> None:
 def test_bad_arguments(invoke: Invoke, args: tuple[str, ...], needle: str) -> None:
     line = one_line_error(invoke(*args), code=2)
     assert needle in line
-
-
-def assert_no_boards(invoke: Invoke, db_path: Path) -> None:
-    """No board was left behind: the store holds none, or was never created (read-only
-    commands then refuse it rather than create it)."""
-    if db_path.exists():
-        assert invoke.json("boards") == []
-    else:
-        assert "no store at" in one_line_error(invoke("boards"))
-        assert not db_path.exists()
 
 
 def test_bad_model_string(invoke: Invoke, notes_file: Path, db_path: Path) -> None:
