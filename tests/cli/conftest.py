@@ -147,3 +147,13 @@ def board(invoke: Invoke, notes_file: Path) -> dict[str, Any]:
     """A finished notes board in the test store: the ``run --json`` result."""
     data: dict[str, Any] = invoke.json("run", str(notes_file), "--task", "write notes")
     return data
+
+
+def assert_no_boards(invoke: Invoke, db_path: Path) -> None:
+    """No board was left behind: the store holds none, or was never created (read-only
+    commands then refuse it rather than create it)."""
+    if db_path.exists():
+        assert invoke.json("boards") == []
+    else:
+        assert "no store at" in invoke("boards").output
+        assert not db_path.exists()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INVALID_YAML, NOTES_YAML, Invoke
+from conftest import INVALID_YAML, NOTES_YAML, Invoke, assert_no_boards
 
 
 def one_line_error(result: Any, code: int = 1) -> str:
@@ -52,7 +52,15 @@ def test_unknown_template_lists_the_known_ones(invoke: Invoke) -> None:
         assert all(name in line for name, _ in template_entries(module))
 
 
-def test_unknown_board(invoke: Invoke) -> None:
+def test_unknown_board(invoke: Invoke, store_url: str) -> None:
+    import asyncio
+
+    from slateboard.stores import open_store
+
+    async def create() -> None:  # read-only commands refuse a store that does not exist yet
+        await (await open_store(store_url)).close()
+
+    asyncio.run(create())
     for command in ("log", "show", "replay"):
         line = one_line_error(invoke(command, "deadbeef"))
         assert "no board 'deadbeef'" in line
@@ -94,17 +102,17 @@ def test_bad_arguments(invoke: Invoke, args: tuple[str, ...], needle: str) -> No
     assert needle in line
 
 
-def test_bad_model_string(invoke: Invoke, notes_file: Path) -> None:
+def test_bad_model_string(invoke: Invoke, notes_file: Path, db_path: Path) -> None:
     line = one_line_error(invoke("run", str(notes_file), "--model", "nosuchprovider:x"))
     assert "model configuration" in line and "nosuchprovider" in line
-    assert invoke.json("boards") == []
+    assert_no_boards(invoke, db_path)
 
 
-def test_unresolvable_function_worker(invoke: Invoke, write_file: Any) -> None:
+def test_unresolvable_function_worker(invoke: Invoke, write_file: Any, db_path: Path) -> None:
     path = write_file("missing-fn.yaml", NOTES_YAML.replace("cli_workers:note_a", "cli_workers:no_such_fn"))
     line = one_line_error(invoke("run", str(path)))
     assert "worker configuration" in line and "no_such_fn" in line
-    assert invoke.json("boards") == []
+    assert_no_boards(invoke, db_path)
 
 
 def test_debug_shows_the_traceback(invoke: Invoke, tmp_path: Path) -> None:

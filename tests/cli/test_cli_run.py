@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import GARBAGE_YAML, NO_TASK_YAML, Invoke
+from conftest import GARBAGE_YAML, NO_TASK_YAML, Invoke, assert_no_boards
 
 
 def test_run_json_prints_the_run_result(invoke: Invoke, notes_file: Path) -> None:
@@ -43,12 +43,14 @@ def test_run_shows_progress_answer_and_audit(invoke: Invoke, notes_file: Path) -
     assert "--store" not in out  # the store came from $SLATEBOARD_STORE: nothing to repeat
 
 
-def test_explicit_store_is_repeated_in_the_hints(invoke: Invoke, notes_file: Path, tmp_path: Path) -> None:
+def test_explicit_store_is_repeated_in_the_hints(
+    invoke: Invoke, notes_file: Path, tmp_path: Path, db_path: Path
+) -> None:
     other = f"sqlite:///{tmp_path / 'other.db'}"
     result = invoke("run", str(notes_file), "--store", other)
     assert result.exit_code == 0, result.output
     assert f"--store {other}" in result.stdout
-    assert invoke.json("boards") == []
+    assert_no_boards(invoke, db_path)
     assert len(invoke.json("boards", "--store", other)) == 1
 
 
@@ -68,13 +70,13 @@ def test_input_values_are_json_or_strings(invoke: Invoke, write_file: Any) -> No
     assert "rejected" in result.stderr and "Traceback" not in result.output
 
 
-def test_task_needs_a_task_property(invoke: Invoke, write_file: Any) -> None:
+def test_task_needs_a_task_property(invoke: Invoke, write_file: Any, db_path: Path) -> None:
     path = write_file("no-task.yaml", NO_TASK_YAML)
     result = invoke("run", str(path), "--task", "x")
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1
     assert "no 'task' property" in result.stderr and "question" in result.stderr
-    assert invoke.json("boards") == []  # nothing was created
+    assert_no_boards(invoke, db_path)  # nothing was created
 
 
 def test_circuit_halt_exits_1_and_marks_the_board_failed(invoke: Invoke, write_file: Any) -> None:

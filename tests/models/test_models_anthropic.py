@@ -75,7 +75,9 @@ ASK = [
 async def test_plain_text_reply(
     stub_server: StartStub, fast_retry: RetryPolicy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    # A custom endpoint's key is its per-host variable (ANTHROPIC_API_KEY goes only to Anthropic).
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-for-this-host")
+    monkeypatch.setenv("SLATEBOARD_API_KEY_127_0_0_1", "sk-ant-test")
     server = await stub_server(messages_api)
     generation = await anthropic_at(server.url, fast_retry).generate(ASK, max_tokens=64)
     assert generation.text == "Hello there"

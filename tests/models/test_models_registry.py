@@ -21,6 +21,8 @@ from slateboard.models import (
 def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for name in ("OPENAI_BASE_URL", "SLATEBOARD_MODEL", "GEMINI_API_KEY", "OLLAMA_HOST"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_openai_with_key_uses_the_public_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,7 +77,7 @@ def test_anthropic_strings(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("spec", "fragment"),
     [
-        ("gpt-4o", "unknown provider 'gpt-4o'"),
+        ("mystery-model", "not a model string; accepted: openai:MODEL"),
         ("bogus:thing", "unknown provider 'bogus'"),
         ("openai:", "missing model id"),
         ("openai:@http://h/v1", "missing model id"),

@@ -126,10 +126,11 @@ def test_dashboard_in_a_browser(store_url: str, tmp_path: Path) -> None:
             with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's event loop
                 ran = pool.submit(asyncio.run, _run(store_url, waiting)).result(timeout=60)
             expect(rows).to_have_count(ran["records"])
-            expect(page.get_by_test_id("board-status")).to_have_text("done")
+            # the badge tells solved (done condition met) from exhausted (slateboard.status)
+            expect(page.get_by_test_id("board-status")).to_have_text("solved")
             expect(tree).to_have_attribute("data-version", str(ran["version"]))
             expect(tree).to_contain_text("two: four notes")
-            expect(page.locator(f"#boards tr[data-board='{waiting}']")).to_contain_text("done")
+            expect(page.locator(f"#boards tr[data-board='{waiting}']")).to_contain_text("solved")
             page.locator("#timeline tr[data-outcome='rejected'] [data-testid='view-button']").click()
             expect(page.get_by_test_id("view-match")).to_contain_text("hash matches the log")
 

@@ -19,6 +19,7 @@ from slateboard.models import (
     Message,
     ModelBadResponse,
     ModelRequestError,
+    ModelSchemaRefused,
     ModelTimeout,
     ScriptedModel,
 )
@@ -156,7 +157,9 @@ def _raiser(exc: BaseException):  # type: ignore[no-untyped-def]
     ],
     ids=["ModelTimeout", "ModelBadResponse", "TimeoutError"],
 )
-async def test_model_failures_become_parse_rejections(exc: BaseException, caplog: pytest.LogCaptureFixture) -> None:
+async def test_model_failures_become_model_rejections(exc: BaseException, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 16: a provider failure is its own stage with the provider's error as the reason,
+    # never "not valid JSON" at stage parse.
     bp = notes_blueprint()
     worker = LLMWorker(bp, "scribe", ScriptedModel([_raiser(exc)]))
     view = build_view(bp, "scribe", bp.initial_state(), 0)
@@ -166,7 +169,9 @@ async def test_model_failures_become_parse_rejections(exc: BaseException, caplog
     assert reply.error is not None and reply.diagnostics["error_type"] == type(exc).__name__
     assert any("failed" in r.getMessage() for r in caplog.records)
     decision = Kernel(bp).submit(reply.to_proposal(view))
-    assert decision.stage == "parse"
+    assert decision.stage == "model"
+    assert decision.reason == (str(exc) or type(exc).__name__)
+    assert "JSON" not in (decision.reason or "")
     assert decision.record.meta["error_type"] == type(exc).__name__
 
 
@@ -178,7 +183,7 @@ async def test_an_exhausted_script_is_a_model_error_too() -> None:
     assert (await worker.propose(view)).error is None
     again = await worker.propose(view)
     assert again.diagnostics["error_type"] == "ModelScriptError"
-    assert Kernel(bp).submit(again.to_proposal(view)).stage == "parse"
+    assert Kernel(bp).submit(again.to_proposal(view)).stage == "model"
 
 
 async def test_cancellation_propagates() -> None:
@@ -279,7 +284,7 @@ async def test_model_failure_inside_the_tool_loop_keeps_usage() -> None:
     reply = await worker.propose(view)
     assert reply.diagnostics["error_type"] == "ModelTimeout"
     assert reply.usage.tokens_in > 0
-    assert Kernel(bp).submit(reply.to_proposal(view)).stage == "parse"
+    assert Kernel(bp).submit(reply.to_proposal(view)).stage == "model"
 
 
 # -- factory ---------------------------------------------------------------------------------------
@@ -305,7 +310,7 @@ def test_factory_picks_the_model_from_the_spec() -> None:
 
 async def test_a_refused_schema_falls_back_to_free_text_for_good() -> None:
     def refuse(messages: Sequence[Message]) -> str:
-        raise ModelRequestError("scripted", "400: Invalid schema for response_format", status=400)
+        raise ModelSchemaRefused("scripted", "400: Invalid schema for response_format", status=400)
 
     bp = notes_blueprint()
     model = ScriptedModel([refuse, json.dumps([NOTE]), json.dumps([NOTE])])
@@ -317,3 +322,21 @@ async def test_a_refused_schema_falls_back_to_free_text_for_good() -> None:
     assert [c.json_schema is None for c in model.calls] == [False, True]
     await worker.propose(view)
     assert model.calls[2].json_schema is None
+
+
+async def test_a_plain_request_error_keeps_the_schema() -> None:
+    # A 400 that is not about the schema (classified by the provider's code) is a model failure
+    # of this call only: constrained decoding stays on for the next one.
+    def refuse(messages: Sequence[Message]) -> str:
+        raise ModelRequestError("scripted", "400: context too long", status=400, code="context_length_exceeded")
+
+    bp = notes_blueprint()
+    model = ScriptedModel([refuse, json.dumps([NOTE])])
+    worker = LLMWorker(bp, "scribe", model)
+    view = build_view(bp, "scribe", bp.initial_state(), 0)
+    failed = await worker.propose(view)
+    assert failed.diagnostics["error_type"] == "ModelRequestError" and "schema_refused" not in failed.diagnostics
+    assert Kernel(bp).submit(failed.to_proposal(view)).stage == "model"
+    ok = await worker.propose(view)
+    assert ok.patch == [NOTE]
+    assert [c.json_schema is None for c in model.calls] == [False, False]

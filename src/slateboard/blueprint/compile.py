@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel as PydanticModel
 from pydantic import ValidationError
 
 from ..errors import UsageError
@@ -84,6 +85,15 @@ class CompiledBlueprint:
     quarantine: Pattern | None
     digest: str
     extra_invariants: list[CompiledInvariant] = field(default_factory=list)
+    state_model: type[PydanticModel] | None = None
+
+    def typed_state(self, state: Any) -> Any:
+        """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
+        was compiled with (``compile_blueprint(..., schema=Model)``); raises ValueError when the
+        blueprint has none, pydantic's ValidationError when the state does not fit it."""
+        if self.state_model is None:
+            raise ValueError("this blueprint was not compiled with schema=<a pydantic model class>")
+        return self.state_model.model_validate(state)
 
     @property
     def all_invariants(self) -> list[CompiledInvariant]:
@@ -149,8 +159,33 @@ def _loc_to_pointer(loc: tuple[Any, ...]) -> str:
     return "".join(parts)
 
 
-def compile_blueprint(data: Blueprint | dict[str, Any], *, source_label: str | None = None) -> CompiledBlueprint:
-    """Accept a blueprint or raise BlueprintError listing every issue by JSON path."""
+def compile_blueprint(
+    data: Blueprint | dict[str, Any],
+    *,
+    source_label: str | None = None,
+    schema: type[PydanticModel] | None = None,
+) -> CompiledBlueprint:
+    """Accept a blueprint or raise BlueprintError listing every issue by JSON path.
+
+    ``schema``, a pydantic model class, replaces the blueprint's state schema with the model's
+    JSON schema (``model_json_schema()``); the compiled blueprint keeps the class, so that
+    ``typed_state(result.state)`` gives typed access to the final state.
+    """
+    if schema is not None:
+        if not (isinstance(schema, type) and issubclass(schema, PydanticModel)):
+            raise TypeError(f"schema= takes a pydantic model class, got {schema!r}")
+        json_schema = schema.model_json_schema()
+        if isinstance(data, Blueprint):
+            data = data.model_copy(update={"state_schema": json_schema})
+        elif isinstance(data, dict):
+            data = {**data, "schema": json_schema}
+        compiled = _compile(data, source_label)
+        compiled.state_model = schema
+        return compiled
+    return _compile(data, source_label)
+
+
+def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> CompiledBlueprint:
     if isinstance(data, Blueprint):
         bp = data
     else:

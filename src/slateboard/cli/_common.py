@@ -34,7 +34,10 @@ StoreOption = Annotated[
         envvar=STORE_ENV,
         show_envvar=True,
         metavar="URL",
-        help="Store URL: sqlite:///path.db, postgresql://..., memory:// (default: SQLite in the user data dir).",
+        help=(
+            "Store URL: sqlite:///relative.db, sqlite:////absolute/path.db, postgresql://..., memory://"
+            " (default: SQLite in the user data dir)."
+        ),
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")]
@@ -78,11 +81,13 @@ def store_hint(url: str | None) -> str:
 
 
 @asynccontextmanager
-async def opened_store(url: str | None) -> AsyncIterator[Store]:
-    """Open the store ``url`` names (None: the default SQLite file) and close it afterwards."""
+async def opened_store(url: str | None, *, create: bool = True) -> AsyncIterator[Store]:
+    """Open the store ``url`` names (None: the default SQLite file) and close it afterwards;
+    read-only commands pass ``create=False`` so that a store that does not exist is refused
+    (``StoreMissing``), never created."""
     from ..stores import open_store
 
-    store = await open_store(url)
+    store = await open_store(url, create=create)
     try:
         yield store
     finally:

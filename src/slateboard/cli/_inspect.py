@@ -16,6 +16,7 @@ from rich.json import JSON as RichJSON
 from rich.table import Table
 from rich.text import Text
 
+from ..status import end_status
 from ._common import (
     JsonOption,
     StoreOption,
@@ -50,6 +51,7 @@ def _info_json(b: BoardInfo) -> dict[str, Any]:
         "board_id": b.board_id,
         "name": b.name,
         "status": b.status,
+        "end_status": end_status(b.status, b.reason),
         "reason": b.reason,
         "version": b.version,
         "records": b.seq,
@@ -72,7 +74,7 @@ def boards_command(
         raise CliError(f"unknown status {status!r} (one of: {', '.join(BOARD_STATUSES)})", code=2)
 
     async def go() -> list[BoardInfo]:
-        async with opened_store(store) as st:
+        async with opened_store(store, create=False) as st:
             return await st.list_boards(status=status)
 
     found = run_async(go)
@@ -93,11 +95,12 @@ def boards_command(
             min_width=6 if wraps else None,
         )
     for b in found:
-        style = {"failed": "red", "running": "yellow"}.get(b.status, "")
+        shown = end_status(b.status, b.reason)
+        style = {"failed": "red", "running": "yellow", "exhausted": "yellow", "solved": "green"}.get(shown, "")
         table.add_row(
             b.board_id,
             cell(b.name),
-            Text(b.status, style=style),
+            Text(shown, style=style),
             str(b.version),
             str(b.seq),
             _when(b.updated_at),
@@ -122,7 +125,7 @@ def log_command(
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
     async def go() -> tuple[BoardInfo, list[Record]]:
-        async with opened_store(store) as st:
+        async with opened_store(store, create=False) as st:
             info = await resolve_board(st, board, store)
             return info, await st.read_records(info.board_id)
 
@@ -176,7 +179,7 @@ def log_command(
 
 
 async def _load_all(store: str | None, board: str) -> tuple[BoardInfo, LoadedBoard, list[Record]]:
-    async with opened_store(store) as st:
+    async with opened_store(store, create=False) as st:
         info = await resolve_board(st, board, store)
         loaded = await st.load_board(info.board_id)
         records = await st.read_records(info.board_id)

@@ -141,7 +141,10 @@ class RunDisplay:
         for line in self.circuit:
             parts.append(cell(f"circuit: {line}", style="yellow"))
         if self.end_reason is not None:
-            style = "red" if self.end_reason.startswith("circuit") else "bold"
+            from ..status import end_status
+
+            ended = end_status(None, self.end_reason)
+            style = {"failed": "red", "exhausted": "yellow", "paused": "yellow"}.get(ended, "bold")
             parts.append(cell(f"ended: {self.end_reason}", style=style))
         return Panel(Group(*parts), title=f"slateboard run · {self.name} · board {self.board_id}", title_align="left")
 
@@ -208,6 +211,14 @@ def run_command(
             help="Put VALUE (JSON, else a string) at /NAME of the initial state; repeatable.",
         ),
     ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            metavar="NAME",
+            help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
+        ),
+    ] = None,
     store: StoreOption = None,
     parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
     max_steps: Annotated[
@@ -236,6 +247,7 @@ def run_command(
     compiled, path = load_blueprint_or_template(blueprint)
     add_import_paths(Path.cwd(), path.parent if path is not None else None)
     initial = _inputs(compiled, task, inputs or [], blueprint)
+    _scope_key(model, api_key_env)
     resolved = _resolve(compiled, model)
     steps_limit = max_steps or compiled.spec.limits.max_steps
     servers = _mcp_servers(compiled, mcp or [])
@@ -288,6 +300,14 @@ def resume_command(
     model: Annotated[
         str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model for every LLM worker.")
     ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            metavar="NAME",
+            help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
+        ),
+    ] = None,
     store: StoreOption = None,
     parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
     as_json: JsonOption = False,
@@ -295,6 +315,8 @@ def resume_command(
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
     to its end. Committed records are never redone; approved patches are committed first."""
     from ..blueprint import compile_blueprint
+
+    _scope_key(model, api_key_env)
 
     created: list[str] = []
     holder: list[CompiledBlueprint] = []
@@ -357,6 +379,17 @@ def _finish_run(go: Any, created: list[str], compiled: Any, store: str | None, a
         raise typer.Exit(EXIT_ERROR)
 
 
+def _scope_key(model: str | None, variable: str | None) -> None:
+    """``--api-key-env NAME``: the key in NAME goes to --model's endpoint only."""
+    if variable is None:
+        return
+    if not model:
+        raise CliError("--api-key-env needs --model (the endpoint the key is for)", code=EXIT_USAGE)
+    from ..models.registry import scope_api_key_env
+
+    scope_api_key_env(model, variable)
+
+
 def _resolve(compiled: CompiledBlueprint, model: str | None) -> Model | None:
     """Resolve the model string and build every worker once before a board exists, so a bad
     model string or function reference fails without leaving a half-made board behind."""
@@ -406,7 +439,7 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("board", f"{info.board_id} ({info.name}), {info.status}: {result.end_reason}")
+    grid.add_row("board", f"{info.board_id} ({info.name}), {result.end_status}: {result.end_reason}")
     grid.add_row("version", str(result.version))
     counts = ", ".join(f"{outcomes[k]} {k}" for k in ("accepted", "rejected", "noop", "action") if outcomes[k])
     grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))

@@ -201,7 +201,7 @@ def wait_command(
     async def go() -> tuple[RunResult, BoardInfo]:
         from ..runtime import wait
 
-        async with opened_store(store) as st:
+        async with opened_store(store, create=False) as st:
             info = await resolve_board(st, board, store)
             try:
                 result = await wait(st, info.board_id, timeout=timeout)

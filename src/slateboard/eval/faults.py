@@ -333,7 +333,9 @@ def render_table(report: SuiteReport, file: TextIO) -> None:
             how.add_row(_LABELS.get(f, f), decided, ended, f"{cell.completed}/{cell.n}")
         console.print(how)
     for system, why in report.skipped.items():
-        console.print(f"{system} skipped: {why}")
+        # markup=False: the reason names pip extras such as 'slateboard[peers]', which rich
+        # would otherwise take for a markup tag and drop.
+        console.print(f"{system} skipped: {why}", markup=False)
 
 
 def emit(report: SuiteReport, *, as_json: bool, out: Path | None, stdout: TextIO) -> None:

@@ -11,15 +11,17 @@ is how it counts retries and knows a streak was already handled.
 Triggers, in the order they are checked (the first that fires decides):
 
 1. **budget**: ``steps >= limits.max_steps`` or ``tokens_used >= limits.max_tokens`` -> halt;
-2. **cycle**: among the states of the last ``cycle_window`` accepted records (each record's
+2. **model**: the last ``max_consecutive_invalid`` proposals (any worker) were all rejected at
+   stage ``model`` (the provider never answered) -> halt with "model unavailable: <error>";
+3. **cycle**: among the states of the last ``cycle_window`` accepted records (each record's
    ``state_after``, plus the ``state_before`` of the oldest), a state hash appears twice
    (A->B->A, or any revisit) -> halt, naming both versions;
-3. **stuck**: none of the last ``stuck_after`` proposals was accepted -> halt;
-4. **invalid**: the worker of the latest proposal has ``max_consecutive_invalid`` rejected
+4. **stuck**: none of the last ``stuck_after`` proposals was accepted -> halt;
+5. **invalid**: the worker of the latest proposal has ``max_consecutive_invalid`` rejected
    proposals in a row -> ``on_invalid`` (retry_with_feedback with the rejection reasons,
    switch_worker, tighten_budget halving the worker's view budget, or halt); once that action
    was taken ``retries`` times since the worker's last non-rejected proposal, -> halt;
-5. **noop**: the worker of the latest proposal has ``max_noops`` no-op proposals in a row ->
+6. **noop**: the worker of the latest proposal has ``max_noops`` no-op proposals in a row ->
    switch_worker, or halt once switched ``retries`` times.
 
 Streaks are per worker: other workers' records in between neither extend nor break them, and
@@ -78,7 +80,7 @@ class CircuitAction:
 
     @property
     def trigger(self) -> str | None:
-        """What fired: budget, cycle, stuck, invalid or noop (None for ``continue``)."""
+        """What fired: budget, model, cycle, stuck, invalid or noop (None for ``continue``)."""
         t = self.details.get("trigger")
         return t if isinstance(t, str) else None
 
@@ -144,7 +146,7 @@ class CircuitPolicy:
             return budget
         n = len(records)
         tail = [records[i] for i in range(max(0, n - self.tail), n)]
-        for found in (self._cycle(tail), self._stuck(tail)):
+        for found in (self._model(tail), self._cycle(tail), self._stuck(tail)):
             if found is not None:
                 return found
         worker = next((r.worker for r in reversed(tail) if r.kind == "proposal"), None)
@@ -204,6 +206,23 @@ class CircuitPolicy:
             f"(within the last {len(accepted)} accepted transitions, cycle_window={window})",
             {"trigger": "cycle", "versions": [earlier, later], "state_hash": h},
         )
+
+    def _model(self, tail: list[Record]) -> CircuitAction | None:
+        """The last ``max_consecutive_invalid`` proposals all failed at stage ``model`` (the
+        provider never answered): halt as "model unavailable" with the provider's error, rather
+        than as invalid proposals (no retry can fix an unreachable or refusing provider)."""
+        threshold = self.spec.max_consecutive_invalid
+        recent = [r for r in tail if r.kind == "proposal"][-threshold:]
+        if len(recent) < threshold or any(r.stage != "model" for r in recent):
+            return None
+        last = recent[-1]
+        details: dict[str, JSON] = {
+            "trigger": "model",
+            "streak": len(recent),
+            "rejections": [{"seq": r.seq, "stage": r.stage, "reason": _cap(r.reason or "")} for r in recent],
+        }
+        reason = f"model unavailable: {_cap(last.reason or '')} ({len(recent)} consecutive model failures)"
+        return CircuitAction(HALT, last.worker, reason, details)
 
     def _stuck(self, tail: list[Record]) -> CircuitAction | None:
         limit = self.spec.stuck_after

@@ -157,6 +157,10 @@ class Kernel:
         ops: list[Op] = []
         applied: Applied | None = None
         try:
+            failed = proposal.meta.get("model_error")
+            if isinstance(failed, str):
+                # The model never answered: say so (stage "model"), not "not valid JSON".
+                raise Reject("model", failed)
             value, patch_text = self._parse(proposal.patch)
             ops = self._ops(value, proposal.worker)
             contract = self.blueprint.workers[proposal.worker]

@@ -24,7 +24,7 @@ stage), a no-op (valid but changes nothing) or held (awaiting human approval); k
 
 Stage = Literal[
     "parse", "ops", "authorise", "stale", "preconditions", "apply", "schema", "invariants",
-    "approval", "internal",
+    "approval", "internal", "model",
 ]  # fmt: skip
 """The kernel stage that rejected (or held) a proposal, in the order the stages run."""
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..kernel.canonical import JSON
-from ..kernel.pointer import Pattern, parse_pointer
+from ..kernel.pointer import MISSING, Pattern, parse_pointer, resolve
 from ..kernel.record import Record, Usage
 from ..stores.base import Store
 from ..workers.base import Feedback, WorkerReply
@@ -158,17 +158,14 @@ class RecallWorker:
 def _lookup(data: dict[str, JSON], pointer: str) -> JSON:
     """The value at ``pointer`` in a view's data, which holds values by pointer: the pointer
     itself, or a shown ancestor (e.g. the whole root) descended into."""
-    from ..kernel.invariants import _MISSING
-    from ..kernel.invariants import get as get_at
-
     if pointer in data:
         return data[pointer]
     tokens = parse_pointer(pointer)
     for key, value in data.items():
         prefix = parse_pointer(key)
         if len(prefix) < len(tokens) and tokens[: len(prefix)] == prefix:
-            found = get_at(value, tokens[len(prefix) :])
-            if found is not _MISSING:
+            found = resolve(value, tokens[len(prefix) :])
+            if found is not MISSING:
                 return found
     return None
 

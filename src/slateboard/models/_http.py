@@ -18,13 +18,14 @@ from slateboard.models.errors import (
     ModelError,
     ModelRateLimited,
     ModelRequestError,
+    ModelSchemaRefused,
     ModelServerError,
     ModelTimeout,
     ModelUnavailable,
     one_line,
 )
 
-__all__ = ["JsonPoster", "error_for_status", "parse_retry_after", "reply_json"]
+__all__ = ["SCHEMA_ERROR_CODES", "JsonPoster", "error_fields", "error_for_status", "parse_retry_after", "reply_json"]
 
 # A refused or black-holed host should surface as "unavailable" (retryable) rather than eat the
 # whole call budget; the reply itself is bounded by the caller's deadline, not by httpx.
@@ -139,12 +140,36 @@ def _server_message(response: httpx.Response) -> str:
     return one_line(response.text)
 
 
+def error_fields(response: httpx.Response) -> tuple[str | None, str | None]:
+    """The provider's own `(code, param)` for an error reply (OpenAI's `error.code`/`error.param`,
+    falling back to `error.type` for the code); None where the body does not say."""
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return None, None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return None, None
+    code = error.get("code")
+    if not isinstance(code, str) or not code:
+        code = error.get("type") if isinstance(error.get("type"), str) else None
+    param = error.get("param")
+    return code or None, param if isinstance(param, str) and param else None
+
+
+# Error codes with which OpenAI-compatible servers refuse the reply schema itself.
+SCHEMA_ERROR_CODES = frozenset({"invalid_json_schema", "invalid_schema", "unsupported_schema"})
+
+
 def error_for_status(model: str, response: httpx.Response) -> ModelError:
     """The typed error for a non-2xx `response` (429 → rate limited, 5xx → server error,
-    401/403/404 → configuration error, other 4xx → request error)."""
+    401/403/404 → configuration error, other 4xx → request error, classified by the provider's
+    error code: `ModelSchemaRefused` only when the code or the offending parameter names the
+    schema / `response_format`, never guessed from the status alone)."""
     status = response.status_code
     where = f"HTTP {status} from {response.request.url}"
     message = _server_message(response)
+    code, param = error_fields(response)
     if status == 429:
         retry_after = parse_retry_after(response.headers)
         return ModelRateLimited(model, f"rate limited ({where}): {message}", retry_after=retry_after)
@@ -154,7 +179,12 @@ def error_for_status(model: str, response: httpx.Response) -> ModelError:
         return ModelConfigError(model, f"API key missing or rejected ({where}): {message}", status=status)
     if status == 404:
         return ModelConfigError(model, f"unknown model or endpoint ({where}): {message}", status=status)
-    return ModelRequestError(model, f"request refused ({where}): {message}", status=status)
+    tag = f" [{code}{f' {param}' if param else ''}]" if code else ""
+    if code in SCHEMA_ERROR_CODES or (param or "").startswith("response_format"):
+        return ModelSchemaRefused(
+            model, f"reply schema refused ({where}){tag}: {message}", status=status, code=code, param=param
+        )
+    return ModelRequestError(model, f"request refused ({where}){tag}: {message}", status=status, code=code, param=param)
 
 
 def reply_json(model: str, response: httpx.Response) -> dict[str, Any]:

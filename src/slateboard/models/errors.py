@@ -14,6 +14,7 @@ __all__ = [
     "ModelError",
     "ModelRateLimited",
     "ModelRequestError",
+    "ModelSchemaRefused",
     "ModelScriptError",
     "ModelServerError",
     "ModelTimeout",
@@ -72,7 +73,29 @@ class ModelServerError(ModelError):
 
 
 class ModelRequestError(ModelError):
-    """The provider refused the request itself (a 4xx other than 401/403/404/429); not retried."""
+    """The provider refused the request itself (a 4xx other than 401/403/404/429); not retried.
+
+    `code` and `param` are the provider's own classification when its error body carries them
+    (OpenAI: `error.code` / `error.param`), so callers branch on them, never on message text.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        detail: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(model, detail, status=status)
+        self.code = code
+        self.param = param
+
+
+class ModelSchemaRefused(ModelRequestError):
+    """The provider refused the reply schema itself (its error names `response_format` or a
+    schema error code): the same request without a schema may succeed."""
 
 
 class ModelBadResponse(ModelError):

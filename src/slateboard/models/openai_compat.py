@@ -12,7 +12,7 @@ from typing import Any, Literal, Self
 
 import httpx
 
-from slateboard.models._http import JsonPoster, error_for_status, reply_json
+from slateboard.models._http import SCHEMA_ERROR_CODES, JsonPoster, error_fields, error_for_status, reply_json
 from slateboard.models.errors import ModelBadResponse, ModelConfigError
 from slateboard.models.protocol import (
     DEFAULT_MAX_TOKENS,
@@ -29,7 +29,11 @@ __all__ = [
     "OpenAICompatModel",
     "SchemaStyle",
     "StructuredOutput",
+    "TokenParam",
+    "is_openai_host",
+    "is_reasoning_model",
     "response_format",
+    "strict_problem",
 ]
 
 logger = logging.getLogger("slateboard.models")
@@ -43,7 +47,74 @@ Ollama, llama.cpp's C++ server); `json_object` is `{"type": "json_object", "sche
 only form `llama_cpp.server` (llama-cpp-python) accepts; `auto` sends `json_schema` and switches
 to `json_object` for good when the server rejects the former."""
 
+TokenParam = Literal["auto", "max_tokens", "max_completion_tokens"]
+"""Which field carries the reply-length cap: `auto` sends `max_completion_tokens` (today's name)
+to OpenAI's own host and to reasoning models, `max_tokens` elsewhere (vLLM, Ollama, llama.cpp
+servers all take it), and switches for good when a server answers `unsupported_parameter`."""
+
 _SCHEMA_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5...) refuse temperature/top_p and max_tokens.
+_REASONING = re.compile(r"^(?:openai/)?(?:o[134](?:$|[-.:_])|o[134]-|gpt-5)", re.IGNORECASE)
+
+
+def is_reasoning_model(model_id: str) -> bool:
+    """True for OpenAI reasoning models (o1*, o3*, o4*, gpt-5*): no sampling parameters, and
+    the length cap is `max_completion_tokens`."""
+    return bool(_REASONING.match(model_id))
+
+
+def is_openai_host(base_url: str) -> bool:
+    """True when `base_url` is OpenAI's own API host (api.openai.com over https)."""
+    url = httpx.URL(base_url)
+    return url.scheme == "https" and url.host == "api.openai.com"
+
+
+# Keywords OpenAI's strict structured-output mode accepts (its documented subset of JSON Schema).
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "enum", "const",
+        "anyOf", "$ref", "$defs", "definitions", "description", "title", "pattern", "format",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+        "minItems", "maxItems", "default",
+    }
+)  # fmt: skip
+
+
+def strict_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why OpenAI's strict mode cannot take `schema` as it is, or None when it can.
+
+    Strict mode needs an object root, `additionalProperties: false` and every property listed
+    in `required` on every object, and only its keyword subset. The schema is never rewritten
+    to fit (that would change what it accepts); a schema with a problem is sent non-strict.
+    """
+    if schema.get("type") != "object":
+        return "the root is not an object"
+    stack: list[tuple[str, Any]] = [("", schema)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, list):
+            stack.extend((f"{where}/{i}", v) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        for key in node:
+            if key not in _STRICT_KEYWORDS:
+                return f"{where or '/'} uses {key!r}"
+        if node.get("type") == "object" or "properties" in node:
+            props = node.get("properties", {})
+            if node.get("additionalProperties") is not False:
+                return f"{where or '/'} allows additional properties"
+            if isinstance(props, Mapping) and set(node.get("required", ())) != set(props):
+                return f"{where or '/'} has optional properties"
+        for key in ("properties", "$defs", "definitions"):
+            sub = node.get(key)
+            if isinstance(sub, Mapping):
+                stack.extend((f"{where}/{key}/{k}", v) for k, v in sub.items())
+        for key in ("items", "anyOf"):
+            if key in node:
+                stack.append((f"{where}/{key}", node[key]))
+    return None
 
 
 def _schema_name(schema: Mapping[str, Any]) -> str:
@@ -53,13 +124,18 @@ def _schema_name(schema: Mapping[str, Any]) -> str:
     return name or "response"
 
 
-def response_format(schema: Mapping[str, Any], style: SchemaStyle) -> dict[str, Any]:
-    """The `response_format` request field constraining the reply to `schema` in `style`."""
+def response_format(schema: Mapping[str, Any], style: SchemaStyle, *, strict: bool = True) -> dict[str, Any]:
+    """The `response_format` request field constraining the reply to `schema` in `style`;
+    `json_schema` is strict when `strict` and `strict_problem` finds nothing."""
     if style == "json_object":
         return {"type": "json_object", "schema": dict(schema)}
     return {
         "type": "json_schema",
-        "json_schema": {"name": _schema_name(schema), "schema": dict(schema), "strict": True},
+        "json_schema": {
+            "name": _schema_name(schema),
+            "schema": dict(schema),
+            "strict": strict and strict_problem(schema) is None,
+        },
     }
 
 
@@ -72,6 +148,9 @@ def _rejects_response_format(response: httpx.Response) -> bool:
     """
     if response.status_code not in (400, 422, 500):
         return False
+    code, _ = error_fields(response)
+    if code in SCHEMA_ERROR_CODES:  # OpenAI's own schema complaint, handled by strict fallback
+        return False
     text = response.text
     return "response_format" in text and "json_object" in text
 
@@ -82,6 +161,13 @@ class OpenAICompatModel:
     Guarantees: failures surface as typed `ModelError`s; 429 (honouring Retry-After), 5xx and
     connection errors are retried under `retry`; usage is the server's, or estimated and marked
     so when the server reports none. The API key, when given, is sent as a bearer token.
+
+    Today's API: reasoning models (`is_reasoning_model`) get no `temperature` and a
+    `max_completion_tokens` cap; see `TokenParam` for the cap's field elsewhere. A schema goes
+    out as a strict `json_schema` when `strict_problem` finds none, otherwise non-strict (the
+    documented fallback: the server treats it as guidance and the kernel still validates the
+    reply). A 400 naming an unsupported sampling or length parameter is answered once by
+    dropping or renaming it, remembered for the model's lifetime.
     """
 
     def __init__(
@@ -94,8 +180,16 @@ class OpenAICompatModel:
         retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
         structured_output: StructuredOutput = "auto",
+        token_param: TokenParam = "auto",
     ) -> None:
         self.model_id = model_id
+        self.reasoning = is_reasoning_model(model_id)
+        if token_param == "auto":
+            modern = self.reasoning or is_openai_host(base_url)
+            token_param = "max_completion_tokens" if modern else "max_tokens"
+        self.token_param: TokenParam = token_param
+        self.send_sampling = not self.reasoning
+        self.strict = True
         self._name = name or f"openai:{model_id}@{base_url}"
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
@@ -126,13 +220,14 @@ class OpenAICompatModel:
         payload: dict[str, Any] = {
             "model": self.model_id,
             "messages": [m.to_dict() for m in messages],
-            "max_tokens": max_tokens,
-            "temperature": temperature,
+            self.token_param: max_tokens,
             "stream": False,
         }
+        if self.send_sampling:
+            payload["temperature"] = temperature
         if json_schema is not None:
             style: SchemaStyle = "json_object" if self.structured_output == "json_object" else "json_schema"
-            payload["response_format"] = response_format(json_schema, style)
+            payload["response_format"] = response_format(json_schema, style, strict=self.strict)
         return payload
 
     async def _attempt(
@@ -153,9 +248,34 @@ class OpenAICompatModel:
             self.structured_output = "json_object"
             payload = self._payload(messages, json_schema, max_tokens, temperature)
             response = await self._poster.post("/chat/completions", payload)
+        if response.status_code == 400 and self._adapt(response):
+            payload = self._payload(messages, json_schema, max_tokens, temperature)
+            response = await self._poster.post("/chat/completions", payload)
         if not response.is_success:
             raise error_for_status(self._name, response)
         return response
+
+    def _adapt(self, response: httpx.Response) -> bool:
+        """Learn from a 400 naming a parameter this model does not take; True when the request
+        should be sent again (decided by the error's code and param, never its wording)."""
+        code, param = error_fields(response)
+        if self.strict and (code in SCHEMA_ERROR_CODES or (param or "").startswith("response_format")):
+            # The strict subset refused this schema: send it non-strict (the documented fallback).
+            logger.info("%s refused a strict schema (%s); sending schemas non-strict", self._name, code)
+            self.strict = False
+            return True
+        if code not in ("unsupported_parameter", "unsupported_value") or param is None:
+            return False
+        if param in ("temperature", "top_p") and self.send_sampling:
+            logger.info("%s does not take %s; sending no sampling parameters", self._name, param)
+            self.send_sampling = False
+            return True
+        if param == self.token_param:
+            other: TokenParam = "max_completion_tokens" if param == "max_tokens" else "max_tokens"
+            logger.info("%s does not take %s; sending %s", self._name, param, other)
+            self.token_param = other
+            return True
+        return False
 
     async def generate(
         self,

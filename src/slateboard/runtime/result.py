@@ -60,6 +60,13 @@ class RunResult:
     usage_by_worker: dict[str, TokenUsage] = field(default_factory=dict)
 
     @property
+    def end_status(self) -> str:
+        """How the run ended: solved, exhausted, failed or paused (slateboard.status.end_status)."""
+        from ..status import end_status
+
+        return end_status(None, self.end_reason, answered=self.answer is not None)
+
+    @property
     def total_tokens(self) -> int:
         """All tokens of all components."""
         return sum(u.total for u in self.usage.values())
@@ -68,6 +75,7 @@ class RunResult:
         """Plain JSON form (``slateboard run --json``)."""
         return {
             "board_id": self.board_id,
+            "end_status": self.end_status,
             "end_reason": self.end_reason,
             "answer": self.answer,
             "version": self.version,

@@ -50,11 +50,15 @@ class ApiError(UsageError):
 
 
 def board_json(info: BoardInfo) -> dict[str, JSON]:
-    """A board's header as the API shows it (the same fields as ``slateboard boards --json``)."""
+    """A board's header as the API shows it (the same fields as ``slateboard boards --json``);
+    ``end_status`` (solved, exhausted, failed, paused, running) is what the badges show."""
+    from ..status import end_status
+
     return {
         "board_id": info.board_id,
         "name": info.name,
         "status": info.status,
+        "end_status": end_status(info.status, info.reason),
         "reason": info.reason,
         "version": info.version,
         "records": info.seq,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,7 @@ def make_worker(
     return LLMWorker(
         blueprint,
         name,
-        model if model is not None else (spec.model or "local"),
+        model if model is not None else spec.model,
         tools=own_tools,
         state=state,
         decoding=decoding,
@@ -102,7 +103,8 @@ def make_workers(
     for name, contract in blueprint.workers.items():
         chosen: Model | str | None = model
         if chosen is None and contract.spec.function is None and not (functions and name in functions):
-            key = contract.spec.model or "local"
+            # None: SLATEBOARD_MODEL, else the embedded local model (resolve_model decides).
+            key = contract.spec.model or os.environ.get("SLATEBOARD_MODEL", "").strip() or "local"
             if key not in shared:
                 shared[key] = resolve_model(key)
             chosen = shared[key]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
-from ..models import Generation, Message, Model, ModelError, ModelRequestError, resolve_model
+from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
@@ -47,17 +47,18 @@ DEFAULT_MAX_TOOL_CALLS = 4
 class LLMWorker:
     """A worker backed by a chat model (see the module docstring for the decoding modes).
 
-    When the provider refuses the reply schema itself (``ModelRequestError`` on a call with a
-    schema), the call is repeated once without a schema and later calls send none (decoding
+    When the provider refuses the reply schema itself (``ModelSchemaRefused``: classified by the
+    provider's error code, never guessed from a bare 400), the call is repeated once without a schema and later calls send none (decoding
     ``"none"``, with ``diagnostics["schema_refused"]``): structured output is used where it can be.
 
     ``max_ops`` bounds the operations of one proposal under constrained decoding (default: 1 for
     the in-process ``local`` model, DEFAULT_MAX_OPS otherwise).
 
     Guarantees: ``propose`` never raises for a model failure (any ``ModelError`` or timeout):
-    it returns a reply whose patch is the raw text so far (``""`` when there is none), which the
-    kernel rejects at stage ``parse``, with ``diagnostics["error"]``/``["error_type"]`` set and the
-    error logged. Usage sums every model call of the invocation (tool rounds included) and carries
+    it returns a reply whose patch is the raw text so far (``""`` when there is none) with
+    ``diagnostics["model_error"]`` set to the provider's error, which the kernel rejects at stage
+    ``model`` with that error as the reason (``diagnostics["error"]``/``["error_type"]`` too, and
+    the error logged). Usage sums every model call of the invocation (tool rounds included) and carries
     ``component``. Prompts are deterministic functions of the inputs.
     """
 
@@ -90,7 +91,7 @@ class LLMWorker:
         self.blueprint = blueprint
         self._name = name
         self.contract = blueprint.workers[name]
-        self.model: Model = resolve_model(model if model is not None else (self.contract.spec.model or "local"))
+        self.model: Model = resolve_model(model if model is not None else self.contract.spec.model)
         self.decoding: Decoding = decoding
         self.state = state
         self.tools: tuple[Tool, ...] = tuple(as_tool(t) for t in tools)
@@ -206,7 +207,7 @@ class LLMWorker:
                     schema, used = None, "none"
                 try:
                     gen = await self._generate(messages, schema)
-                except ModelRequestError as exc:
+                except ModelSchemaRefused as exc:
                     if schema is None:
                         raise
                     # The provider refused the schema itself (e.g. a strict structured-output mode
@@ -307,7 +308,8 @@ class LLMWorker:
         started: float,
     ) -> WorkerReply:
         logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, exc)
-        diagnostics.update({"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__})
+        error = str(exc) or type(exc).__name__
+        diagnostics.update({"error": error, "error_type": type(exc).__name__, "model_error": error})
         if calls:
             diagnostics["tool_calls"] = calls
         return WorkerReply(

@@ -8,18 +8,18 @@ runs the tool and sends the result back as a user message, up to a bounded numbe
 from __future__ import annotations
 
 import inspect
-import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
 
+import pydantic
+
 from ..kernel.canonical import JSON
 from .base import WorkerConfigError, jsonable
 
-__all__ = ["Tool", "ToolResult", "as_tool", "tool"]
+__all__ = ["Tool", "ToolResult", "args_model_for", "args_schema", "as_tool", "tool"]
 
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _MAX_RESULT_CHARS = 2000
 
 
@@ -49,21 +49,34 @@ class Tool:
     """A named callable a worker may call with keyword arguments.
 
     ``parameters`` is the JSON Schema of the ``args`` object (used in the prompt and, with
-    constrained decoding, in the reply schema). ``call`` never raises for a tool's own failure
-    (bad arguments, an exception inside): it returns a failed ToolResult the model can read.
+    constrained decoding, in the reply schema; self-contained: no ``$ref``). ``args_model``,
+    when set (derived from the type hints), validates and converts the arguments through
+    pydantic before the call: ``Literal``, ``list[int]``, nested models, enums and ``Field``
+    bounds are enforced, and the function receives converted values (model instances, enum
+    members). ``call`` never raises for a tool's own failure (bad arguments, an exception
+    inside): it returns a failed ToolResult the model can read.
     """
 
     name: str
     fn: Callable[..., Any]
     description: str = ""
     parameters: Mapping[str, Any] | None = None
+    args_model: type[pydantic.BaseModel] | None = None
 
     async def call(self, args: Mapping[str, JSON]) -> ToolResult:
         """Run the tool with ``args`` (awaiting it when it is async)."""
         if not isinstance(args, Mapping):
             return ToolResult(self.name, False, error=f"args must be an object, got {type(args).__name__}")
+        kwargs: dict[str, Any] = dict(args)
+        if self.args_model is not None:
+            try:
+                validated = self.args_model.model_validate(kwargs)
+            except pydantic.ValidationError as exc:
+                return ToolResult(self.name, False, error=f"bad arguments: {_errors(exc)}")
+            # Only the arguments given (or defaulted), as converted values, not re-dumped dicts.
+            kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
         try:
-            result = self.fn(**dict(args))
+            result = self.fn(**kwargs)
             if inspect.isawaitable(result):
                 result = await result
         except TypeError as exc:
@@ -73,40 +86,60 @@ class Tool:
         return ToolResult(self.name, True, value=jsonable(result))
 
 
-def _annotation_schema(annotation: Any) -> dict[str, Any]:
-    if annotation in _JSON_TYPES:
-        return {"type": _JSON_TYPES[annotation]}
-    origin = typing.get_origin(annotation)
-    if origin in (list, tuple):
-        return {"type": "array"}
-    if origin is dict or annotation is dict:
-        return {"type": "object"}
-    if origin in (typing.Union, types.UnionType):
-        subs = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(subs) == 1:
-            return _annotation_schema(subs[0])
-    return {}
+def _errors(exc: pydantic.ValidationError) -> str:
+    """One line per problem, ``path: message`` (what the model needs to fix its call)."""
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "args"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
 
 
-def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
-    """A JSON Schema for the keyword arguments of ``fn`` from its annotations (best effort)."""
+def _inline_refs(node: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """``node`` with every local ``$ref`` replaced by its definition: the args schema is embedded
+    inside the worker's reply schema, where root-relative references would not resolve."""
+    if depth > 32:  # a recursive model: stop inlining, accept any value there
+        return {}
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = defs.get(ref.removeprefix("#/$defs/"), {})
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return _inline_refs({**target, **rest}, defs, depth + 1)
+        return {k: _inline_refs(v, defs, depth + 1) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs, depth + 1) for v in node]
+    return node
+
+
+def args_model_for(fn: Callable[..., Any], name: str) -> type[pydantic.BaseModel] | None:
+    """A pydantic model of ``fn``'s keyword arguments from its type hints (unannotated ones are
+    ``Any``; extra arguments are refused), or None when the signature cannot be read."""
     try:
         sig = inspect.signature(fn)
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
     except (TypeError, ValueError, NameError):
-        return {"type": "object"}
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    for name, param in sig.parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        return None
+    fields: dict[str, Any] = {}
+    for pname, param in sig.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             continue
-        props[name] = _annotation_schema(hints.get(name, param.annotation))
-        if param.default is param.empty:
-            required.append(name)
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    return schema
+        annotation = hints.get(pname, Any)
+        fields[pname] = (annotation, ... if param.default is param.empty else param.default)
+    try:
+        return pydantic.create_model(
+            f"{name}_args", __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
+        )
+    except (pydantic.PydanticUserError, TypeError) as exc:
+        raise WorkerConfigError(f"tool {name!r}: cannot derive its argument schema: {exc}") from None
+
+
+def args_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The self-contained JSON Schema (no ``$ref``, no titles) of a tool's arguments."""
+    schema = model.model_json_schema()
+    inlined: dict[str, Any] = _inline_refs(schema, schema.get("$defs", {}))
+    inlined.pop("title", None)
+    return inlined
 
 
 @overload
@@ -141,16 +174,25 @@ def tool(
     ``tool(fn, name=...)``.
 
     The name defaults to the function's name, the description to its docstring's first line,
-    and the parameters schema to one derived from its annotations.
+    and the parameters schema to the one pydantic derives from its type hints (then arguments
+    are validated and converted before each call); an explicit ``parameters`` schema is used
+    as given, without validation.
     """
 
     def make(f: Callable[..., Any]) -> Tool:
         doc = (inspect.getdoc(f) or "").strip().splitlines()
+        tool_name = name or str(getattr(f, "__name__", "tool"))
+        model = args_model_for(f, tool_name) if parameters is None else None
+        if parameters is not None:
+            schema: dict[str, Any] = dict(parameters)
+        else:
+            schema = args_schema(model) if model is not None else {"type": "object"}
         return Tool(
-            name or str(getattr(f, "__name__", "tool")),
+            tool_name,
             f,
             description if description is not None else (doc[0] if doc else ""),
-            dict(parameters) if parameters is not None else _signature_schema(f),
+            schema,
+            model,
         )
 
     if fn is not None:

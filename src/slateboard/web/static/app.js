@@ -80,7 +80,7 @@
       }, [
         el("td", { class: "mono", title: b.board_id, text: b.board_id.slice(0, 12) }),
         el("td", { text: b.name }),
-        el("td", {}, el("span", { class: "badge " + b.status, text: b.status })),
+        el("td", {}, badge(b)),
         el("td", { text: b.reason || "" }),
         el("td", { class: "num", text: String(b.version) }),
         el("td", { class: "num", text: String(b.records) }),
@@ -198,6 +198,15 @@
     return out;
   }
 
+  // One mapping (slateboard.status.end_status, computed by the server): solved, exhausted,
+  // failed, paused or running; the stored lifecycle status is the tooltip.
+  function badge(b, testid) {
+    const shown = b.end_status || b.status;
+    const attrs = { class: "badge " + shown, text: shown, title: "status: " + b.status };
+    if (testid) attrs["data-testid"] = testid;
+    return el("span", attrs);
+  }
+
   function renderSummary() {
     const b = ui.board;
     const box = $("summary");
@@ -207,7 +216,7 @@
     const parts = [
       el("span", { class: "title", text: b.name || "(unnamed)" }),
       el("span", { class: "mono muted", text: b.board_id }),
-      el("span", { class: "badge " + b.status, "data-testid": "board-status", text: b.status }),
+      badge(b, "board-status"),
       b.reason ? el("span", { class: "muted", text: b.reason }) : null,
       kv("version", ui.latest, "summary-version"),
       kv("records", ui.records.length, "summary-records"),

@@ -1,0 +1,65 @@
+"""How a board ended, in the words a user needs: the one mapping the CLI, the result API and the
+dashboard's badges share.
+
+The store keeps a lifecycle status (running, paused, done, failed) and the end reason the run
+wrote; ``end_status`` turns the two into one of:
+
+- ``solved``: the blueprint's ``done`` condition was met (or the coordinator ended the classic
+  board, or the agenda ran dry with an answer on the board);
+- ``exhausted``: a limit was reached (max_steps, max_tokens, max_rounds, a circuit budget, stuck)
+  or the agenda ran dry, without ``done``;
+- ``failed``: the circuit policy halted the board, the model was unavailable, or the run raised;
+- ``paused``: waiting for a human approval;
+- ``running``: not ended yet.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["END_STATUSES", "EndStatus", "end_status", "failure_kind"]
+
+EndStatus = Literal["running", "solved", "exhausted", "failed", "paused"]
+END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused")
+
+_SOLVED = ("done", "terminated", "terminate")
+_EXHAUSTED = ("max_steps", "max_tokens", "max_rounds", "stuck")
+
+
+def failure_kind(reason: str | None) -> str | None:
+    """``model`` when the board failed because the model was unavailable, ``circuit`` for any
+    other circuit halt, ``error`` for a run that raised; None when ``reason`` is no failure."""
+    text = (reason or "").strip()
+    if "model unavailable" in text:
+        return "model"
+    if text.startswith("circuit") and "budget exhausted" not in text:
+        return "circuit"
+    if text.startswith("the run raised"):
+        return "error"
+    return None
+
+
+def end_status(board_status: str | None, reason: str | None, *, answered: bool | None = None) -> EndStatus:
+    """The user-facing status of a board from its stored ``board_status`` (None when only the
+    end reason is known) and end ``reason``; ``answered`` says whether the board holds an answer
+    (decides an ``agenda_empty`` end: solved with one, exhausted without).
+
+    Guarantees: total (every input maps to one of END_STATUSES) and pure.
+    """
+    text = (reason or "").strip()
+    if board_status == "running" or (board_status is None and not text):
+        return "running"
+    if board_status == "paused" or text.startswith("paused"):
+        return "paused"
+    if failure_kind(text) is not None:
+        return "failed"
+    if "budget exhausted" in text:  # a circuit budget halt is a limit, whatever the store says
+        return "exhausted"
+    if board_status == "failed":
+        return "failed"
+    if text in _SOLVED:
+        return "solved"
+    if text in _EXHAUSTED or text.startswith("circuit") or text.startswith("max_"):
+        return "exhausted"
+    # agenda_empty, control, or a reason this mapping does not know: the answer decides.
+    return "solved" if answered else "exhausted"
