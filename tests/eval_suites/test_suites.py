@@ -15,7 +15,7 @@ from slateboard.cli import app
 from slateboard.envs.scienceworld import CI_TASKS, task_specs
 from slateboard.envs.twx import CI_GAMES
 from slateboard.eval.report import write_report
-from slateboard.eval.suites import GameRef, load_results, matrix_jobs, record_key, run_matrix, system_names
+from slateboard.eval.suites import GameRef, load_results, matrix_jobs, pin_gold, record_key, run_matrix, system_names
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SYSTEMS = ("slateboard", "langgraph", "loomflow")
@@ -55,7 +55,8 @@ def _check_matrix(rows: list[dict[str, Any]], games: list[GameRef]) -> None:
         assert r["error"] is None, r
         assert r["won"] is True, r
         game = next(g for g in games if g.name == r["game"])
-        assert r["commands"] >= 1 and r["tokens"] > 0
+        # the gold path is pinned: every system and setting plays exactly its commands
+        assert r["commands"] == game.gold > 0 and r["tokens"] > 0
         if r["system"] == "slateboard":
             assert r["verified"] is True and r["board_id"]
         assert game.suite == r["suite"]
@@ -81,7 +82,7 @@ def _check_report(out: Path, rows: list[dict[str, Any]], ablation: bool = True) 
 
 @pytest.mark.usefixtures("twx_ready", "peers_ready")
 async def test_twx_ci_matrix_with_the_gold_policy(tmp_path: Path) -> None:
-    games = _twx_games()
+    games = await pin_gold(_twx_games())
     jobs = matrix_jobs(games, systems=SYSTEMS, model="walkthrough", steps=30, settings=["no-slicing"])
     rows = await run_matrix(jobs, tmp_path / "results.jsonl")
     _check_matrix(rows, games)
@@ -93,7 +94,7 @@ async def test_twx_ci_matrix_with_the_gold_policy(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("sw_ready", "peers_ready")
 async def test_scienceworld_ci_matrix_with_the_gold_policy(tmp_path: Path) -> None:
-    games = _sw_games()
+    games = await pin_gold(_sw_games())
     jobs = matrix_jobs(games, systems=SYSTEMS, model="walkthrough", steps=30, settings=["no-contracts"])
     rows = await run_matrix(jobs, tmp_path / "results.jsonl")
     _check_matrix(rows, games)

@@ -121,6 +121,7 @@ def _run(
         resolve_model(model)  # a bad model string fails here, before any game starts
     root = out or Path("eval-results") / suite
     path = results or root / "results.jsonl"
+    games = _pinned(games, path.with_suffix(".games.json"))
     try:
         jobs = matrix_jobs(games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep)
     except ValueError as exc:
@@ -144,6 +145,24 @@ def _run(
     if failed:
         first = failed[0]
         raise CliError(f"{len(failed)} episode(s) failed; first: {first['game']} {first['system']}: {first['error']}")
+
+
+def _pinned(games: list[GameRef], file: Path) -> list[GameRef]:
+    """The games with their gold paths pinned, reusing the ones ``file`` kept from an earlier
+    run of the same results file (a resumed sweep follows the same paths)."""
+    import json
+
+    from ..eval.suites import GameRef, pin_gold
+
+    kept: dict[str, Any] = {}
+    if file.is_file():
+        kept = {g["name"]: g for g in json.loads(file.read_text(encoding="utf-8"))}
+    known = [GameRef.from_json(kept[g.name]) if g.name in kept else g for g in games]
+    pinned = run_async(lambda: pin_gold(known))
+    file.parent.mkdir(parents=True, exist_ok=True)
+    merged = {**kept, **{g.name: g.to_json() for g in pinned}}
+    file.write_text(json.dumps(list(merged.values()), indent=1) + "\n", encoding="utf-8")
+    return pinned
 
 
 def _iv(iv: dict[str, Any], fmt: str) -> str:

@@ -105,11 +105,13 @@ def task_specs(
 class ScienceWorldTask:
     """One ScienceWorld task variation as a TextEnvironment (see the module docstring).
 
-    The JVM starts on the first ``reset`` (seconds); ``close`` hands it back for the next episode of this process. ``gold`` is the
+    ``gold`` pins the gold path (a suite pins the one it saw first, so every system and setting
+    follows the same). The JVM starts on the first ``reset`` (seconds); ``close`` hands it back for the next episode of this process. ``gold`` is the
     variation's gold action sequence (known after the first reset)."""
 
-    def __init__(self, spec: ScienceWorldSpec) -> None:
+    def __init__(self, spec: ScienceWorldSpec, *, gold: Sequence[str] | None = None) -> None:
         self.spec = spec
+        self._pinned = tuple(gold) if gold else None
         self._env: Any = None
         self._objective = ""
         self._commands = 0
@@ -173,7 +175,7 @@ class ScienceWorldTask:
         env.load(self.spec.task, self.spec.variation, self.spec.simplification, generateGoldPath=True)
         observation, info = env.reset()
         self._commands = 0
-        self._gold.reset([str(a) for a in env.get_gold_action_sequence()])
+        self._gold.reset(self._pinned or [str(a) for a in env.get_gold_action_sequence()])
         templates = ", ".join(str(a).split(":")[0].strip() for a in env.get_possible_actions())
         description = " ".join(str(env.get_task_description()).split())
         self._objective = f"{description}\nCommand templates: {templates}" if templates else description

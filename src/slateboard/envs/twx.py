@@ -113,11 +113,14 @@ def game_specs(*, full: bool = False, only: Sequence[str] = ()) -> list[TwxSpec]
 class TwxGame:
     """A TextWorldExpress game (spec and seed) as a TextEnvironment (see the module docstring).
 
-    The JVM starts on the first ``reset``; ``close`` hands it back for the next episode of this process."""
+    ``gold`` pins the gold path (TextWorldExpress generates Coin Collector's by a randomised
+    walk, so two resets of the same game can give different, equally winning paths: a suite
+    pins one so every system and setting follows the same). The JVM starts on the first ``reset``; ``close`` hands it back for the next episode of this process."""
 
-    def __init__(self, spec: TwxSpec, seed: int) -> None:
+    def __init__(self, spec: TwxSpec, seed: int, *, gold: Sequence[str] | None = None) -> None:
         self.spec = spec
         self.seed = seed
+        self._pinned = tuple(gold) if gold else None
         self._env: Any = None
         self._objective = ""
         self._commands = 0
@@ -179,7 +182,7 @@ class TwxGame:
         env.load(self.spec.game, self.spec.params)
         observation, info = env.reset(seed=self.seed, gameFold=self.spec.fold, generateGoldPath=True)
         self._commands = 0
-        self._gold.reset([str(a) for a in env.getGoldActionSequence()])
+        self._gold.reset(self._pinned or [str(a) for a in env.getGoldActionSequence()])
         self._objective = " ".join(str(info.get("taskDescription", "")).split())
         return self._turn(str(observation), info)
 

@@ -45,6 +45,7 @@ __all__ = [
     "load_results",
     "make_env",
     "matrix_jobs",
+    "pin_gold",
     "register_system",
     "run_job",
     "run_matrix",
@@ -91,12 +92,31 @@ def make_env(game: GameRef) -> TextEnvironment:
 
         s = game.spec
         spec = TwxSpec(str(s["game"]), str(s.get("params", "")), str(s["label"]), str(s.get("fold", "train")))
-        return TwxGame(spec, game.seed)
+        return TwxGame(spec, game.seed, gold=s.get("gold"))
     if game.suite == "textworld":
         from ..envs.textworld import TextWorldGame
 
         return TextWorldGame(str(game.spec["path"]), name=game.name)
     raise ValueError(f"unknown suite {game.suite!r} (suites: {', '.join(SUITES)})")
+
+
+async def pin_gold(games: Sequence[GameRef]) -> list[GameRef]:
+    """``games`` with their gold path fixed in the spec (``gold``), taken from one reset of each:
+    every system and setting then follows the same winning path, so steps and tokens under the
+    gold policy are paired on the same commands. Games that already carry one are kept."""
+    out: list[GameRef] = []
+    for game in games:
+        if game.spec.get("gold") or game.suite == "textworld":
+            out.append(game)
+            continue
+        env = make_env(game)
+        try:
+            await env.reset()
+            gold = [str(c) for c in getattr(env, "gold", ())]
+        finally:
+            env.close()
+        out.append(GameRef(game.suite, game.name, game.seed, {**game.spec, "gold": gold}, len(gold)))
+    return out
 
 
 @dataclass
