@@ -17,4 +17,17 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
-.venv/bin/python -m pip install --quiet -e ".[dev,local,postgres,web,peers,textworld,otel,mcp]"
+.venv/bin/python -m pip install --quiet -e ".[dev,local,postgres,web,peers,textworld,otel,mcp,scienceworld,twx,eval]"
+
+# ScienceWorld and TextWorldExpress (tests/eval_suites) run their simulators in a JVM: install
+# Debian's headless JRE (Java 17 on bookworm) when `java` is missing.
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null; } \
+      || echo "warning: could not install a Java runtime: the ScienceWorld/TextWorldExpress tests will be skipped" >&2
+  else
+    echo "note: java is missing (apt-get install default-jre-headless): the ScienceWorld/TextWorldExpress tests will be skipped" >&2
+  fi
+fi

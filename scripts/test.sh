@@ -28,6 +28,19 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+# ScienceWorld and TextWorldExpress (tests/eval_suites) run their simulators in a JVM: install
+# Debian's headless JRE (Java 17 on bookworm) when `java` is missing.
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null; } \
+      || echo "warning: could not install a Java runtime: the ScienceWorld/TextWorldExpress tests will be skipped" >&2
+  else
+    echo "note: java is missing (apt-get install default-jre-headless): the ScienceWorld/TextWorldExpress tests will be skipped" >&2
+  fi
+fi
+
 .venv/bin/ruff check src tests benchmarks examples
 .venv/bin/ruff format --check src tests benchmarks examples
 .venv/bin/mypy

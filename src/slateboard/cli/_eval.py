@@ -144,3 +144,9 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
     out.print(episodes)
     if any(e.board_id for e in suite.episodes):
         out.print(f"inspect a board: slateboard log BOARD{store_hint(store)}")
+
+
+# ScienceWorld, TextWorldExpress and the report: the generic suite runner (slateboard.eval.suites).
+from ._suites import register as _register_suites  # noqa: E402
+
+_register_suites(eval_app)

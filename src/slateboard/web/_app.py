@@ -134,12 +134,14 @@ def create_app(
     token: str | None = None,
     poll_s: float = 0.5,
     ping_s: float = 15.0,
+    eval_dir: Path | str | None = None,
 ) -> FastAPI:
     """The dashboard app over ``store``: a Store (left open: the caller owns it), or a URL (None:
     the default SQLite file) that the app opens at startup and closes at shutdown.
 
     ``token``: when set, every request must carry it (see the module docstring). ``poll_s``: how
     often event streams look for new records; ``ping_s``: keep-alive comments on idle streams.
+    ``eval_dir``: where the evaluation page finds its reports (see ``slateboard.web._evaluation``).
     """
     owned = not isinstance(store, Store)
     url = store.url if isinstance(store, Store) else store
@@ -216,6 +218,11 @@ def create_app(
         return HTMLResponse(page.replace("{{asset_query}}", suffix), headers=_PAGE_HEADERS)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    from ._evaluation import add_evaluation_routes
+
+    evaluation_page = (STATIC / "evaluation.html").read_text(encoding="utf-8")
+    add_evaluation_routes(app, eval_dir, evaluation_page, _PAGE_HEADERS)
 
     # -- the API ------------------------------------------------------------------------------
     @app.get("/api/info")

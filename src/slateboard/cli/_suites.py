@@ -1,0 +1,307 @@
+"""``slateboard eval scienceworld``, ``slateboard eval twx`` and ``slateboard eval report``: the
+suite runner of ``slateboard.eval.suites`` with its statistics and figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ._common import JsonOption, StoreOption, console, print_json, run_async
+from ._errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from ..eval.suites import GameRef
+
+__all__ = ["register"]
+
+_DEFAULT_SYSTEMS = "slateboard,langgraph,loomflow"
+
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        "--model", "-m", metavar="MODEL", help="Model string for every system ('walkthrough' plays the gold path)."
+    ),
+]
+SystemsOption = Annotated[
+    str, typer.Option("--systems", metavar="LIST", help="Comma-separated systems (slateboard and the peers).")
+]
+AblationsOption = Annotated[
+    str,
+    typer.Option(
+        "--ablations",
+        metavar="LIST",
+        help="Extra slateboard settings: no-interface, no-slicing, no-contracts, no-invariants, no-circuit, json-board, plain-board, all.",
+    ),
+]
+BudgetsOption = Annotated[
+    str,
+    typer.Option(
+        "--budgets", metavar="LIST", help="Context-budget sweep: view budgets in characters, e.g. 500,1000,3000."
+    ),
+]
+ResultsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--results",
+        metavar="FILE",
+        help="Results file (JSON lines; resumed when it exists). Default: OUT/results.jsonl.",
+    ),
+]
+OutOption = Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Where report.json and the figures go.")]
+WorkersOption = Annotated[
+    int, typer.Option("--workers", min=1, max=64, help="Episodes played at once, in separate processes.")
+]
+PlotsOption = Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNG figures.")]
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise CliError(f"{what}: a comma-separated list of integers, got {text!r}", code=EXIT_USAGE) from None
+
+
+def _names(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _settings(text: str) -> list[str]:
+    from ..eval.ablations import ABLATIONS, CONTROLS, parse_setting
+
+    names = _names(text)
+    if "all" in names:
+        names = [n for n in names if n != "all"] + [*ABLATIONS, *CONTROLS]
+    try:
+        return list(dict.fromkeys(parse_setting(n).name for n in names))
+    except ValueError as exc:
+        raise CliError(f"--ablations: {exc}", code=EXIT_USAGE) from exc
+
+
+def _systems(text: str) -> list[str]:
+    from ..eval.suites import missing_system
+
+    chosen = list(dict.fromkeys(n.lower() for n in _names(text)))
+    if not chosen:
+        raise CliError("--systems: no system named", code=EXIT_USAGE)
+    for name in chosen:
+        why = missing_system(name)
+        if why is not None:
+            raise CliError(f"--systems: {why}", code=EXIT_USAGE if why.startswith("unknown") else 1)
+    return chosen
+
+
+def _run(
+    suite: str,
+    games: list[GameRef],
+    *,
+    model: str,
+    steps: int,
+    systems: str,
+    ablations: str,
+    budgets: str,
+    results: Path | None,
+    out: Path | None,
+    workers: int,
+    plots: bool,
+    store: str | None,
+    as_json: bool,
+) -> None:
+    from ..eval.report import write_report
+    from ..eval.suites import matrix_jobs, run_matrix
+
+    chosen = _systems(systems)
+    settings = _settings(ablations)
+    sweep = _ints(budgets, "--budgets")
+    if model != "walkthrough":
+        from ..models import resolve_model
+
+        resolve_model(model)  # a bad model string fails here, before any game starts
+    root = out or Path("eval-results") / suite
+    path = results or root / "results.jsonl"
+    games = _pinned(games, path.with_suffix(".games.json"))
+    try:
+        jobs = matrix_jobs(games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep)
+    except ValueError as exc:
+        raise CliError(str(exc), code=EXIT_USAGE) from exc
+    from ._eval import console_err
+
+    err = console_err()
+    err.print(f"{suite}: {len(games)} game(s), {len(jobs)} episode(s); results in {path}")
+
+    def progress(row: dict[str, Any]) -> None:
+        what = row["error"] or f"{row['outcome']}, {row['commands']} steps, {row['tokens']} tokens"
+        err.print(f"{row['game']} {row['system']} ({row['setting']}): {what}", markup=False)
+
+    rows = run_async(lambda: run_matrix(jobs, path, store_url=store, workers=workers, on_row=progress))
+    report = write_report(rows, root, plots=plots, meta={"suite": suite, "model": model, "steps": steps})
+    if as_json:
+        print_json({k: v for k, v in report.items() if k != "rows"})
+    else:
+        _print_report(report, root)
+    failed = [r for r in rows if r.get("error")]
+    if failed:
+        first = failed[0]
+        raise CliError(f"{len(failed)} episode(s) failed; first: {first['game']} {first['system']}: {first['error']}")
+
+
+def _pinned(games: list[GameRef], file: Path) -> list[GameRef]:
+    """The games with their gold paths pinned, reusing the ones ``file`` kept from an earlier
+    run of the same results file (a resumed sweep follows the same paths)."""
+    import json
+
+    from ..eval.suites import GameRef, pin_gold
+
+    kept: dict[str, Any] = {}
+    if file.is_file():
+        kept = {g["name"]: g for g in json.loads(file.read_text(encoding="utf-8"))}
+    known = [GameRef.from_json(kept[g.name]) if g.name in kept else g for g in games]
+    pinned = run_async(lambda: pin_gold(known))
+    file.parent.mkdir(parents=True, exist_ok=True)
+    merged = {**kept, **{g.name: g.to_json() for g in pinned}}
+    file.write_text(json.dumps(list(merged.values()), indent=1) + "\n", encoding="utf-8")
+    return pinned
+
+
+def _iv(iv: dict[str, Any], fmt: str) -> str:
+    if iv.get("value") is None:
+        return "-"
+    lo, hi = iv.get("low"), iv.get("high")
+    span = f" [{format(lo, fmt)}, {format(hi, fmt)}]" if lo is not None and hi is not None else ""
+    return format(iv["value"], fmt) + span
+
+
+def _print_report(report: dict[str, Any], root: Path) -> None:
+    out = console()
+    table = Table(title="success (Wilson 95%), steps, tokens and tokens per success (bootstrap 95%)")
+    for name in ("suite", "system", "setting", "wins", "success", "steps", "tokens/success", "verified"):
+        table.add_column(name, no_wrap=True)
+    for s in report["systems"]:
+        table.add_row(
+            s["suite"],
+            s["system"],
+            s["setting"],
+            f"{s['wins']}/{s['games']}",
+            _iv(s["success"], ".2f"),
+            _iv(s["steps"], ".1f"),
+            _iv(s["tokens_per_success"], ",.0f"),
+            "no" if s["unverified"] else "yes",
+        )
+    out.print(table)
+    if report["comparisons"]:
+        comp = Table(title="paired against slateboard/full (bootstrap 95%)")
+        for name in ("suite", "system", "setting", "pairs", "success delta", "steps delta", "tokens/success ratio"):
+            comp.add_column(name, no_wrap=True)
+        for c in report["comparisons"]:
+            comp.add_row(
+                c["suite"],
+                c["system"],
+                c["setting"],
+                str(c["pairs"]),
+                _iv(c["success_delta"], "+.2f"),
+                _iv(c["steps_delta"], "+.1f"),
+                _iv(c["tokens_per_success_ratio"], ".2f"),
+            )
+        out.print(comp)
+    out.print(
+        f"report: {root / 'report.json'}" + (f"; figures: {', '.join(report['figures'])}" if report["figures"] else "")
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the suite commands to ``app`` (the ``eval`` group)."""
+
+    @app.command("scienceworld")
+    def scienceworld_command(
+        model: ModelOption = "local",
+        steps: Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")] = 60,
+        tasks: Annotated[
+            str, typer.Option("--tasks", metavar="LIST", help="ScienceWorld task names (default: the CI set).")
+        ] = "",
+        variations: Annotated[str, typer.Option("--variations", metavar="LIST", help="Variation indices.")] = "0",
+        simplification: Annotated[
+            str, typer.Option("--simplification", metavar="STR", help="ScienceWorld simplifications, e.g. easy.")
+        ] = "",
+        full: Annotated[bool, typer.Option("--full", help="The broader task set instead of the CI one.")] = False,
+        systems: SystemsOption = _DEFAULT_SYSTEMS,
+        ablations: AblationsOption = "",
+        budgets: BudgetsOption = "",
+        results: ResultsOption = None,
+        out: OutOption = None,
+        workers: WorkersOption = 1,
+        plots: PlotsOption = True,
+        store: StoreOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Play ScienceWorld task variations with every system; report with intervals and figures."""
+        from ..envs.scienceworld import CI_TASKS, FULL_TASKS, scienceworld_missing, task_specs
+        from ..eval.suites import GameRef
+
+        why = scienceworld_missing()
+        if why is not None:
+            raise CliError(why)
+        names = _names(tasks) or list(FULL_TASKS if full else CI_TASKS)
+        specs = task_specs(names, _ints(variations, "--variations"), simplification)
+        games = [GameRef("scienceworld", s.name, s.variation, s.to_json()) for s in specs]
+        _run(
+            "scienceworld", games, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
+            results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
+        )  # fmt: skip
+
+    @app.command("twx")
+    def twx_command(
+        model: ModelOption = "local",
+        steps: Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")] = 30,
+        games: Annotated[
+            str, typer.Option("--games", metavar="LIST", help="Game labels or game names (default: the CI set).")
+        ] = "",
+        seeds: Annotated[str, typer.Option("--seeds", metavar="LIST", help="Game seeds.")] = "1",
+        full: Annotated[bool, typer.Option("--full", help="The full game set instead of the CI one.")] = False,
+        systems: SystemsOption = _DEFAULT_SYSTEMS,
+        ablations: AblationsOption = "",
+        budgets: BudgetsOption = "",
+        results: ResultsOption = None,
+        out: OutOption = None,
+        workers: WorkersOption = 1,
+        plots: PlotsOption = True,
+        store: StoreOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Play TextWorldExpress games (CookingWorld, TWC, Coin Collector, ...) with every system."""
+        from ..envs.twx import game_specs, twx_missing
+        from ..eval.suites import GameRef
+
+        why = twx_missing()
+        if why is not None:
+            raise CliError(why)
+        try:
+            specs = game_specs(full=full, only=_names(games))
+        except ValueError as exc:
+            raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
+        refs = [GameRef("twx", s.name(seed), seed, s.to_json()) for s in specs for seed in _ints(seeds, "--seeds")]
+        _run(
+            "twx", refs, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
+            results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
+        )  # fmt: skip
+
+    @app.command("report")
+    def report_command(
+        results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results file (JSON lines).")],
+        out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where report.json and the figures go.")],
+        plots: PlotsOption = True,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Recompute the statistics and figures of a results file (of any suites)."""
+        from ..eval.report import write_report
+        from ..eval.suites import load_results
+
+        rows = load_results(results)
+        if not rows:
+            raise CliError(f"no results in {results}")
+        report = write_report(rows, out, plots=plots, meta={"results": str(results)})
+        if as_json:
+            print_json({k: v for k, v in report.items() if k != "rows"})
+        else:
+            _print_report(report, out)
