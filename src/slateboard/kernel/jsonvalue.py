@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from .canonical import JSON
@@ -49,6 +51,26 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# One token of JSON text for the nesting pre-scan: a string (its closing quote optional, so a
+# match never fails and every character is consumed once: linear time) or a bracket.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON(-like) text, ignoring brackets inside strings.
+
+    Linear time and no recursion, so it is safe on hostile text of any depth: callers check
+    it before handing text to a recursive decoder (``json`` raises RecursionError past about
+    a thousand levels, at a depth that depends on the caller's stack).
+    """
+    if "[" not in text and "{" not in text:
+        return 0
+    brackets = _BRACKETS.findall(_STRING.sub("", text))
+    return max(0, max(accumulate(map(_DELTA.__getitem__, brackets)), default=0))
+
+
 def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
     """Parse untrusted JSON text strictly; raises JsonValueError naming the fault.
 
@@ -63,6 +85,9 @@ def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonValueError("", f"proposal is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    depth = nesting_depth(text)
+    if depth > limits.max_depth + 1:  # +1: check_json_value counts the root as depth 0
+        raise JsonValueError("", f"value nests deeper than {limits.max_depth} levels ({depth} brackets deep)")
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
