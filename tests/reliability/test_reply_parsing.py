@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import Invoke, scripted_blueprint
+from reliability_testkit import Invoke, scripted_blueprint
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal

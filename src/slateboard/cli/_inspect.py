@@ -303,6 +303,7 @@ def replay_command(
             "version": report.version,
             "state_hash": report.state_hash,
             "revalidated": revalidate,
+            "legacy_genesis": report.legacy_genesis,
         }
         if not verify:
             data["state"] = report.state
@@ -313,6 +314,11 @@ def replay_command(
         f"[green]ok[/]: board {info.board_id}: {report.checked} records {mode}, "
         f"version {report.version}, state {report.state_hash[:12]}"
     )
+    if report.legacy_genesis:
+        out.print(
+            "[yellow]note[/]: this log predates genesis binding: its blueprint and initial state"
+            " are not covered by the hash chain"
+        )
     if not verify:
         import json
 

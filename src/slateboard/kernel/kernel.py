@@ -22,7 +22,7 @@ from .invariants import evaluate_targets, get, pre_patch_path, touched_targets
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
 from .pointer import Tokens, format_pointer, is_array_index, region_contains
-from .record import GENESIS, Record, Usage
+from .record import GENESIS, GENESIS_META, Record, Usage, genesis_binding
 from .statehash import StateHasher
 
 if TYPE_CHECKING:
@@ -134,6 +134,8 @@ class Kernel:
         self.seq = seq
         self.last_hash = last_hash
         self.hasher = StateHasher(self.state)
+        # Record 1 binds the log to the blueprint and the initial state (see GENESIS_META).
+        self.genesis = genesis_binding(blueprint.digest, self.hasher.hexdigest) if seq == 0 else None
         lim = blueprint.spec.limits
         self.limits = JsonLimits(max_bytes=lim.max_patch_bytes, max_depth=lim.max_depth)
         self._changes: deque[tuple[int, list[tuple[Tokens, int | None]]]] = deque(maxlen=STALE_WINDOW)
@@ -273,7 +275,7 @@ class Kernel:
             state_after=h,
             usage=usage or Usage(component="kernel"),
             prev=self.last_hash,
-            meta=dict(meta or {}),
+            meta=self._genesis_meta(dict(meta or {})),
         ).sealed()
         return self._hold(Decision(rec))
 
@@ -552,8 +554,15 @@ class Kernel:
             state_after=after,
             usage=p.usage,
             prev=self.last_hash,
-            meta=_detach(meta | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {})),
+            meta=self._genesis_meta(
+                _detach(meta | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {}))
+            ),
         ).sealed()
+
+    def _genesis_meta(self, meta: dict[str, JSON]) -> dict[str, JSON]:
+        if self.seq == 0 and self.genesis is not None:
+            meta[GENESIS_META] = dict(self.genesis)
+        return meta
 
     @staticmethod
     def _event(e: Effect, version: int) -> Event:
