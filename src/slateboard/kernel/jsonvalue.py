@@ -103,14 +103,20 @@ def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
 def check_json_value(value: Any, limits: JsonLimits, path: str = "") -> None:
     """Check that a Python value is plain, finite JSON within ``limits``.
 
-    Raises JsonValueError with the pointer of the first offending node.
+    Raises JsonValueError with the pointer of the first offending node. A value whose JSON
+    text would certainly exceed ``limits.max_bytes`` is refused during the walk, from a lower
+    bound on its encoded size, so an oversized value is never serialised whole first.
     """
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     bound = 1 << limits.max_int_bits
+    size = 0  # a lower bound on the canonical JSON text's length in bytes (1 per scalar at least)
     while stack:
         node, where, depth = stack.pop()
         if depth > limits.max_depth:
             raise JsonValueError(where, f"value nests deeper than {limits.max_depth} levels")
+        size += len(node) + 2 if isinstance(node, str) else 2 if isinstance(node, (dict, list)) else 1
+        if size > limits.max_bytes:
+            raise JsonValueError("", f"proposal is over the limit of {limits.max_bytes} bytes")
         if node is None or isinstance(node, (bool, str)):
             continue
         if isinstance(node, int):
@@ -120,11 +126,16 @@ def check_json_value(value: Any, limits: JsonLimits, path: str = "") -> None:
             if math.isnan(node) or math.isinf(node):
                 raise JsonValueError(where, f"{node!r} is not a JSON number")
         elif isinstance(node, dict):
+            size += max(0, len(node) - 1)  # commas
             for key, child in node.items():
                 if not isinstance(key, str):
                     raise JsonValueError(where, f"object key {key!r} is not a string")
+                size += len(key) + 3  # its quotes and the colon
                 stack.append((child, f"{where}/{key.replace('~', '~0').replace('/', '~1')}", depth + 1))
         elif isinstance(node, list):
+            size += max(0, len(node) - 1)  # commas
+            if size > limits.max_bytes:  # before pushing a million children
+                raise JsonValueError("", f"proposal is over the limit of {limits.max_bytes} bytes")
             for i, child in enumerate(node):
                 stack.append((child, f"{where}/{i}", depth + 1))
         else:

@@ -603,7 +603,10 @@ def _depth(value: Any, limit: int) -> int:
 def _shifts(parent: Tokens, start: int, target: Tokens) -> bool:
     """True when ``target`` addresses an item of array ``parent`` at index >= ``start``."""
     n = len(parent)
-    return len(target) > n and target[:n] == parent and is_array_index(target[n]) and int(target[n]) >= start
+    if len(target) <= n or target[:n] != parent or not is_array_index(target[n]):
+        return False
+    # A huge index (int() refuses 4,300+ digits) is past any start: compare lengths first.
+    return len(target[n]) > 18 or int(target[n]) >= start
 
 
 def _pattern_below(pattern: Tokens, c: Tokens) -> bool:
