@@ -99,3 +99,16 @@ def test_d17_resume_imports_function_workers_from_the_blueprint_directory(projec
     resumed = _cli("resume", second, "--json", cwd=tmp_path / "elsewhere", store=store)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["version"] == 10  # the start note and nine more, all committed
+
+
+def test_d13_a_board_that_moved_on_is_reported_busy_not_a_store_error() -> None:
+    # What a second run/resume raised when another one appended first (reproduced by hand with
+    # two `slateboard resume` processes on one board: "error: store error: board ...: record 2
+    # was prepared after record 1, but the log ends at 5"). The race itself is not scheduled
+    # here: a test that depends on which process wins would be flaky.
+    from slateboard.cli._errors import describe
+    from slateboard.stores.base import Conflict
+
+    err = describe(Conflict("b1", "record 2 was prepared after record 1, but the log ends at 5"))
+    assert err.code == 1 and err.message.startswith("the board is busy: another run or resume")
+    assert "store error" not in err.message
