@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel as PydanticModel
 from pydantic import ValidationError
 
@@ -25,6 +24,7 @@ from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_in
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
+from .loading import BlueprintTextError, parse_blueprint_text
 from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec
 
 
@@ -136,12 +136,9 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
         except OSError as exc:
             raise BlueprintError([BlueprintIssue("", f"cannot read file: {exc.strerror}")], label) from None
         try:
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise BlueprintError(
-                [BlueprintIssue("", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")],
-                label,
-            ) from None
+            data = parse_blueprint_text(text, json_text=path.suffix == ".json")
+        except BlueprintTextError as exc:
+            raise BlueprintError([BlueprintIssue("", str(exc))], label) from None
     if isinstance(data, dict) and isinstance(data.get("rules"), list):
         # YAML 1.1 reads an unquoted `on:` key as the boolean true; a rule never means that.
         for rule in data["rules"]:

@@ -18,9 +18,8 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from .compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
+from .loading import parse_blueprint_text
 
 __all__ = ["list_templates", "load_template", "template_spec", "template_text"]
 
@@ -50,7 +49,7 @@ def template_text(name: str) -> str:
 
 def template_spec(name: str) -> dict[str, Any]:
     """The template's blueprint as plain JSON data (a fresh copy each call)."""
-    data = yaml.safe_load(template_text(name))
+    data = parse_blueprint_text(template_text(name))
     if not isinstance(data, dict):
         raise BlueprintError([BlueprintIssue("", "a template must be a YAML mapping")], f"template {name}")
     return data

@@ -12,6 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import _errors
+from ._anchor import anchor_command
 from ._errors import EXIT_USAGE, one_line, report
 from ._eval import eval_app
 from ._extra import (
@@ -163,6 +164,7 @@ app.command("boards")(boards_command)
 app.command("log")(log_command)
 app.command("show")(show_command)
 app.command("replay")(replay_command)
+app.command("anchor")(anchor_command)
 app.command("architect")(architect_command)
 app.command("templates")(templates_command)
 app.command("bench", context_settings=PASS_THROUGH)(bench_command)

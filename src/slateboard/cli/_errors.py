@@ -59,7 +59,7 @@ def describe(exc: BaseException) -> CliError:
     from ..blueprint.compile import BlueprintError
     from ..models.errors import ModelConfigError, ModelError
     from ..runtime.runner import RunnerError
-    from ..stores.base import BoardNotFound, StoreCorrupt, StoreError, StoreUnavailable
+    from ..stores.base import BoardNotFound, Conflict, LeaseLost, StoreCorrupt, StoreError, StoreUnavailable
     from ..workers.base import WorkerConfigError
 
     if isinstance(exc, CliError):
@@ -77,6 +77,13 @@ def describe(exc: BaseException) -> CliError:
         return CliError(f"the store is damaged: {one_line(str(exc))}")
     if isinstance(exc, StoreUnavailable):
         return CliError(f"the store cannot be opened: {one_line(str(exc))}")
+    if isinstance(exc, (Conflict, LeaseLost)):
+        # Another run/resume appended to the board meanwhile (D13): that is a busy board, not
+        # a broken store.
+        return CliError(
+            f"the board is busy: another run or resume is working on it ({one_line(str(exc))});"
+            " wait for it to end, then resume"
+        )
     if isinstance(exc, StoreError):
         return CliError(f"store error: {one_line(str(exc))}")
     if isinstance(exc, ModelConfigError):

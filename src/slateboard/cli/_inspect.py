@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-from itertools import takewhile
+from itertools import pairwise, takewhile
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..status import end_status
+from ._anchor import AnchorOption, KeyFileOption
 from ._common import (
     JsonOption,
     StoreOption,
@@ -32,6 +33,9 @@ from ._common import (
 from ._errors import EXIT_VERIFY_FAILED, CliError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..kernel.anchor import Checkpoint
     from ..kernel.record import Record
     from ..kernel.replay import ReplayReport
     from ..stores.base import BoardInfo, LoadedBoard
@@ -261,14 +265,21 @@ def replay_command(
     revalidate: Annotated[
         bool, typer.Option("--revalidate", help="Also re-run every kernel decision and compare it with the log.")
     ] = False,
+    anchor: AnchorOption = None,
+    key_file: KeyFileOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Replay a board's log from its initial state without calling any model.
 
     With --verify: exit 0 when every record and state hash matches, else name the first bad record and the problem.
 
+    With --anchor FILE (and --key-file or $SLATEBOARD_ANCHOR_KEY): the log must also match every
+    checkpoint signed for the board (see `slateboard anchor`), so a log rewritten or rolled back
+    through the store is detected.
+
     Exit code 3 when the log does not verify. Without --verify the replayed state is printed too.
     """
+    checkpoints = _read_anchor(anchor, key_file) if anchor is not None else None
     from ..blueprint.compile import BlueprintError
     from ..stores.base import StoreCorrupt
 
@@ -291,6 +302,14 @@ def replay_command(
     bad = report.bad_seq
     if report.ok:
         problem = _check_snapshot(loaded, records)
+    if problem is None and checkpoints is not None:
+        from ..kernel.anchor import check_anchors
+
+        key, cps = checkpoints
+        mine = [cp for cp in cps if cp.board_id == info.board_id]
+        problem = check_anchors(key, info.board_id, records, mine) if mine else f"{anchor} has no checkpoint for it"
+        if problem is not None:
+            bad = max((cp.seq for cp in mine), default=0) if "rolled back" in problem else _seq_in(problem)
     if problem is not None:
         bad_rec = records[bad - 1] if bad is not None and 1 <= bad <= len(records) else None
         _fail_verify(info.board_id, bad, bad_rec, problem, report.checked, as_json)
@@ -304,6 +323,7 @@ def replay_command(
             "version": report.version,
             "state_hash": report.state_hash,
             "revalidated": revalidate,
+            "legacy_genesis": report.legacy_genesis,
         }
         if not verify:
             data["state"] = report.state
@@ -314,10 +334,37 @@ def replay_command(
         f"[green]ok[/]: board {info.board_id}: {report.checked} records {mode}, "
         f"version {report.version}, state {report.state_hash[:12]}"
     )
+    if report.legacy_genesis:
+        out.print(
+            "[yellow]note[/]: this log predates genesis binding: its blueprint and initial state"
+            " are not covered by the hash chain"
+        )
     if not verify:
         import json
 
         out.print(RichJSON(json.dumps(report.state, ensure_ascii=False)))
+
+
+def _seq_in(problem: str) -> int | None:
+    """The record number an anchor problem names ('... record N ...')."""
+    words = problem.split()
+    for a, b in pairwise(words):
+        if a == "record" and b.isdigit():
+            return int(b)
+    return None
+
+
+def _read_anchor(anchor: Path, key_file: Path | None) -> tuple[bytes, list[Checkpoint]]:
+    from ..kernel.anchor import AnchorError, parse_checkpoints
+    from ._anchor import read_key
+
+    key = read_key(key_file)
+    try:
+        return key, parse_checkpoints(anchor.read_bytes())
+    except OSError as exc:
+        raise CliError(f"cannot read the anchor file {anchor}: {exc.strerror}") from None
+    except AnchorError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _check_snapshot(loaded: LoadedBoard, records: list[Record]) -> str | None:

@@ -38,6 +38,8 @@ from ._common import (
 from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..blueprint.compile import CompiledBlueprint
     from ..kernel.record import Record
     from ..models.protocol import Model
@@ -258,7 +260,9 @@ def run_command(
         from ..runtime import create_board
 
         async with opened_store(store) as st:
-            board_id = await create_board(st, compiled, inputs=initial, name=name)
+            # Where the blueprint's function workers are imported from, so `resume` finds them too.
+            meta = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
+            board_id = await create_board(st, compiled, inputs=initial, name=name, meta=meta)
             created.append(board_id)
             label = name or compiled.spec.name
             if not servers:
@@ -320,18 +324,47 @@ def resume_command(
 
     created: list[str] = []
     holder: list[CompiledBlueprint] = []
+    ended: list[BoardInfo] = []
 
-    async def go() -> tuple[RunResult, list[Record], BoardInfo]:
+    async def go() -> tuple[RunResult, list[Record], BoardInfo] | None:
         async with opened_store(store) as st:
             info = await resolve_board(st, board, store)
             created.append(info.board_id)
-            compiled = compile_blueprint((await st.load_board(info.board_id)).blueprint)
+            loaded = await st.load_board(info.board_id)
+            where = info.meta.get("blueprint_dir")
+            # As `run` does: function workers import from the working directory and the
+            # blueprint's own directory (recorded at run time; used only if it still exists).
+            add_import_paths(Path.cwd(), Path(where) if isinstance(where, str) and Path(where).is_dir() else None)
+            compiled = compile_blueprint(loaded.blueprint)
             holder.append(compiled)
+            await _check_genesis(st, info.board_id, compiled, loaded.initial_state, store)
+            if info.status != "running":
+                # Only a running board hands out claims: driving a done/failed/paused one would
+                # retry its pending invocations forever (D4) or append one more run-end record
+                # per resume (D16). Say where it stands instead.
+                ended.append(info)
+                return None
             resolved = _resolve(compiled, model)
             steps = compiled.spec.limits.max_steps
             return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json)
 
-    _finish_run(go, created, holder, store, as_json)
+    _finish_run(go, created, holder, store, as_json, ended)
+
+
+async def _check_genesis(st: Any, board_id: str, compiled: CompiledBlueprint, initial: Any, store: str | None) -> None:
+    """Refuse to resume a board whose stored blueprint or initial state no longer matches the
+    one its log began with (record 1's genesis binding): the run would commit under rules the
+    log never agreed to."""
+    from ..kernel.record import genesis_problem
+    from ..kernel.statehash import state_hash
+
+    first = await st.read_records(board_id, 1, limit=1)
+    problem = genesis_problem(first[0], compiled.digest, state_hash(initial)) if first else None
+    if problem is not None:
+        raise CliError(
+            f"board {board_id} cannot be resumed: {problem}"
+            f" (see: slateboard replay {board_id} --verify{store_hint(store)})"
+        )
 
 
 async def _drive(
@@ -355,9 +388,11 @@ async def _drive(
     return result, await st.read_records(board_id), await st.board_info(board_id)
 
 
-def _finish_run(go: Any, created: list[str], compiled: Any, store: str | None, as_json: bool) -> None:
+def _finish_run(
+    go: Any, created: list[str], compiled: Any, store: str | None, as_json: bool, ended: Sequence[BoardInfo] = ()
+) -> None:
     try:
-        result, records, info = run_async(go)
+        outcome = run_async(go)
     except KeyboardInterrupt:
         if not created:
             raise
@@ -366,6 +401,10 @@ def _finish_run(go: Any, created: list[str], compiled: Any, store: str | None, a
             f" (see: slateboard log {created[0]}{store_hint(store)})",
             code=EXIT_INTERRUPTED,
         ) from None
+    if outcome is None:
+        _not_resumed(ended[0], store, as_json)
+        return
+    result, records, info = outcome
     if isinstance(compiled, list):
         compiled = compiled[0]
     if as_json:
@@ -388,6 +427,24 @@ def _scope_key(model: str | None, variable: str | None) -> None:
     from ..models.registry import scope_api_key_env
 
     scope_api_key_env(model, variable)
+
+
+def _not_resumed(info: BoardInfo, store: str | None, as_json: bool) -> None:
+    """Report a board that ``resume`` left alone because it is not running (exit 1 unless done)."""
+    if info.status == "paused":
+        raise CliError(
+            f"board {info.board_id} is paused ({info.reason or 'awaiting approval'}): approve or refuse"
+            f" its held patch first (see: slateboard approve --help)"
+        )
+    if as_json:
+        print_json({"board_id": info.board_id, "status": info.status, "end_reason": info.reason, "resumed": False})
+    else:
+        console().print(
+            f"board {info.board_id} has already ended ({info.status}: {info.reason or '-'}); nothing to resume"
+            f" (see: slateboard log {info.board_id}{store_hint(store)})"
+        )
+    if info.status == "failed":
+        raise typer.Exit(EXIT_ERROR)
 
 
 def _resolve(compiled: CompiledBlueprint, model: str | None) -> Model | None:

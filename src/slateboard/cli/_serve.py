@@ -88,9 +88,15 @@ def serve_command(
     """Serve the web dashboard: boards, states at any version, the record timeline, the views
     workers saw, tokens per worker and component, and live updates while a run goes on."""
     _need_web_extra()
-    from ..web import is_loopback
+    from ..web import MIN_TOKEN_CHARS, is_loopback
 
     token = token or None
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise CliError(
+            f"the token has {len(token)} characters; use at least {MIN_TOKEN_CHARS}"
+            ' (e.g. --token "$(openssl rand -hex 16)")',
+            code=EXIT_USAGE,
+        )
     if token is None and not is_loopback(host):
         raise CliError(
             f"refusing to serve on {host} without a token: pass --token TOKEN or set SLATEBOARD_TOKEN",

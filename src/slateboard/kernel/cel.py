@@ -7,6 +7,7 @@ type mismatch) are reported as values, never raised, so the kernel stays total.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,48 @@ import cel
 from ..errors import UsageError
 
 _ALL: frozenset[str] = frozenset({"\x00all"})
+
+MAX_CEL_CHARS = 4096
+"""Longest accepted expression. Far above any real rule, and far below the column (65,535)
+past which the Rust parser panics while formatting a syntax error."""
+
+MAX_COMPREHENSION_NESTING = 3
+"""Deepest nesting of comprehension macros (``all``, ``exists``, ``exists_one``, ``map``,
+``filter``) in one expression. Each level multiplies the evaluation cost by a collection's
+size, and CEL evaluation has no step budget of its own: seven nested ``.all()`` cost seconds
+per commit. A static bound keeps evaluation deterministic (a timeout would not replay)."""
+
+_MACROS = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
+_TOKENS = re.compile(r"\"\"\"|'''|[\"'()]|\\.")
+
+
+def _is_panic(exc: BaseException) -> bool:
+    """True for pyo3's PanicException (a Rust panic): a BaseException subclass, so ``except
+    Exception`` misses it, and its module only exists after the first panic."""
+    return type(exc).__name__ == "PanicException"
+
+
+def comprehension_nesting(source: str) -> int:
+    """How deep comprehension macros nest in ``source`` (string literals are skipped)."""
+    stack: list[bool] = []  # one entry per open parenthesis: does it open a macro?
+    deepest = 0
+    quote: str | None = None
+    pos = 0
+    macro_at = {m.end() - 1 for m in _MACROS.finditer(source)}
+    for m in _TOKENS.finditer(source):
+        token, pos = m.group(), m.start()
+        if quote is not None:
+            if token == quote:
+                quote = None
+            continue
+        if token in ('"', "'", '"""', "'''"):
+            quote = token
+        elif token == "(":
+            stack.append(pos in macro_at)
+            deepest = max(deepest, sum(stack))
+        elif token == ")" and stack:
+            stack.pop()
+    return deepest
 
 
 class CelCompileError(UsageError, ValueError):
@@ -50,7 +93,9 @@ class CelExpr:
             return CelResult(self.program.execute(context.context if isinstance(context, SharedContext) else context))
         except KeyError as exc:
             return CelResult(error=f"no such key: {exc.args[0]!r}" if exc.args else "no such key")
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and not _is_panic(exc):
+                raise
             message = str(exc).split(". ")[0].strip() or type(exc).__name__
             return CelResult(error=message)
 
@@ -82,9 +127,18 @@ def compile_cel(source: str) -> CelExpr:
     """Compile a CEL expression; raises CelCompileError with a one-line message."""
     if not isinstance(source, str) or not source.strip():
         raise CelCompileError("expression is empty")
+    if len(source) > MAX_CEL_CHARS:
+        raise CelCompileError(f"expression is {len(source)} characters long, over the limit of {MAX_CEL_CHARS}")
+    nesting = comprehension_nesting(source)
+    if nesting > MAX_COMPREHENSION_NESTING:
+        raise CelCompileError(
+            f"comprehensions (all/exists/map/filter) nest {nesting} deep, over the limit of {MAX_COMPREHENSION_NESTING}"
+        )
     try:
         program = cel.compile(source)
-    except Exception as exc:
+    except BaseException as exc:  # a Rust panic is a BaseException: never let it escape
+        if not isinstance(exc, Exception) and not _is_panic(exc):
+            raise
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         detail = next((ln for ln in lines if ln.startswith("ERROR")), lines[0] if lines else str(exc))
         raise CelCompileError(detail.replace("ERROR: <input>:", "at ")) from None

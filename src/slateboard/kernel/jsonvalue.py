@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from ..errors import SlateboardError, UsageError
@@ -50,6 +52,26 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# One token of JSON text for the nesting pre-scan: a string (its closing quote optional, so a
+# match never fails and every character is consumed once: linear time) or a bracket.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON(-like) text, ignoring brackets inside strings.
+
+    Linear time and no recursion, so it is safe on hostile text of any depth: callers check
+    it before handing text to a recursive decoder (``json`` raises RecursionError past about
+    a thousand levels, at a depth that depends on the caller's stack).
+    """
+    if "[" not in text and "{" not in text:
+        return 0
+    brackets = _BRACKETS.findall(_STRING.sub("", text))
+    return max(0, max(accumulate(map(_DELTA.__getitem__, brackets)), default=0))
+
+
 def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
     """Parse untrusted JSON text strictly; raises JsonValueError naming the fault.
 
@@ -64,6 +86,9 @@ def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonValueError("", f"proposal is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    depth = nesting_depth(text)
+    if depth > limits.max_depth + 1:  # +1: check_json_value counts the root as depth 0
+        raise JsonValueError("", f"value nests deeper than {limits.max_depth} levels ({depth} brackets deep)")
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
@@ -79,14 +104,20 @@ def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
 def check_json_value(value: Any, limits: JsonLimits, path: str = "") -> None:
     """Check that a Python value is plain, finite JSON within ``limits``.
 
-    Raises JsonValueError with the pointer of the first offending node.
+    Raises JsonValueError with the pointer of the first offending node. A value whose JSON
+    text would certainly exceed ``limits.max_bytes`` is refused during the walk, from a lower
+    bound on its encoded size, so an oversized value is never serialised whole first.
     """
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     bound = 1 << limits.max_int_bits
+    size = 0  # a lower bound on the canonical JSON text's length in bytes (1 per scalar at least)
     while stack:
         node, where, depth = stack.pop()
         if depth > limits.max_depth:
             raise JsonValueError(where, f"value nests deeper than {limits.max_depth} levels")
+        size += len(node) + 2 if isinstance(node, str) else 2 if isinstance(node, (dict, list)) else 1
+        if size > limits.max_bytes:
+            raise JsonValueError("", f"proposal is over the limit of {limits.max_bytes} bytes")
         if node is None or isinstance(node, (bool, str)):
             continue
         if isinstance(node, int):
@@ -96,11 +127,16 @@ def check_json_value(value: Any, limits: JsonLimits, path: str = "") -> None:
             if math.isnan(node) or math.isinf(node):
                 raise JsonValueError(where, f"{node!r} is not a JSON number")
         elif isinstance(node, dict):
+            size += max(0, len(node) - 1)  # commas
             for key, child in node.items():
                 if not isinstance(key, str):
                     raise JsonValueError(where, f"object key {key!r} is not a string")
+                size += len(key) + 3  # its quotes and the colon
                 stack.append((child, f"{where}/{key.replace('~', '~0').replace('/', '~1')}", depth + 1))
         elif isinstance(node, list):
+            size += max(0, len(node) - 1)  # commas
+            if size > limits.max_bytes:  # before pushing a million children
+                raise JsonValueError("", f"proposal is over the limit of {limits.max_bytes} bytes")
             for i, child in enumerate(node):
                 stack.append((child, f"{where}/{i}", depth + 1))
         else:

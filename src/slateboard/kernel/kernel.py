@@ -25,7 +25,7 @@ from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
 from .pointer import MISSING, Tokens, format_pointer, is_array_index, parse_pointer, region_contains, resolve
 from .protocol import KernelBlueprint
-from .record import GENESIS, Outcome, Record, Stage, Usage
+from .record import GENESIS, GENESIS_META, Outcome, Record, Stage, Usage, genesis_binding
 from .statehash import StateHasher
 
 STALE_WINDOW = 4096
@@ -134,6 +134,8 @@ class Kernel:
         self.seq = seq
         self.last_hash = last_hash
         self.hasher = StateHasher(self.state)
+        # Record 1 binds the log to the blueprint and the initial state (see GENESIS_META).
+        self.genesis = genesis_binding(blueprint.digest, self.hasher.hexdigest) if seq == 0 else None
         lim = blueprint.spec.limits
         self.limits = JsonLimits(max_bytes=lim.max_patch_bytes, max_depth=lim.max_depth)
         self._changes: deque[tuple[int, list[tuple[Tokens, int | None]]]] = deque(maxlen=STALE_WINDOW)
@@ -277,7 +279,7 @@ class Kernel:
             state_after=h,
             usage=usage or Usage(component="kernel"),
             prev=self.last_hash,
-            meta=dict(meta or {}),
+            meta=self._genesis_meta(dict(meta or {})),
         ).sealed()
         return self._hold(Decision(rec))
 
@@ -554,8 +556,15 @@ class Kernel:
             state_after=after,
             usage=p.usage,
             prev=self.last_hash,
-            meta=_detach(meta | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {})),
+            meta=self._genesis_meta(
+                _detach(meta | ({"viewed_version": p.viewed_version} if p.viewed_version is not None else {}))
+            ),
         ).sealed()
+
+    def _genesis_meta(self, meta: dict[str, JSON]) -> dict[str, JSON]:
+        if self.seq == 0 and self.genesis is not None:
+            meta[GENESIS_META] = dict(self.genesis)
+        return meta
 
     @staticmethod
     def _event(e: Effect, version: int) -> Event:
@@ -596,7 +605,10 @@ def _depth(value: Any, limit: int) -> int:
 def _shifts(parent: Tokens, start: int, target: Tokens) -> bool:
     """True when ``target`` addresses an item of array ``parent`` at index >= ``start``."""
     n = len(parent)
-    return len(target) > n and target[:n] == parent and is_array_index(target[n]) and int(target[n]) >= start
+    if len(target) <= n or target[:n] != parent or not is_array_index(target[n]):
+        return False
+    # A huge index (int() refuses 4,300+ digits) is past any start: compare lengths first.
+    return len(target[n]) > 18 or int(target[n]) >= start
 
 
 def _pattern_below(pattern: Tokens, c: Tokens) -> bool:

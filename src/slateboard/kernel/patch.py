@@ -224,6 +224,10 @@ def _resolve(root: JSON, tokens: Tokens, op: Op, what: str = "path") -> JSON:
     return node
 
 
+_MAX_INDEX_DIGITS = 18
+"""Digits of the longest array index worth converting (no array has 10**18 items)."""
+
+
 def _index(node: list[JSON], token: str, tokens: Tokens, depth: int, op: Op, *, allow_end: bool) -> int:
     where = format_pointer(tokens[: depth + 1])
     if token == "-":
@@ -235,6 +239,10 @@ def _index(node: list[JSON], token: str, tokens: Tokens, depth: int, op: Op, *, 
             op,
             f"{where!r}: array index must be a non-negative integer without leading zeros, got {token!r}",
         )
+    if len(token) > _MAX_INDEX_DIGITS:
+        # Out of range for any array, and int() refuses text over 4,300 digits: say so here
+        # instead of letting a ValueError surface as an internal error (D11).
+        raise ApplyError(op, f"{where!r}: index of {len(token)} digits out of range (array has {len(node)} items)")
     i = int(token)
     limit = len(node) if allow_end else len(node) - 1
     if i > limit:

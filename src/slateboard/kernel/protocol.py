@@ -72,6 +72,10 @@ class KernelBlueprint(Protocol):
     def approval(self) -> Sequence[Pattern]: ...
     @property
     def all_invariants(self) -> Sequence[CompiledInvariant]: ...
+    @property
+    def digest(self) -> str:
+        """The canonical hash of the blueprint, bound into a log's genesis record."""
+        ...
 
     def initial_state(self) -> JSON:
         """A fresh deep copy of the initial state (the caller may mutate it)."""

@@ -17,6 +17,47 @@ from .canonical import JSON, JSONValue, canonical_bytes, sha256_hex
 GENESIS = "0" * 64
 """The ``prev`` of a board's first record."""
 
+GENESIS_META = "genesis"
+"""The ``meta`` member of a board's first record that binds the log to its blueprint and
+initial state: ``{"blueprint": <blueprint digest>, "initial_state": <state hash>}``. The
+record's hash covers it, and every later record chains to that hash, so changing the stored
+blueprint or initial state fails verification at the genesis (record 0)."""
+
+
+def genesis_binding(blueprint_digest: str, initial_state_hash: str) -> dict[str, JSON]:
+    """The ``meta[GENESIS_META]`` value of a board's first record (see GENESIS_META)."""
+    return {"blueprint": blueprint_digest, "initial_state": initial_state_hash}
+
+
+def genesis_problem(first: Record, blueprint_digest: str, initial_state_hash: str) -> str | None:
+    """Why ``first`` (a board's record 1) does not bind this blueprint and initial state, or
+    None when it does. A log written before the binding existed carries none: that is
+    reported as ``legacy`` (see ``is_legacy_genesis``), not as a mismatch."""
+    bound = first.meta.get(GENESIS_META)
+    if bound is None:
+        return None
+    if not isinstance(bound, dict):
+        return "the genesis binding is malformed"
+    wrong = []
+    if bound.get("blueprint") != blueprint_digest:
+        wrong.append(
+            f"the blueprint differs from the one the log was started with "
+            f"(digest {str(bound.get('blueprint'))[:12]}, stored blueprint {blueprint_digest[:12]})"
+        )
+    if bound.get("initial_state") != initial_state_hash:
+        wrong.append(
+            f"the initial state differs from the one the log was started with "
+            f"(hash {str(bound.get('initial_state'))[:12]}, stored initial state {initial_state_hash[:12]})"
+        )
+    return "; ".join(wrong) or None
+
+
+def is_legacy_genesis(first: Record) -> bool:
+    """True when a board's record 1 predates the genesis binding (its blueprint and initial
+    state are then not covered by the chain)."""
+    return first.seq == 1 and GENESIS_META not in first.meta
+
+
 Outcome = Literal["accepted", "rejected", "noop", "held", "action"]
 """What became of a logged record: a proposal is accepted (a new version), rejected (at a
 stage), a no-op (valid but changes nothing) or held (awaiting human approval); kernel actions

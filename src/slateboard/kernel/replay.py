@@ -5,12 +5,18 @@ own ``hash``), the sequence numbers, and that applying each accepted patch repro
 recorded state hash; the first record that does not match is reported, never an exception.
 With ``revalidate=True`` every proposal is re-run through the full kernel and its outcome
 and stage must match the log as well.
+
+A replay from the start also checks the genesis: record 1 binds the blueprint's digest and
+the initial state's hash (``record.GENESIS_META``), so a stored blueprint or initial state
+edited after the fact fails at record 0. Logs written before that binding replay as before
+and are reported with ``legacy_genesis`` set.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
@@ -18,7 +24,7 @@ from .canonical import JSON
 from .kernel import Kernel, Proposal
 from .patch import ApplyError, OpError, apply_ops, check_ops
 from .protocol import KernelBlueprint
-from .record import GENESIS, Record
+from .record import GENESIS, Record, genesis_problem, is_legacy_genesis
 from .statehash import StateHasher
 
 
@@ -33,10 +39,12 @@ class ReplayReport:
     state_hash: str
     bad_seq: int | None = None
     problem: str | None = None
+    legacy_genesis: bool = False
 
     def __str__(self) -> str:
         if self.ok:
-            return f"replay ok: {self.checked} records, version {self.version}, state {self.state_hash[:12]}"
+            legacy = " (legacy log: the blueprint and initial state are not bound to it)" if self.legacy_genesis else ""
+            return f"replay ok: {self.checked} records, version {self.version}, state {self.state_hash[:12]}{legacy}"
         return f"replay failed at record {self.bad_seq}: {self.problem}"
 
 
@@ -63,8 +71,25 @@ def replay(
         return ReplayReport(
             False, 0, start_version, None, "", start_seq + 1, f"the starting state is not usable: {exc}"
         )
+    legacy = False
+    if start_seq == 0:
+        records = iter(records)
+        first = next(records, None)
+        if first is not None:
+            # Only an intact record 1 speaks for the genesis; a damaged one is named at its own
+            # position by the chain checks below.
+            try:
+                intact = _check_link(first, start_seq, start_hash) is None
+                problem = genesis_problem(first, blueprint.digest, hasher.hexdigest) if intact else None
+                legacy = intact and is_legacy_genesis(first)
+            except Exception:  # a record with fields of the wrong type: the chain checks name it
+                problem, legacy = None, False
+            if problem is not None:
+                return ReplayReport(False, 0, start_version, state, hasher.hexdigest, 0, f"genesis: {problem}")
+            records = itertools.chain([first], records)
     if revalidate:
-        return _revalidate(blueprint, state, records, start_version, start_seq, start_hash, on_state)
+        report = _revalidate(blueprint, state, records, start_version, start_seq, start_hash, on_state)
+        return replace(report, legacy_genesis=legacy) if report.ok else report
     version, seq, prev = start_version, start_seq, start_hash
     checked = 0
 
@@ -112,7 +137,7 @@ def replay(
         checked += 1
         if on_state is not None:
             on_state(rec, state)
-    return ReplayReport(True, checked, version, state, hasher.hexdigest)
+    return ReplayReport(True, checked, version, state, hasher.hexdigest, legacy_genesis=legacy)
 
 
 def _check_link(rec: Record, seq: int, prev: str) -> str | None:

@@ -11,11 +11,17 @@ Locations that use keywords whose meaning depends on every member (uniqueItems, 
 allOf/anyOf/oneOf/not, if/then/else, enum/const on containers, prefixItems, unevaluated*,
 dependentSchemas, a ``$ref`` with siblings) are *whole* locations: a change below them
 re-validates that whole node, which is correct and costs O(size of that node).
+
+Attacker-chosen strings never meet a backtracking regex engine: every ``pattern`` and
+``patternProperties`` regex is compiled by jsonschema-rs with its linear-time engine
+(``RegexOptions``: ECMA-262 syntax, no lookaround or backreferences), and which
+``patternProperties`` entries a key matches is decided by that same engine, so navigation
+and the validator can never disagree about a key. References must be local (``#...``):
+nothing is fetched while compiling a schema.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -69,11 +75,60 @@ class Location:
 
 _ANY = Location("#", True, any=True)
 
+# Linear-time matching for every pattern (see the module docstring); one shared instance so
+# the key matchers and the validators are compiled with exactly the same engine and options.
+_PATTERN_OPTIONS = jsonschema_rs.RegexOptions()
+_KNOWN_DIALECTS = frozenset(
+    {
+        "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema", "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-04/schema",
+    }
+)  # fmt: skip
+# Keywords whose values are instance data, not subschemas: a ``$ref`` inside them is data.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _compile_options() -> dict[str, Any]:
+    return {"pattern_options": _PATTERN_OPTIONS, "offline": True}
+
+
+def nonlocal_references(schema: Any) -> list[str]:
+    """Every ``$ref``/``$dynamicRef`` that is not a local fragment (``#...``) and every
+    ``$schema`` that is not a built-in dialect, as "where: what" (empty when all are local).
+
+    Remote references would make compiling a blueprint read files or the network (SSRF) and
+    make validation depend on something outside the blueprint, so they are refused.
+    """
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{where}/{i}") for i, item in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            here = f"{where}/{escape_token(str(key))}"
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                if not value.startswith("#"):
+                    found.append(f"{here}: {key} {value!r} is not a local reference (use '#/$defs/...')")
+            elif key == "$schema" and isinstance(value, str):
+                if value.rstrip("#") not in _KNOWN_DIALECTS:
+                    found.append(f"{here}: $schema {value!r} is not a built-in JSON Schema dialect")
+            elif key not in _DATA_KEYWORDS:
+                stack.append((value, here))
+    return found
+
 
 class SchemaIndex:
     """The state schema compiled per location, with navigation by concrete state paths."""
 
     def __init__(self, schema: JSON) -> None:
+        remote = nonlocal_references(schema)
+        if remote:
+            raise SchemaError("state schema refers outside itself: " + "; ".join(sorted(remote)[:5]))
         try:
             jsonschema_rs.meta.validate(schema)
         except jsonschema_rs.ValidationError as exc:
@@ -82,8 +137,8 @@ class SchemaIndex:
             raise SchemaError(f"state schema is not valid JSON Schema: {exc}") from None
         self.schema = schema
         try:
-            self._map = jsonschema_rs.validator_map_for(schema)
-            self._root_validator = jsonschema_rs.validator_for(schema)
+            self._map = jsonschema_rs.validator_map_for(schema, **_compile_options())
+            self._root_validator = jsonschema_rs.validator_for(schema, **_compile_options())
         except Exception as exc:
             raise SchemaError(f"state schema does not compile: {exc}") from None
         self.root = self._location("#", schema)
@@ -152,7 +207,7 @@ class SchemaIndex:
             or (isinstance(types, list) and "array" in types and "object" not in types)
         )
         patterns = schema.get("patternProperties") or {}
-        matching = [p for p in patterns if _regex(p).search(token)] if isinstance(patterns, dict) else []
+        matching = [p for p in patterns if key_matches(p, token)] if isinstance(patterns, dict) else []
         if isinstance(props, dict) and token in props and not matching:
             result = self._location(f"{base}/properties/{escape_token(token)}", props[token])
         elif matching and (len(matching) > 1 or (isinstance(props, dict) and token in props)):
@@ -179,7 +234,7 @@ class SchemaIndex:
         else:
             result = None
             for pattern, sub in (schema.get("patternProperties") or {}).items():
-                if _regex(pattern).search(token):
+                if key_matches(pattern, token):
                     result = self._location(f"{base}/patternProperties/{escape_token(pattern)}", sub)
                     break
             else:
@@ -316,8 +371,20 @@ def _type_ok(node: JSON, expected: Any) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _key_matcher(pattern: str) -> Any:
+    return jsonschema_rs.validator_for({"pattern": pattern}, **_compile_options())
+
+
+def key_matches(pattern: str, key: str) -> bool:
+    """True when ``key`` matches a ``patternProperties`` regex exactly as the validator reads it.
+
+    jsonschema-rs decides (ECMA-262: ``$`` only at the very end, ``\\d`` only ASCII digits), with
+    the linear-time engine, so a hostile key costs O(len(key)) whatever the pattern.
+    """
+    try:
+        return bool(_key_matcher(pattern).is_valid(key))
+    except ValueError:
+        return False  # not a valid regex: the schema did not compile, nothing reaches here
 
 
 def pointer_for(tokens: Tokens) -> str:

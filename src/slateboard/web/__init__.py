@@ -7,7 +7,17 @@ nothing fetched from elsewhere. See ``_app`` for the API and the token rule, ``_
 states and views are rebuilt from the log.
 """
 
-from ._app import STATIC, TOKEN_ENV, create_app, is_loopback, redact_url
+from ._app import MIN_TOKEN_CHARS, STATIC, TOKEN_ENV, create_app, is_loopback, redact_url
 from ._data import MAX_PAGE, ApiError, Dashboard
 
-__all__ = ["MAX_PAGE", "STATIC", "TOKEN_ENV", "ApiError", "Dashboard", "create_app", "is_loopback", "redact_url"]
+__all__ = [
+    "MAX_PAGE",
+    "MIN_TOKEN_CHARS",
+    "STATIC",
+    "TOKEN_ENV",
+    "ApiError",
+    "Dashboard",
+    "create_app",
+    "is_loopback",
+    "redact_url",
+]

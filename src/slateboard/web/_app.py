@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +32,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..stores.base import Store, StoreError, StoreUnavailable
 from ._data import ApiError, Dashboard, parse_version
+
+logger = logging.getLogger("slateboard.web")
+
+MIN_TOKEN_CHARS = 12
+"""Shortest dashboard token accepted: a guessable token is no access control (I5)."""
 
 STATIC = Path(__file__).resolve().parent / "static"
 """The page's HTML, JS and CSS (shipped inside the package)."""
@@ -142,7 +148,10 @@ def create_app(
     ``token``: when set, every request must carry it (see the module docstring). ``poll_s``: how
     often event streams look for new records; ``ping_s``: keep-alive comments on idle streams.
     ``eval_dir``: where the evaluation page finds its reports (see ``slateboard.web._evaluation``).
+    Raises ValueError for a token shorter than MIN_TOKEN_CHARS.
     """
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ValueError(f"the dashboard token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
     owned = not isinstance(store, Store)
     url = store.url if isinstance(store, Store) else store
 
@@ -189,7 +198,11 @@ def create_app(
     @app.exception_handler(StoreError)
     async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
         status = 503 if isinstance(exc, StoreUnavailable) else 500
-        return _error(status, f"store error: {' '.join(str(exc).split())}")
+        # The detail names database paths and driver messages: it goes to the server's log,
+        # never into a response body (I6).
+        logger.error("store error on %s: %s", request.url.path, " ".join(str(exc).split()))
+        what = "the store is unavailable" if status == 503 else "store error"
+        return _error(status, f"{what} ({type(exc).__name__}); the details are in the server log")
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -257,8 +270,11 @@ def create_app(
             raise ApiError(400, f"after must be 0 or more, got {after}")
         # EventSource reconnects to the same URL with Last-Event-ID (the last record's seq it
         # got), which is newer than the ?after= the page first asked for: resume after it.
-        last = request.headers.get("last-event-id", "")
-        after = max(after or 0, int(last) if last.isdigit() else 0)
+        last = request.headers.get("last-event-id", "").strip()
+        # ASCII digits only, and short: str.isdigit() also accepts '²', and int() refuses
+        # text over 4,300 digits; neither may become a 500 (D7). A seq never needs 19 digits.
+        resume_at = int(last) if last.isascii() and last.isdigit() and len(last) <= 18 else 0
+        after = max(after or 0, resume_at)
         dashboard = dash(request)
         await dashboard.board(board_id)  # 404 before the stream starts
 

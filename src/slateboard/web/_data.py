@@ -175,25 +175,31 @@ class Dashboard:
     async def _board(self, board_id: str) -> tuple[BoardInfo, _Board]:
         """The board's header and its cache, brought up to the store's last record."""
         lock = self._locks.setdefault(board_id, asyncio.Lock())
-        async with lock:
-            info = await self._info(board_id)
-            entry = self._boards.get(board_id)
-            if entry is not None and not _still_valid(entry, info):
-                entry = None
-            if entry is None:
-                entry = await self._open(board_id)
-            have = len(entry.records)
-            if info.seq > have:
-                # Stop at the header's seq, so one answer never mixes two moments of the log.
-                new = await self.store.read_records(board_id, have + 1, limit=info.seq - have)
-                if have and new and new[0].prev != entry.records[-1].hash:
+        try:
+            async with lock:
+                info = await self._info(board_id)
+                entry = self._boards.get(board_id)
+                if entry is not None and not _still_valid(entry, info):
+                    entry = None
+                if entry is None:
                     entry = await self._open(board_id)
-                    new = await self.store.read_records(board_id, 1, limit=info.seq)
-                entry.extend(new)
-            self._boards[board_id] = entry
-            self._boards.move_to_end(board_id)
-            while len(self._boards) > _BOARD_CACHE:
-                self._boards.popitem(last=False)
+                have = len(entry.records)
+                if info.seq > have:
+                    # Stop at the header's seq, so one answer never mixes two moments of the log.
+                    new = await self.store.read_records(board_id, have + 1, limit=info.seq - have)
+                    if have and new and new[0].prev != entry.records[-1].hash:
+                        entry = await self._open(board_id)
+                        new = await self.store.read_records(board_id, 1, limit=info.seq)
+                    entry.extend(new)
+                self._boards[board_id] = entry
+                self._boards.move_to_end(board_id)
+                while len(self._boards) > _BOARD_CACHE:
+                    self._boards.popitem(last=False)
+        finally:
+            # Keep a lock only for cached boards: one per distinct id ever requested (unknown
+            # ids included) grew without bound (D8).
+            for stale in [k for k, v in self._locks.items() if k not in self._boards and not v.locked()]:
+                del self._locks[stale]
         return info, entry
 
     async def _open(self, board_id: str) -> _Board:

@@ -250,7 +250,8 @@ class LLMWorker:
             diagnostics["tool_log"] = tool_log
         if parsed.tool is not None:
             diagnostics["error"] = "the model asked for a tool call instead of proposing a patch"
-        patch = parsed.patch if parsed.ok else raw
+        # Not ok: the raw reply, or the JSON text that repeats a key (the kernel rejects both).
+        patch = parsed.patch if parsed.ok or isinstance(parsed.patch, str) else raw
         return WorkerReply(
             patch=patch,
             usage=sum_usage(usages, self.component, time.perf_counter() - started),

@@ -4,6 +4,11 @@ Models wrap JSON in code fences, put prose around it, wrap the patch in an objec
 single operation instead of a list. ``parse_reply`` accepts all of these and never raises;
 when it finds no patch it keeps the raw text, so the kernel rejects the proposal at stage
 ``parse`` (or ``ops``) with its own precise reason, and the log shows what the model said.
+
+Tolerance stops where the kernel's strictness starts: a reply nested deeper than
+``MAX_REPLY_DEPTH`` is not decoded at all (the recursive decoder would raise RecursionError),
+and JSON with a duplicate object key is not resolved last-wins: its text goes to the kernel,
+which rejects it at ``parse`` exactly as it does on the kernel API.
 """
 
 from __future__ import annotations
@@ -14,9 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kernel.canonical import JSON
+from ..kernel.jsonvalue import nesting_depth
 from ..views import parse_expand_request
 
-__all__ = ["PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply"]
+__all__ = ["MAX_REPLY_DEPTH", "PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply"]
+
+MAX_REPLY_DEPTH = 256
+"""Replies whose brackets nest deeper than this are left as raw text (the kernel's own limit,
+``limits.max_depth``, is far lower, so nothing the kernel could accept is lost)."""
 
 PATCH_KEYS = ("patch", "operations", "json_patch")
 """Members of a reply object that are read as the patch (the first present wins)."""
@@ -26,7 +36,32 @@ PATCH_KEYS = ("patch", "operations", "json_patch")
 _STRUCTURED = re.compile(r"[\[{]\s*[\[{\"]")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
 _MAX_STARTS = 64
-_DECODER = json.JSONDecoder()
+
+
+class _DuplicateKey(ValueError):
+    """Raised while decoding: an object repeats a key (JSON leaves the meaning undefined)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_LENIENT = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """One decoded JSON value: where it came from, and its source text when it repeats a key."""
+
+    origin: str
+    value: Any
+    duplicate: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +76,12 @@ class ToolCall:
 class ParsedReply:
     """What a reply holds.
 
-    ``patch`` is the list of operations when one was found (``ok`` True), else the raw text.
+    ``patch`` is the list of operations when one was found (``ok`` True), else text for the
+    kernel to reject: the raw reply, or (``+duplicate-key``) the JSON document that repeats a key.
     ``how`` says how it was found: ``json`` (the whole reply), ``fenced`` (a code block),
     ``embedded`` (JSON inside prose), each optionally followed by ``+wrapped`` (``{"patch": ...}``)
-    or ``+single-op`` (one operation object); ``tool`` for a tool call; ``raw`` when nothing was
-    found. ``expand`` holds the handles the reply asked to see (see slateboard.views).
+    or ``+single-op`` (one operation object), or by ``+duplicate-key``; ``tool`` for a tool call;
+    ``raw`` when nothing was found (or the reply nests deeper than MAX_REPLY_DEPTH). ``expand`` holds the handles the reply asked to see (see slateboard.views).
     """
 
     patch: Any
@@ -68,8 +104,10 @@ def _normalise(value: Any) -> tuple[int, Any, str, ToolCall | None]:
             inner = value[key]
             if isinstance(inner, str):
                 try:
-                    inner = json.loads(inner)
-                except ValueError:
+                    inner = _DECODER.decode(inner) if nesting_depth(inner) <= MAX_REPLY_DEPTH else inner
+                except _DuplicateKey:
+                    return 1, inner, "+wrapped", None  # left as text: the kernel rejects it at parse
+                except (ValueError, RecursionError):
                     return 1, inner, "+wrapped", None
             if isinstance(inner, dict) and "op" in inner:
                 return 2, [inner], "+wrapped+single-op", None
@@ -82,8 +120,8 @@ def _normalise(value: Any) -> tuple[int, Any, str, ToolCall | None]:
         args = value.get("args", value.get("arguments", {}))
         if isinstance(args, str):
             try:
-                args = json.loads(args)
-            except ValueError:
+                args = _DECODER.decode(args) if nesting_depth(args) <= MAX_REPLY_DEPTH else {"input": args}
+            except (ValueError, RecursionError):  # also a repeated key: the text is passed as is
                 args = {"input": args}
         if not isinstance(args, dict):
             args = {"input": args}
@@ -91,33 +129,42 @@ def _normalise(value: Any) -> tuple[int, Any, str, ToolCall | None]:
     return 0, None, "", None
 
 
-def _candidates(text: str) -> list[tuple[str, Any]]:
+def _decode(text: str, origin: str) -> _Found:
+    """Decode a whole document strictly; raises ValueError when it is not JSON."""
+    try:
+        return _Found(origin, _DECODER.decode(text))
+    except _DuplicateKey:
+        return _Found(origin, _LENIENT.decode(text), text)
+
+
+def _candidates(text: str) -> list[_Found]:
     """Decoded JSON values in the reply, in preference order, with where they came from."""
-    out: list[tuple[str, Any]] = []
+    out: list[_Found] = []
     stripped = text.strip()
     try:
-        out.append(("json", json.loads(stripped)))
+        out.append(_decode(stripped, "json"))
         return out
     except ValueError:
         pass
     for match in _FENCE.finditer(text):
         block = match.group(2).strip()
         try:
-            out.append(("fenced", json.loads(block)))
+            out.append(_decode(block, "fenced"))
         except ValueError:
-            out.extend(("fenced", v) for v in _embedded(block))
-    out.extend(("embedded", v) for v in _embedded(text))
+            out.extend(_Found("fenced", v, dup) for v, dup in _embedded(block))
+    out.extend(_Found("embedded", v, dup) for v, dup in _embedded(text))
     return out
 
 
-def _embedded(text: str) -> list[Any]:
-    """JSON arrays/objects found inside prose, outermost first, at most _MAX_STARTS tries.
+def _embedded(text: str) -> list[tuple[Any, str | None]]:
+    """JSON arrays/objects found inside prose, outermost first, at most _MAX_STARTS tries,
+    each with its source text when it repeats an object key (else None).
 
     The search stops at the first JSON document that does not decode (a truncated or garbled
     reply): the complete operations inside a broken document are not the model's patch, and
     committing some of them would be a partial write the model never proposed.
     """
-    found: list[Any] = []
+    found: list[tuple[Any, str | None]] = []
     pos = 0
     tries = 0
     while tries < _MAX_STARTS:
@@ -126,14 +173,19 @@ def _embedded(text: str) -> list[Any]:
             break
         start = min(starts)
         tries += 1
+        duplicate: str | None = None
         try:
-            value, end = _DECODER.raw_decode(text, start)
+            try:
+                value, end = _DECODER.raw_decode(text, start)
+            except _DuplicateKey:
+                value, end = _LENIENT.raw_decode(text, start)
+                duplicate = text[start:end]
         except ValueError:
             if _STRUCTURED.match(text, start):
                 break
             pos = start + 1
             continue
-        found.append(value)
+        found.append((value, duplicate))
         pos = end
     return found
 
@@ -147,10 +199,21 @@ def parse_reply(text: str | bytes) -> ParsedReply:
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", "replace")
+    if nesting_depth(text) > MAX_REPLY_DEPTH:
+        return ParsedReply(text, False, "raw")
     fallback: ParsedReply | None = None
-    for origin, value in _candidates(text):
+    try:
+        found = _candidates(text)
+    except RecursionError:  # a decoder recursing on a caller's deep stack: same as too deep
+        return ParsedReply(text, False, "raw")
+    for candidate in found:
+        origin, value = candidate.origin, candidate.value
         score, patch, suffix, tool = _normalise(value)
         expand = parse_expand_request(value) if isinstance(value, dict) else ()
+        if candidate.duplicate is not None and score > 0:
+            # Never resolve a repeated key last-wins: hand the exact text to the kernel, which
+            # rejects it at stage parse naming the key (as it does on the kernel API).
+            return ParsedReply(candidate.duplicate, False, origin + "+duplicate-key", expand)
         if score == 2:
             if tool is not None:
                 return ParsedReply(None, False, "tool", expand, tool)

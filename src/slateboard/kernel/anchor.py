@@ -1,0 +1,112 @@
+"""External anchors: signed checkpoints of a board's log, kept outside the database.
+
+The hash chain proves a log is internally consistent, but anyone with write access to the
+database can rewrite it end to end, roll back its tail, or change ``boards.last_hash``, and
+the chain still verifies. A checkpoint is ``(board, seq, record hash, version, state hash)``
+signed with HMAC-SHA256 under a key the operator holds outside the database. Checking a log
+against its checkpoints detects a rewritten log (the record at ``seq`` has another hash) and
+a rolled-back one (the log no longer reaches ``seq``). Pure functions: the CLI reads and
+writes the anchor file (JSON lines, one checkpoint per line) and the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .canonical import canonical_bytes
+from .record import Record
+
+__all__ = ["MIN_KEY_BYTES", "AnchorError", "Checkpoint", "check_anchors", "parse_checkpoints", "sign_checkpoint"]
+
+MIN_KEY_BYTES = 16
+"""Shortest anchor key accepted (128 bits)."""
+
+_FIELDS = ("board_id", "seq", "hash", "version", "state_hash")
+
+
+class AnchorError(ValueError):
+    """An unusable key or anchor file; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One signed checkpoint: the log of ``board_id`` had record ``seq`` with ``hash``."""
+
+    board_id: str
+    seq: int
+    hash: str
+    version: int
+    state_hash: str
+    mac: str
+
+    def body(self) -> dict[str, Any]:
+        """The signed fields."""
+        return {"board_id": self.board_id, "seq": self.seq, "hash": self.hash, "version": self.version,
+                "state_hash": self.state_hash}  # fmt: skip
+
+    def to_line(self) -> bytes:
+        """The checkpoint as one line of the anchor file."""
+        return canonical_bytes({**self.body(), "mac": self.mac}) + b"\n"
+
+
+def _mac(key: bytes, body: dict[str, Any]) -> str:
+    return hmac.new(key, b"slateboard-checkpoint-v1\n" + canonical_bytes(body), hashlib.sha256).hexdigest()
+
+
+def _check_key(key: bytes) -> None:
+    if len(key) < MIN_KEY_BYTES:
+        raise AnchorError(f"the anchor key has {len(key)} bytes; use at least {MIN_KEY_BYTES}")
+
+
+def sign_checkpoint(key: bytes, board_id: str, record: Record) -> Checkpoint:
+    """A checkpoint of ``board_id`` at ``record`` (normally its last), signed with ``key``."""
+    _check_key(key)
+    body = {"board_id": board_id, "seq": record.seq, "hash": record.hash, "version": record.version,
+            "state_hash": record.state_after}  # fmt: skip
+    return Checkpoint(board_id, record.seq, record.hash, record.version, record.state_after, _mac(key, body))
+
+
+def parse_checkpoints(data: bytes) -> list[Checkpoint]:
+    """Checkpoints from anchor-file bytes; raises AnchorError naming the first bad line."""
+    out: list[Checkpoint] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = orjson.loads(line)
+            if not isinstance(raw, dict) or set(raw) != {*_FIELDS, "mac"}:
+                raise ValueError("not a checkpoint object")
+            cp = Checkpoint(**raw)
+            if not (isinstance(cp.seq, int) and isinstance(cp.version, int)) or not all(
+                isinstance(v, str) for v in (cp.board_id, cp.hash, cp.state_hash, cp.mac)
+            ):
+                raise ValueError("a field has the wrong type")
+        except (ValueError, TypeError) as exc:
+            raise AnchorError(f"anchor file line {number}: {exc}") from None
+        out.append(cp)
+    return out
+
+
+def check_anchors(
+    key: bytes, board_id: str, records: Sequence[Record], checkpoints: Sequence[Checkpoint]
+) -> str | None:
+    """Why ``records`` (the board's whole log, seq 1 first) contradict a checkpoint signed with
+    ``key`` for ``board_id``, or None when every one of them holds. A checkpoint whose MAC does
+    not verify is itself a problem (a forged or damaged anchor file)."""
+    _check_key(key)
+    mine = [cp for cp in checkpoints if cp.board_id == board_id]
+    for cp in mine:
+        if not hmac.compare_digest(cp.mac, _mac(key, cp.body())):
+            return f"the checkpoint at record {cp.seq} is not signed by this key (forged anchor, or the wrong key)"
+        if cp.seq > len(records):
+            return f"the log ends at record {len(records)}, but a signed checkpoint saw record {cp.seq}: rolled back"
+        rec = records[cp.seq - 1]
+        if (rec.seq, rec.hash, rec.version, rec.state_after) != (cp.seq, cp.hash, cp.version, cp.state_hash):
+            return f"record {cp.seq} differs from the signed checkpoint ({cp.hash[:12]}): the log was rewritten"
+    return None

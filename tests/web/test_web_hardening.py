@@ -1,0 +1,71 @@
+"""Issue 20, dashboard items: D7 (hostile Last-Event-ID), D8 (a lock kept per distinct board id
+ever requested), I5 (1-character tokens accepted), I6 (database paths in HTTP 500 bodies)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from conftest import Boards, ThreadServer, sse_events
+from typer.testing import CliRunner
+
+from slateboard.cli import app as cli_app
+from slateboard.stores import open_store
+from slateboard.stores.base import StoreError
+from slateboard.web import Dashboard, create_app
+
+
+@pytest.mark.parametrize("last", ["²", "9" * 5000])
+async def test_d7_hostile_last_event_id_is_ignored_not_a_500(
+    live_server: ThreadServer, finished: Boards, last: str
+) -> None:
+    # Header bytes are read as latin-1: b"\xb2" arrives as "²", which str.isdigit() accepts.
+    async with (
+        httpx.AsyncClient(base_url=live_server.url, timeout=30) as http,
+        http.stream(
+            "GET", f"/api/boards/{finished.board_id}/events", headers={"Last-Event-ID": last.encode("latin-1")}
+        ) as res,
+    ):
+        assert res.status_code == 200
+        kind, data, _ = await asyncio.wait_for(anext(sse_events(res)), 30)
+        assert kind == "record" and data["seq"] == 1  # treated as no Last-Event-ID at all
+
+
+async def test_d8_unknown_board_ids_leave_no_lock_behind(finished: Boards) -> None:
+    store = await open_store(finished.url)
+    try:
+        dashboard = Dashboard(store)
+        for i in range(200):
+            with pytest.raises(Exception, match="no board"):
+                await dashboard.board(f"missing-{i}")
+        await dashboard.board(finished.board_id)
+        assert len(dashboard._locks) <= 1
+    finally:
+        await store.close()
+
+
+def test_i5_short_tokens_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least"):
+        create_app("memory://", token="x")
+    result = CliRunner().invoke(cli_app, ["serve", "--token", "x", "--port", "0"], catch_exceptions=False)
+    assert result.exit_code == 2 and "use at least 12" in result.stderr
+
+
+async def test_i6_store_errors_do_not_leak_paths(finished: Boards, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = await open_store(finished.url)
+    secret = "/very/secret/place/boards.db"
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError(f"disk I/O error on {secret}")
+
+    monkeypatch.setattr(store, "list_boards", broken)
+    try:
+        app = create_app(store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+            res = await c.get("/api/boards")
+        assert res.status_code == 500
+        assert secret not in res.text and "server log" in res.json()["error"]
+    finally:
+        await store.close()
