@@ -65,12 +65,17 @@ Attr = str | int | float | bool | list[str]
 
 def enable(provider: TracerProvider | None = None) -> None:
     """Trace from now on, with a tracer of ``provider`` (default: OpenTelemetry's global provider)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     from opentelemetry import trace
 
-    from . import __version__
-
+    try:
+        # from the installed metadata: importing the package itself here would close an import cycle
+        ours: str | None = version("slateboard")
+    except PackageNotFoundError:
+        ours = None
     global _tracer
-    _tracer = (provider or trace.get_tracer_provider()).get_tracer(TRACER_NAME, __version__)
+    _tracer = (provider or trace.get_tracer_provider()).get_tracer(TRACER_NAME, ours)
 
 
 def disable() -> None:

@@ -209,10 +209,12 @@ async def test_http_guard_rules() -> None:
     assert await status(open_app, "evil.example") == 403
     assert await status(open_app, "evil.example:8766") == 403
     assert await status(open_app, "127.0.0.1:8766") not in (401, 403)
-    guarded = http_app(MCPServer("x"), host="0.0.0.0", token="s3cret")
+    guarded = http_app(MCPServer("x"), host="0.0.0.0", token="s3cret-s3cret")
     assert await status(guarded, "example.org") == 401
     assert await status(guarded, "example.org", {"Authorization": "Bearer nope"}) == 401
-    assert await status(guarded, "example.org", {"Authorization": "Bearer s3cret"}) not in (401, 403)
+    assert await status(guarded, "example.org", {"Authorization": "Bearer s3cret-s3cret"}) not in (401, 403)
+    with pytest.raises(ValueError, match="at least 12 characters"):
+        http_app(MCPServer("x"), token="short")
 
 
 def test_cli_refuses_an_unknown_worker_or_transport(tmp_path: Path) -> None:

@@ -55,9 +55,11 @@ def serve_command(
     _need_mcp_extra()
     if transport not in ("stdio", "http"):
         raise CliError(f"--transport must be stdio or http, not {transport!r}", code=EXIT_USAGE)
-    from ..web import is_loopback
+    from ..httpguard import MIN_TOKEN_CHARS, is_loopback
 
     token = token or None
+    if transport == "http" and token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise CliError(f"--token must have at least {MIN_TOKEN_CHARS} characters", code=EXIT_USAGE)
     if transport == "http" and token is None and not is_loopback(host):
         raise CliError(
             f"refusing to serve on {host} without a token: pass --token TOKEN or set SLATEBOARD_TOKEN", code=EXIT_USAGE

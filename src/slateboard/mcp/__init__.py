@@ -8,14 +8,13 @@ workers the tools of MCP servers, with every call and result kept in the log (``
 
 from ._bridge import Bridge, BridgeError, ExternalWorker, Waiting
 from ._server import DEFAULT_EXTERNAL_TIMEOUT, build_server, http_app, open_bridge, serve_board, tool_names
-from ._tools import MCPToolError, ServerSpec, mcp_tools, server_target
+from ._tools import ServerSpec, mcp_tools, server_target
 
 __all__ = [
     "DEFAULT_EXTERNAL_TIMEOUT",
     "Bridge",
     "BridgeError",
     "ExternalWorker",
-    "MCPToolError",
     "ServerSpec",
     "Waiting",
     "build_server",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..runtime.events import INVOCATION_STARTED, PROPOSAL_DECIDED, RUN_ENDED, RunEvent
+from ..runtime.session import RunnerError
 from ..scheduling.invocation import CLAIMED, PENDING
 from ..workers.base import Feedback, WorkerReply, feedback_lines
 
@@ -37,7 +38,7 @@ COMPONENT = "external"
 """The usage component of external proposals (tokens are the agent's own: reported as 0)."""
 
 
-class BridgeError(RuntimeError):
+class BridgeError(RunnerError):
     """A request the bridge cannot serve now (no invocation waiting, the run ended, ...); the
     message says what to do instead."""
 

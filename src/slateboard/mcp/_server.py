@@ -184,9 +184,9 @@ def http_app(server: Any, *, host: str = "127.0.0.1", token: str | None = None) 
     """The streamable-HTTP ASGI app of ``server`` (endpoint ``/mcp``) behind the dashboard's guard:
     with ``token`` every request must carry it (``Authorization: Bearer``), else 401; without one
     only loopback ``Host`` names are answered, else 403 (no DNS rebinding onto a loopback server)."""
-    from ..web._app import _Guard
+    from ..httpguard import TokenGuard
 
-    return _Guard(server.streamable_http_app(host=host), token)
+    return TokenGuard(server.streamable_http_app(host=host), token, name="this MCP server")
 
 
 def tool_names() -> Sequence[str]:

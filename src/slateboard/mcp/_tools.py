@@ -24,15 +24,11 @@ from typing import Any
 from ..kernel.canonical import JSON
 from ..workers.tools import Tool
 
-__all__ = ["MCPToolError", "ServerSpec", "mcp_tools", "server_target"]
+__all__ = ["ServerSpec", "mcp_tools", "server_target"]
 
 ServerSpec = str | Mapping[str, Any]
 """An MCP server: ``"http(s)://host/mcp"``, a command line (``"python server.py --flag"``), or
 ``{"command": ..., "args": [...], "env": {...}}`` / ``{"url": ...}``."""
-
-
-class MCPToolError(RuntimeError):
-    """An MCP tool returned an error result; the message is its text."""
 
 
 def server_target(spec: ServerSpec) -> Any:
@@ -67,7 +63,8 @@ def _caller(client: Any, name: str) -> Callable[..., Awaitable[JSON]]:
     async def call(**args: Any) -> JSON:
         result = await client.call_tool(name, args)
         if result.is_error:
-            raise MCPToolError(_text_of(result) or f"tool {name} failed")
+            # Tool.call turns this into a failed call whose text the model reads
+            raise RuntimeError(_text_of(result) or f"tool {name} failed")
         structured = result.structured_content
         if structured is not None:
             return structured

@@ -11,7 +11,8 @@ embedding model is installed.
 
 from ._distill import Distiller, Episode, RecallWorker, distill_board, episodes, facts_from_records
 from ._embed import Embed, EmbeddingMemory
-from ._store import Fact, InProcessMemory, MemoryStore, NewFact, SqliteMemory, open_memory, query_terms
+from ._model import Fact, NewFact, query_terms
+from ._store import InProcessMemory, MemoryStore, SqliteMemory, open_memory
 
 __all__ = [
     "Distiller",

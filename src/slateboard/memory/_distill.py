@@ -14,7 +14,8 @@ from ..kernel.pointer import MISSING, Pattern, parse_pointer, resolve
 from ..kernel.record import Record, Usage
 from ..stores.base import Store
 from ..workers.base import Feedback, WorkerReply
-from ._store import MemoryStore, NewFact
+from ._model import NewFact
+from ._store import MemoryStore
 
 if TYPE_CHECKING:
     from ..views import View

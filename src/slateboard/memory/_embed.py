@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ._store import Fact, MemoryStore, NewFact
+from ._model import Fact, NewFact
+from ._store import MemoryStore
 
 __all__ = ["Embed", "EmbeddingMemory"]
 

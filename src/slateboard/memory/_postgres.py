@@ -9,12 +9,26 @@ from typing import Any
 import orjson
 import psycopg
 
-from ..stores import _common as c
-from ._store import _COLUMNS, Fact, NewFact, _fact, query_terms
+from ._model import COLUMNS, Fact, NewFact, fact_from_row, query_terms
 
 __all__ = ["PostgresMemory"]
 
 _OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
+
+
+def _split_options(url: str) -> tuple[str, dict[str, str]]:
+    """The libpq URL without the store's own query parameters (``schema``, ...), and those."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    mine: dict[str, str] = {}
+    rest: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _OPTIONS:
+            mine[key] = value
+        else:
+            rest.append((key, value))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), mine
 
 
 class PostgresMemory:
@@ -28,7 +42,7 @@ class PostgresMemory:
     @classmethod
     async def open(cls, url: str) -> PostgresMemory:
         """Connect to the store's database and schema; create the table if needed."""
-        dsn, opts = c.split_options(url, _OPTIONS)
+        dsn, opts = _split_options(url)
         dsn = "postgresql" + dsn[dsn.index(":") :] if dsn.startswith("postgres:") else dsn
         schema = opts.get("schema", "slateboard")
         conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, options=f"-c search_path={schema}")
@@ -64,12 +78,12 @@ class PostgresMemory:
         if not terms or k <= 0:
             return []
         cur = await self._conn.execute(
-            f"WITH q AS (SELECT to_tsquery('english', %s) AS q) SELECT {_COLUMNS}, ts_rank_cd(tsv, q.q) AS rank"
+            f"WITH q AS (SELECT to_tsquery('english', %s) AS q) SELECT {COLUMNS}, ts_rank_cd(tsv, q.q) AS rank"
             " FROM memory_facts, q WHERE tsv @@ q.q ORDER BY rank DESC, id LIMIT %s",
             (" | ".join(terms), k),
         )
         rows = await cur.fetchall()
-        found = [_fact(r, float(r[8])) for r in rows]
+        found = [fact_from_row(r, float(r[8])) for r in rows]
         if found:
             at = time.time() if now is None else now
             await self._conn.execute(
@@ -80,12 +94,10 @@ class PostgresMemory:
     async def facts(self, *, board: str | None = None) -> list[Fact]:
         """Every fact (of ``board``), oldest first."""
         if board is None:
-            cur = await self._conn.execute(f"SELECT {_COLUMNS} FROM memory_facts ORDER BY id")
+            cur = await self._conn.execute(f"SELECT {COLUMNS} FROM memory_facts ORDER BY id")
         else:
-            cur = await self._conn.execute(
-                f"SELECT {_COLUMNS} FROM memory_facts WHERE board = %s ORDER BY id", (board,)
-            )
-        return [_fact(r) for r in await cur.fetchall()]
+            cur = await self._conn.execute(f"SELECT {COLUMNS} FROM memory_facts WHERE board = %s ORDER BY id", (board,))
+        return [fact_from_row(r) for r in await cur.fetchall()]
 
     async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
         """Mark facts ``ids`` as retrieved at ``now``."""

@@ -15,60 +15,16 @@ logged proposal (``slateboard.memory.RecallWorker``).
 from __future__ import annotations
 
 import asyncio
-import re
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from ..kernel.canonical import JSON
+from ._model import COLUMNS, Fact, NewFact, fact_from_row, query_terms, query_terms_all
 
-__all__ = ["Fact", "MemoryStore", "NewFact", "open_memory"]
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_MAX_QUERY_TERMS = 32
-
-
-@dataclass(frozen=True, slots=True)
-class NewFact:
-    """A fact to remember: its text and where it came from (board, record seq, worker)."""
-
-    text: str
-    board: str
-    seq: int | None = None
-    worker: str | None = None
-    meta: dict[str, JSON] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """A stored fact: ``id`` is stable; ``score`` is the retrieval rank score (higher is better)."""
-
-    id: int
-    text: str
-    board: str
-    seq: int | None
-    worker: str | None
-    created: float
-    last_used: float | None
-    meta: dict[str, JSON]
-    score: float = 0.0
-
-    def to_json(self) -> dict[str, JSON]:
-        """The fact with its provenance, as a board sees it in a retrieved section."""
-        return {"fact": self.id, "text": self.text, "board": self.board, "seq": self.seq, "worker": self.worker}
-
-
-def query_terms(text: str) -> list[str]:
-    """The distinct words of ``text`` (lower-case, at most 32), in order: what a search matches."""
-    seen: dict[str, None] = {}
-    for w in _WORD.findall(text.lower()):
-        if len(w) > 1:
-            seen.setdefault(w, None)
-    return list(seen)[:_MAX_QUERY_TERMS]
+__all__ = ["InProcessMemory", "MemoryStore", "SqliteMemory", "open_memory"]
 
 
 class MemoryStore(Protocol):
@@ -110,14 +66,6 @@ class MemoryStore(Protocol):
     async def close(self) -> None:
         """Release the connection."""
         ...
-
-
-def _fact(row: Sequence[Any], score: float = 0.0) -> Fact:
-    meta = orjson.loads(row[7]) if row[7] else {}
-    return Fact(int(row[0]), str(row[1]), str(row[2]), row[3], row[4], float(row[5]), row[6], meta, score)
-
-
-_COLUMNS = "id, text, board, seq, worker, created, last_used, meta"
 
 
 class SqliteMemory:
@@ -165,12 +113,12 @@ class SqliteMemory:
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         async with self._lock:
             rows = self._conn.execute(
-                f"SELECT {', '.join('f.' + c for c in _COLUMNS.split(', '))}, bm25(memory_facts_fts) AS rank "
+                f"SELECT {', '.join('f.' + c for c in COLUMNS.split(', '))}, bm25(memory_facts_fts) AS rank "
                 "FROM memory_facts_fts JOIN memory_facts f ON f.id = memory_facts_fts.rowid "
                 "WHERE memory_facts_fts MATCH ? ORDER BY rank, f.id LIMIT ?",
                 (match, k),
             ).fetchall()
-            found = [_fact(r, -float(r[8])) for r in rows]
+            found = [fact_from_row(r, -float(r[8])) for r in rows]
             if found:
                 at = time.time() if now is None else now
                 self._conn.executemany(
@@ -182,12 +130,12 @@ class SqliteMemory:
         """Every fact (of ``board``), oldest first."""
         async with self._lock:
             if board is None:
-                rows = self._conn.execute(f"SELECT {_COLUMNS} FROM memory_facts ORDER BY id").fetchall()
+                rows = self._conn.execute(f"SELECT {COLUMNS} FROM memory_facts ORDER BY id").fetchall()
             else:
                 rows = self._conn.execute(
-                    f"SELECT {_COLUMNS} FROM memory_facts WHERE board = ? ORDER BY id", (board,)
+                    f"SELECT {COLUMNS} FROM memory_facts WHERE board = ? ORDER BY id", (board,)
                 ).fetchall()
-        return [_fact(r) for r in rows]
+        return [fact_from_row(r) for r in rows]
 
     async def prune(
         self,
@@ -321,11 +269,6 @@ class InProcessMemory:
 
     async def close(self) -> None:
         """Nothing to release."""
-
-
-def query_terms_all(text: str) -> list[str]:
-    """Every word of ``text`` (lower-case, with repeats): a document's terms for ranking."""
-    return [w for w in _WORD.findall(text.lower()) if len(w) > 1]
 
 
 async def open_memory(url: str) -> MemoryStore:
