@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ..errors import UsageError
 from ..kernel.jsonvalue import nesting_depth
 
 __all__ = [
@@ -35,7 +36,7 @@ MAX_BLUEPRINT_DEPTH = 200
 """Deepest nesting of mappings/sequences in a blueprint document."""
 
 
-class BlueprintTextError(ValueError):
+class BlueprintTextError(UsageError, ValueError):
     """The text is not an acceptable YAML/JSON document; the message says why, on one line."""
 
 

@@ -43,6 +43,11 @@ StoreOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")]
 
 
+def console_err() -> Console:
+    """A console on stderr for progress lines (stdout stays the table or the JSON)."""
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
 def console() -> Console:
     """A console on the current stdout (tests swap stdout, so never cache one)."""
     return Console(file=sys.stdout, highlight=False, soft_wrap=True)

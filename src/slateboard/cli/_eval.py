@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from ._common import JsonOption, StoreOption, cell, console, opened_store, print_json, run_async, store_hint
+from ._common import (
+    JsonOption,
+    StoreOption,
+    cell,
+    console,
+    console_err,
+    opened_store,
+    print_json,
+    run_async,
+    store_hint,
+)
 from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -100,11 +108,6 @@ def textworld_command(
     if failed:
         first = failed[0]
         raise CliError(f"{len(failed)} episode(s) failed; first: {first.game} {first.system}: {first.error}")
-
-
-def console_err() -> Console:
-    """A console on stderr for progress lines (stdout stays the table or the JSON)."""
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
 def _fmt_tps(value: float | None) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from ._common import JsonOption, StoreOption, console, print_json, run_async
+from ._common import JsonOption, StoreOption, console, console_err, print_json, run_async
 from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -126,8 +126,6 @@ def _run(
         jobs = matrix_jobs(games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep)
     except ValueError as exc:
         raise CliError(str(exc), code=EXIT_USAGE) from exc
-    from ._eval import console_err
-
     err = console_err()
     err.print(f"{suite}: {len(games)} game(s), {len(jobs)} episode(s); results in {path}")
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UsageError
 from ._gold import GoldTracker
 from ._java import JvmPool, java_missing
 from ._protocol import TextTurn, clip
@@ -42,7 +43,7 @@ _STEP_LIMIT = 100_000
 _POOL = JvmPool()
 
 
-class ScienceWorldMissing(RuntimeError):
+class ScienceWorldMissing(UsageError, RuntimeError):
     """ScienceWorld or Java is not installed (the message says which and how to install it)."""
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UsageError
 from ._gold import GoldTracker
 from ._java import JvmPool, java_missing
 from ._protocol import TextTurn, clip
@@ -40,7 +41,7 @@ GAMES = ("cookingworld", "twc", "coin", "arithmetic", "sorting", "mapreader", "p
 _POOL = JvmPool()
 
 
-class TwxMissing(RuntimeError):
+class TwxMissing(UsageError, RuntimeError):
     """TextWorldExpress or Java is not installed (the message says which and how)."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import UsageError
 from .canonical import canonical_bytes
 from .record import Record
 
@@ -30,7 +31,7 @@ MIN_KEY_BYTES = 16
 _FIELDS = ("board_id", "seq", "hash", "version", "state_hash")
 
 
-class AnchorError(ValueError):
+class AnchorError(UsageError, ValueError):
     """An unusable key or anchor file; the message says why."""
 
 

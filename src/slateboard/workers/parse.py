@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import SlateboardError
 from ..kernel.canonical import JSON
 from ..kernel.jsonvalue import nesting_depth
 from ..views import parse_expand_request
@@ -38,7 +39,7 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)(?:```|\Z)", re
 _MAX_STARTS = 64
 
 
-class _DuplicateKey(ValueError):
+class _DuplicateKey(SlateboardError, ValueError):
     """Raised while decoding: an object repeats a key (JSON leaves the meaning undefined)."""
 
 
