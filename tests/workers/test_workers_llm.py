@@ -34,6 +34,7 @@ from slateboard.workers import (
     proposal_schema,
     tool,
 )
+from slateboard.workers.prompt import view_payload
 
 NOTE = {"op": "add", "path": "/notes/-", "value": {"text": "Rayleigh scattering.", "author": "scribe"}}
 
@@ -61,10 +62,12 @@ def test_prompt_has_instruction_view_schema_ops_example_and_feedback() -> None:
     shaped = build_messages(bp, "scribe", view, example_values=True)[0].content
     example = json.loads(shaped.split("Example: ", 1)[1].splitlines()[0])
     assert example == {PATCH_KEY: [{"op": "add", "path": "/notes/-", "value": {"text": "...", "author": "scribe"}}]}
-    assert view.render() in user
+    # The view as rendered, less its rejections: those are said once, in the feedback block.
+    assert view.rejections and view_payload(view, constrained=False)[0] in user
     assert '"author":{"const":"scribe"}' in user  # the writable schema fragment, inside the view
     assert "the note was empty" in user
     assert "schema: " in user and bad.reason is not None and bad.reason in user  # from the view's rejections
+    assert user.count(bad.reason) == 1  # never twice (it used to be in the view and in the feedback)
     assert build_messages(bp, "scribe", view, feedback="the note was empty") == msgs  # deterministic
 
 
