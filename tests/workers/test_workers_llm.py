@@ -320,3 +320,40 @@ async def test_a_refused_schema_falls_back_to_free_text_for_good() -> None:
     assert [c.json_schema is None for c in model.calls] == [False, True]
     await worker.propose(view)
     assert model.calls[2].json_schema is None
+
+
+# -- token economy: constrained prompts, no block twice -------------------------------------------
+def _lines_once(messages: Sequence[Message]) -> None:
+    lines = [line for m in messages for line in m.content.splitlines() if len(line) >= 12]
+    repeated = {line for line in lines if lines.count(line) > 1}
+    assert not repeated, repeated
+
+
+async def test_a_constrained_prompt_carries_a_shape_hint_not_the_rules_and_no_block_twice() -> None:
+    bp = notes_blueprint()
+    kernel = Kernel(bp)
+    bad = kernel.submit(Proposal("scribe", [{"op": "add", "path": "/notes/-", "value": {"text": ""}}]))
+    view = kernel_view(kernel, "scribe", rejections=[bad.record])
+    assert bad.reason is not None and view.rejections
+    contract = LLMWorker(bp, "scribe", ScriptedModel([json.dumps({PATCH_KEY: [NOTE]})]), state=lambda: kernel.state)
+    free = LLMWorker(bp, "scribe", ScriptedModel([json.dumps({PATCH_KEY: [NOTE]})]), decoding="json")
+    short = contract.messages(view, feedback=bad.reason)
+    full = free.messages(view, feedback=bad.reason)
+    system, user = short[0].content, short[1].content
+    # The grammar enforces the format and the schema: neither is restated.
+    assert "You are worker 'scribe'" in system and '{"patch":[...]}' in system
+    for rule in ("RFC 6902", "Allowed ops", "value schema", "Example:"):
+        assert rule not in system and rule not in user, rule
+    assert '"writable"' not in user and '"const":"scribe"' not in user
+    assert "/topic = why the sky is blue" in user  # the view's values, one line per path
+    # Unconstrained (generic JSON decoding only): the full rules.
+    assert "RFC 6902" in full[0].content and "Allowed ops: add" in full[0].content
+    assert len(system) + len(user) < len(full[0].content) + len(full[1].content)
+    for messages in (short, full):
+        text = "\n".join(m.content for m in messages)
+        assert text.count(bad.reason) == 1  # the rejection is said once, not in the view and the feedback
+        _lines_once(messages)
+    reply = await contract.propose(view, feedback=bad.reason)
+    chars = reply.diagnostics["prompt_chars"]
+    assert isinstance(chars, dict) and "schema" not in chars and chars["feedback"] > 0
+    assert 0 <= len(system) + len(user) - sum(chars.values()) <= 4  # all but the newlines between blocks

@@ -148,21 +148,37 @@ def view_payload(view: View, *, constrained: bool) -> tuple[str, int]:
     """The board as a prompt shows it, and how many of its characters are data values.
 
     Unconstrained: the view's canonical JSON without ``rejections`` (the feedback block says
-    them once). Constrained: one ``pointer = value`` line per data entry (values as canonical
-    JSON), then the handles, the event and the notes: no ``writable`` member, because the
+    them once). Constrained: one ``pointer = value`` line per data entry (strings as their text,
+    other values as canonical JSON), then the handles, the event and the notes: no ``writable`` member, because the
     decoding grammar already holds the schema of what the worker may write."""
-    values = sum(len(canonical_str(v)) for v in view.data.values())
     if not constrained:
+        values = sum(len(canonical_str(v)) for v in view.data.values())
         if not view.rejections:
             return view.render(), values
         shown = {k: v for k, v in orjson.loads(view.render()).items() if k != "rejections"}
         return canonical_str(shown), values
-    lines = [f"{pointer} = {canonical_str(value)}" for pointer, value in sorted(view.data.items())]
+    values = sum(len(v) if isinstance(v, str) else len(canonical_str(v)) for v in view.data.values())
+    # A string value is shown as its text (a JSON string's quotes and escapes buy nothing here);
+    # anything else as canonical JSON.
+    lines = [
+        f"{pointer} = {value if isinstance(value, str) else canonical_str(value)}"
+        for pointer, value in sorted(view.data.items())
+    ]
     for h in view.handles:
         what = f"{h.items} items" if h.items is not None else (h.summary or "")
         lines.append(f"{h.handle}: not shown ({what})")
-    if view.event is not None:
-        lines.append(f"event: {canonical_str(view.event)}")
+    event = view.event
+    if isinstance(event, dict):
+        # An event is worth its tokens only when it points at something the worker sees.
+        path = event.get("path")
+        if (
+            isinstance(path, str)
+            and path
+            and any(p == path or p.startswith(path + "/") or path.startswith(p + "/") for p in view.data)
+        ):
+            lines.append(f"event: {event.get('op', '')} {path}")
+    elif event is not None:
+        lines.append(f"event: {canonical_str(event)}")
     lines.extend(f"note: {n}" for n in view.notes)
     return "\n".join(lines), values
 
@@ -195,8 +211,7 @@ def prompt_blocks(
         system.append(
             (
                 "format",
-                f"You are worker {worker!r} on a shared board. Reply with one JSON object "
-                f'{{"{PATCH_KEY}": [operations]}}; the decoding admits only the operations you may make.',
+                f'You are worker {worker!r}. Reply {{"{PATCH_KEY}":[...]}}.',
             )
         )
     else:
@@ -232,7 +247,7 @@ def prompt_blocks(
     user: list[PromptBlock] = []
     board, _ = view_payload(view, constrained=constrained)
     if constrained:
-        user.append(("view", "The board as you see it:\n" + board))
+        user.append(("view", "Board:\n" + board))
     else:
         user.append(
             (
