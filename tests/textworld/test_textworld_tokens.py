@@ -75,12 +75,14 @@ def test_a_verdict_cannot_end_a_tracked_game_nor_claim_a_false_success() -> None
     success = {"op": "add", "path": "/verdicts/-", "value": {"step": 0, "status": "success", "reason": "done"}}
     assert kernel.submit(Proposal("verifier", [success])).stage == "invariants"
     failed = {"op": "add", "path": "/verdicts/-", "value": {"step": 0, "status": "failed", "reason": "stuck"}}
+    result = {"op": "add", "path": "/result", "value": "gave up"}
+    ending = kernel.submit(Proposal("verifier", [failed, result]))
+    assert ending.stage == "invariants" and "advisory" in (ending.reason or "")
     assert kernel.submit(Proposal("verifier", [failed])).accepted
     assert bp.done is not None and not bp.done.test({"state": kernel.state}).value
-    assert "/result" not in bp.workers["verifier"].spec.writes
-    # In an environment that cannot tell, the verdict is what ends the board.
+    # In an environment that cannot tell, the verdict (with its result) is what ends the board.
     untracked = Kernel(bp, {**state, "progress": {**progress, "tracked": False}})
-    assert untracked.submit(Proposal("verifier", [failed])).accepted
+    assert untracked.submit(Proposal("verifier", [failed, result])).accepted
     assert bp.done.test({"state": untracked.state}).value
 
 

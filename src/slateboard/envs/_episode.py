@@ -57,8 +57,8 @@ def runner_steps_for(max_commands: int) -> int:
 
 def outcome_of(state: JSON, end_reason: str) -> str:
     """Why an episode ended, in one word: ``won``, ``lost``, ``budget`` (the command budget was
-    spent), ``verdict`` (a success or failed verdict ended a game the environment does not
-    track), else the runner's reason."""
+    spent), ``verdict`` (the verifier ended a game the environment does not track: success or
+    failed, with a result), else the runner's reason."""
     if isinstance(state, dict):
         progress = state.get("progress")
         if isinstance(progress, dict):
@@ -70,9 +70,7 @@ def outcome_of(state: JSON, end_reason: str) -> str:
         budget = state.get("max_commands")
         if isinstance(budget, int) and budget > 0 and isinstance(observations, list) and len(observations) >= budget:
             return "budget"
-        verdicts = state.get("verdicts")
-        final = verdicts[-1] if isinstance(verdicts, list) and verdicts else None
-        if isinstance(final, dict) and final.get("status") in ("success", "failed"):
+        if "result" in state:
             return "verdict"
     return end_reason
 
