@@ -153,3 +153,77 @@ async def test_counting_prefers_the_provider_then_the_tokenizer_then_the_estimat
     assert gen.usage.completion_tokens == tokenizer.count("open door") > 0
     # The chat template's own tokens are counted too: more than the contents alone.
     assert counted.tokens_in > tokenizer.count("You are a player.") + tokenizer.count("Observation: a door.")
+
+
+def test_a_cut_admissible_list_fails_loudly_instead_of_narrowing_to_part_of_it() -> None:
+    from slateboard.blueprint.compile import compile_blueprint
+    from slateboard.blueprint.templates import template_spec
+    from slateboard.envs import TextEnvironmentError
+
+    spec = template_spec("text_actor")
+    spec["workers"]["actor"]["pinned"] = ["/task", "/observation"]  # /admissible left to the budget
+    spec["workers"]["actor"]["view_budget"] = 400
+    bp = compile_blueprint(spec)
+    state = {**bp.initial_state(), "admissible": [f"go to room number {i}" for i in range(52)]}
+    view = build_view(bp, "actor", state, 0)
+    assert view.data.get("/admissible") != state["admissible"]
+    actor = AdmissibleActor(bp, "actor", ScriptedModel(["unused"]))
+    with pytest.raises(TextEnvironmentError, match="pin it"):
+        actor.patch_schema(view)
+
+
+class Hallway:
+    """An environment that cannot list its commands: any command is tried, nothing ends it."""
+
+    name = "hallway"
+    objective = "Walk."
+
+    def __init__(self) -> None:
+        self.commands = 0
+        self.last: Any = None
+
+    async def reset(self) -> Any:
+        from slateboard.envs import TextTurn
+
+        self.commands = 0
+        self.last = TextTurn("A hallway.", (), max_score=1)
+        return self.last
+
+    async def step(self, command: str) -> Any:
+        from slateboard.envs import TextTurn
+
+        self.commands += 1
+        self.last = TextTurn(f"You {command}.", (), max_score=1)
+        return self.last
+
+    def policy(self) -> tuple[str, ...]:
+        return ()
+
+    def close(self) -> None:
+        return None
+
+
+async def test_after_a_replan_the_actor_acts_once_per_observation() -> None:
+    from slateboard.envs import play_on_board
+    from slateboard.stores import open_store
+
+    def patch(*ops: dict[str, Any]) -> str:
+        return json.dumps({"patch": list(ops)})
+
+    def add(path: str, value: Any) -> dict[str, Any]:
+        return {"op": "add", "path": path, "value": value}
+
+    script = [
+        patch(add("/plan", ["walk"])),
+        patch(add("/actions/-", {"command": "walk"})),
+        patch(add("/verdicts/-", {"step": 0, "status": "replan", "reason": "try running"})),
+        patch(add("/plan", ["run"])),
+        patch(add("/actions/-", {"command": "run"})),
+    ]
+    store = await open_store("memory://")
+    episode = await play_on_board(Hallway(), store, model=ScriptedModel(script), max_commands=2, verifier="llm")
+    assert episode.outcome == "budget" and episode.commands == 2
+    assert episode.result.usage_by_worker["actor"].calls == 2  # once per observation, none rejected
+    assert episode.result.rejected == 0
+    assert [a["command"] for a in episode.result.state["actions"]] == ["walk", "run"]  # type: ignore[index]
+    await store.close()
