@@ -227,3 +227,66 @@ async def test_after_a_replan_the_actor_acts_once_per_observation() -> None:
     assert episode.result.rejected == 0
     assert [a["command"] for a in episode.result.state["actions"]] == ["walk", "run"]  # type: ignore[index]
     await store.close()
+
+
+def test_the_tiers() -> None:
+    from slateboard.envs.textworld import CI_GAMES, FULL_GAMES, HARD_GAMES, game_set
+
+    assert game_set() == list(CI_GAMES) and game_set(full=True) == list(FULL_GAMES)
+    assert game_set(tier="hard") == list(HARD_GAMES) and all(s.challenge == "custom" for s in HARD_GAMES)
+    with pytest.raises(ValueError, match="unknown game tier"):
+        game_set(tier="impossible")
+
+
+class Door:
+    """Two rooms: 'open door' then 'go east' wins."""
+
+    name = "door"
+    objective = "Get out."
+
+    def __init__(self) -> None:
+        self.commands = 0
+        self.last: Any = None
+
+    async def reset(self) -> Any:
+        from slateboard.envs import TextTurn
+
+        self.commands = 0
+        self.last = TextTurn("A closed door.", ("open door", "wait"), max_score=1)
+        return self.last
+
+    async def step(self, command: str) -> Any:
+        from slateboard.envs import TextTurn
+
+        self.commands += 1
+        if command == "open door" or (command == "go east" and "open" not in self.last.observation):
+            self.last = TextTurn("The door is open.", ("go east", "wait"), max_score=1)
+        elif command == "go east":
+            self.last = TextTurn("You are out.", (), score=1, max_score=1, won=True)
+        else:
+            self.last = TextTurn(self.last.observation, self.last.admissible, max_score=1)
+        return self.last
+
+    def policy(self) -> tuple[str, ...]:
+        if self.last is None or self.last.won:
+            return ()
+        return ("go east",) if "open" in self.last.observation else ("open door", "go east")
+
+    def close(self) -> None:
+        return None
+
+
+async def test_the_langgraph_supervisor_is_a_model_call_with_subagents_as_tools() -> None:
+    pytest.importorskip("langgraph", reason="the langgraph baseline needs langgraph (pip install 'slateboard[peers]')")
+    from slateboard.envs import WalkthroughModel
+    from slateboard.eval.textworld_langgraph import play_langgraph_supervisor
+
+    env = Door()
+    model = CountingModel(WalkthroughModel(env))
+    episode = await play_langgraph_supervisor(env, model, max_commands=5)
+    assert episode.won and episode.trace == ["open door", "go east"]
+    # Per command the supervisor calls the actor and the critic and then answers (4 supervisor
+    # calls with the planner on the first turn, 3 after), and every subagent is one call.
+    assert model.calls == (4 + 3) + (3 + 2)
+    assert set(model.by_component) == {"supervisor", "planner", "actor", "verifier"}
+    assert sum(model.by_component.values()) == model.total
