@@ -23,6 +23,7 @@ from slateboard.kernel.pointer import MISSING, Pattern, Tokens, escape_token, pa
 from slateboard.views import (
     MAX_EXPAND,
     MAX_REJECTIONS,
+    Handle,
     View,
     build_view,
     kernel_view,
@@ -663,3 +664,75 @@ def test_region_contains_agrees_with_may_read() -> None:
         assert any(region_contains(p, parse_pointer(ptr)) for p in contract.reads)
     for ptr in ["/claims/0", "/claims/0/notes", "/secret", ""]:
         assert not contract.may_read(parse_pointer(ptr))
+
+
+# -- pinned paths and windows (the present, whole, at any budget) ------------------------------
+PINNED_BP = compile_blueprint(
+    {
+        "name": "pinned",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "task": {"type": "string"},
+                "allowed": {"type": "array", "items": {"type": "string"}},
+                "log": {"type": "array", "items": {"type": "string"}},
+                "notes": {"type": "object", "additionalProperties": {"type": "string"}},
+                "pick": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "initial_state": {"task": "", "allowed": [], "log": [], "notes": {}, "pick": []},
+        "workers": {
+            "chooser": {
+                "reads": ["/task", "/allowed", "/log", "/notes"],
+                "pinned": ["/task", "/allowed"],
+                "windows": {"/log": 2},
+                "writes": ["/pick/-"],
+                "ops": ["add"],
+                "view_budget": 64,
+            }
+        },
+        "rules": [{"on": {"op": "start"}, "invoke": "chooser"}],
+    }
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    allowed=st.lists(st.text(min_size=1, max_size=40), max_size=60),
+    log=st.lists(st.text(max_size=30), max_size=12),
+    notes=st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=300), max_size=10),
+    task=st.text(max_size=400),
+    budget=st.integers(min_value=2, max_value=5000),
+)
+def test_a_pinned_path_survives_any_budget(
+    allowed: list[str], log: list[str], notes: dict[str, str], task: str, budget: int
+) -> None:
+    state = {"task": task, "allowed": allowed, "log": log, "notes": notes, "pick": []}
+    view = build_view(PINNED_BP, "chooser", state, 3, budget=budget)
+    # Pinned: whole, exact, whatever the budget.
+    assert view.data["/task"] == task and view.data["/allowed"] == allowed
+    # Windowed: the newest two items whole, one range handle for the earlier ones.
+    start = max(0, len(log) - 2)
+    assert {k: v for k, v in view.data.items() if k.startswith("/log")} == {
+        f"/log/{i}": log[i] for i in range(start, len(log))
+    }
+    ranges = [h for h in view.handles if h.pointer == "/log"]
+    assert ranges == ([] if start == 0 else [Handle(f"/log#[0:{start}]", "/log", f"[0:{start}]", items=start)])
+    # Everything else stays inside the read contract and the budget bounds it.
+    assert all(k in ("/task", "/allowed") or k.startswith(("/log/", "/notes")) for k in view.data)
+    rest = {k: v for k, v in view.data.items() if k.startswith("/notes")}
+    assert len(canonical_str(rest)) <= budget
+    assert view.hash == hashlib.sha256(view.render().encode()).hexdigest()
+
+
+def test_pins_must_be_concrete_reads() -> None:
+    from slateboard.blueprint.compile import BlueprintError
+
+    spec = {
+        "name": "bad",
+        "schema": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}},
+        "workers": {"w": {"reads": ["/a"], "pinned": ["/b"], "writes": ["/a"]}},
+        "rules": [{"on": {"op": "start"}, "invoke": "w"}],
+    }
+    with pytest.raises((BlueprintError, ValueError), match="not one of the worker's reads"):
+        compile_blueprint(spec)

@@ -4,7 +4,8 @@
     python examples/textworld/play.py --walkthrough        # the game's own walkthrough (wins)
     python examples/textworld/play.py --model openai:gpt-4o-mini --game cooking --steps 30
 
-The board (planner, actor, environment, verifier) is stored like any other: inspect it with
+The board (planner, actor, environment; with ``--verifier llm`` an advisory verifier too) is
+stored like any other: inspect it with
 ``slateboard log BOARD`` and ``slateboard show BOARD``.
 """
 
@@ -56,6 +57,12 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("tw_games"), help="where tw-make writes the game")
     parser.add_argument("--store", default=os.environ.get("SLATEBOARD_STORE"), help="store URL (default: slateboard's)")
     parser.add_argument("--walkthrough", action="store_true", help="play the game's walkthrough instead of a model")
+    parser.add_argument(
+        "--verifier",
+        choices=["none", "llm"],
+        default="none",
+        help="none (default: the kernel's invariants check, one model call per command) or llm (an advisory verifier)",
+    )
     args = parser.parse_args()
     if not textworld_available():
         raise SystemExit("TextWorld is not installed: pip install 'slateboard[textworld]'")
@@ -69,7 +76,12 @@ async def main() -> None:
         who = "the walkthrough" if args.walkthrough else f"model {args.model}"
         print(f"playing {game.name} with {who}, at most {args.steps} commands ...")
         episode = await play_on_board(
-            game, store, model=args.model, walkthrough=args.walkthrough, max_commands=args.steps
+            game,
+            store,
+            model=args.model,
+            walkthrough=args.walkthrough,
+            max_commands=args.steps,
+            verifier=args.verifier,
         )
     finally:
         game.close()

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard[textworld]')")
 
 from slateboard.blueprint import compile_blueprint
-from slateboard.envs import WalkthroughModel, play_on_board
+from slateboard.envs import VerifierMode, WalkthroughModel, play_on_board
 from slateboard.envs.textworld import GameFile, TextWorldGame
 from slateboard.eval.textworld_peers import CountingModel
 from slateboard.kernel import replay
@@ -43,19 +43,34 @@ async def test_the_walkthrough_workers_win_every_ci_game(tw_games: list[GameFile
     await store.close()
 
 
-async def test_the_walkthrough_model_wins_through_llm_workers_and_tokens_are_logged(tw_games: list[GameFile]) -> None:
+@pytest.mark.parametrize("verifier", ["llm", "none"])
+async def test_the_walkthrough_model_wins_through_llm_workers_and_tokens_are_logged(
+    tw_games: list[GameFile], verifier: VerifierMode
+) -> None:
     store = await open_store("memory://")
     game = tw_games[1]
     env = TextWorldGame(game.path)
     model = CountingModel(WalkthroughModel(env))
-    episode = await play_on_board(env, store, model=model, max_commands=10)
+    episode = await play_on_board(env, store, model=model, max_commands=10, verifier=verifier)
     assert episode.won and episode.commands == game.walkthrough
     # Every LLM call's tokens are in the log (planner, actor, verifier), none hidden.
     assert episode.result.total_tokens == model.total > 0
     assert model.calls == sum(u.calls for u in episode.result.usage_by_worker.values() if u.total)
     records = await store.read_records(episode.result.board_id)
     decodings = {r.worker: r.meta.get("decoding") for r in records if r.worker in ("actor", "verifier")}
-    assert decodings == {"actor": "contract+admissible", "verifier": "contract+turn"}
+    if verifier == "llm":
+        assert decodings == {"actor": "contract+admissible", "verifier": "contract+turn"}
+        # A verdict per observation, an action per observation: the actor is never asked twice.
+        assert episode.result.usage_by_worker["actor"].calls == game.walkthrough
+    else:
+        # Without a verifier: one model call per command, plus the planner's one.
+        assert decodings == {"actor": "contract+admissible"}
+        assert model.calls == game.walkthrough + 1
+    # Constrained decoding: the prompts carry a shape hint, never the patch rules or a schema.
+    for rec in records:
+        chars = rec.meta.get("prompt_chars")
+        if rec.worker in ("actor", "verifier", "planner") and isinstance(chars, dict):
+            assert "schema" not in chars and chars["format"] < 200, rec.worker
     await verified(store, episode.result.board_id)
     env.close()
     await store.close()

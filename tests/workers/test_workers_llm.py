@@ -35,6 +35,7 @@ from slateboard.workers import (
     proposal_schema,
     tool,
 )
+from slateboard.workers.prompt import view_payload
 
 NOTE = {"op": "add", "path": "/notes/-", "value": {"text": "Rayleigh scattering.", "author": "scribe"}}
 
@@ -62,10 +63,12 @@ def test_prompt_has_instruction_view_schema_ops_example_and_feedback() -> None:
     shaped = build_messages(bp, "scribe", view, example_values=True)[0].content
     example = json.loads(shaped.split("Example: ", 1)[1].splitlines()[0])
     assert example == {PATCH_KEY: [{"op": "add", "path": "/notes/-", "value": {"text": "...", "author": "scribe"}}]}
-    assert view.render() in user
+    # The view as rendered, less its rejections: those are said once, in the feedback block.
+    assert view.rejections and view_payload(view, constrained=False)[0] in user
     assert '"author":{"const":"scribe"}' in user  # the writable schema fragment, inside the view
     assert "the note was empty" in user
     assert "schema: " in user and bad.reason is not None and bad.reason in user  # from the view's rejections
+    assert user.count(bad.reason) == 1  # never twice (it used to be in the view and in the feedback)
     assert build_messages(bp, "scribe", view, feedback="the note was empty") == msgs  # deterministic
 
 
@@ -340,3 +343,40 @@ async def test_a_plain_request_error_keeps_the_schema() -> None:
     ok = await worker.propose(view)
     assert ok.patch == [NOTE]
     assert [c.json_schema is None for c in model.calls] == [False, False]
+
+
+# -- token economy: constrained prompts, no block twice -------------------------------------------
+def _lines_once(messages: Sequence[Message]) -> None:
+    lines = [line for m in messages for line in m.content.splitlines() if len(line) >= 12]
+    repeated = {line for line in lines if lines.count(line) > 1}
+    assert not repeated, repeated
+
+
+async def test_a_constrained_prompt_carries_a_shape_hint_not_the_rules_and_no_block_twice() -> None:
+    bp = notes_blueprint()
+    kernel = Kernel(bp)
+    bad = kernel.submit(Proposal("scribe", [{"op": "add", "path": "/notes/-", "value": {"text": ""}}]))
+    view = kernel_view(kernel, "scribe", rejections=[bad.record])
+    assert bad.reason is not None and view.rejections
+    contract = LLMWorker(bp, "scribe", ScriptedModel([json.dumps({PATCH_KEY: [NOTE]})]), state=lambda: kernel.state)
+    free = LLMWorker(bp, "scribe", ScriptedModel([json.dumps({PATCH_KEY: [NOTE]})]), decoding="json")
+    short = contract.messages(view, feedback=bad.reason)
+    full = free.messages(view, feedback=bad.reason)
+    system, user = short[0].content, short[1].content
+    # The grammar enforces the format and the schema: neither is restated.
+    assert "You are worker 'scribe'" in system and '{"patch":[...]}' in system
+    for rule in ("RFC 6902", "Allowed ops", "value schema", "Example:"):
+        assert rule not in system and rule not in user, rule
+    assert '"writable"' not in user and '"const":"scribe"' not in user
+    assert "/topic = why the sky is blue" in user  # the view's values, one line per path
+    # Unconstrained (generic JSON decoding only): the full rules.
+    assert "RFC 6902" in full[0].content and "Allowed ops: add" in full[0].content
+    assert len(system) + len(user) < len(full[0].content) + len(full[1].content)
+    for messages in (short, full):
+        text = "\n".join(m.content for m in messages)
+        assert text.count(bad.reason) == 1  # the rejection is said once, not in the view and the feedback
+        _lines_once(messages)
+    reply = await contract.propose(view, feedback=bad.reason)
+    chars = reply.diagnostics["prompt_chars"]
+    assert isinstance(chars, dict) and "schema" not in chars and chars["feedback"] > 0
+    assert 0 <= len(system) + len(user) - sum(chars.values()) <= 4  # all but the newlines between blocks

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 OpName = Literal["add", "remove", "replace", "move", "copy", "test"]
 TriggerOp = Literal["add", "remove", "replace", "move", "copy", "any", "start"]
@@ -52,6 +52,32 @@ class WorkerSpec(_Strict):
     )
     max_invocations: int | None = Field(None, ge=1, description="Invocation limit for this worker.")
     untrusted: bool = Field(False, description="Reads untrusted input: may only write to the quarantine region.")
+    pinned: list[str] = Field(
+        default_factory=list,
+        description="Read patterns (concrete pointers) shown whole in every view, never cut by view_budget.",
+    )
+    windows: dict[str, int] = Field(
+        default_factory=dict,
+        description="Array read patterns (concrete pointers) shown as their newest N items, whole, outside "
+        "view_budget; earlier items as one range handle.",
+    )
+
+    @model_validator(mode="after")
+    def _pins_are_reads(self) -> WorkerSpec:
+        # A pinned or windowed path must be one of the worker's own read patterns, concrete (no
+        # '*'): it is shown whole, so it must be a node the read contract already grants.
+        for path in [*self.pinned, *self.windows]:
+            if path not in self.reads:
+                raise ValueError(f"pinned/windowed path {path!r} is not one of the worker's reads")
+            if "*" in path.split("/") or path.endswith("/**"):
+                raise ValueError(f"pinned/windowed path {path!r} must be a concrete pointer (no '*')")
+        for path, size in self.windows.items():
+            if size < 1:
+                raise ValueError(f"window {path!r} must show at least one item, got {size}")
+        overlap = set(self.pinned) & set(self.windows)
+        if overlap:
+            raise ValueError(f"paths both pinned and windowed: {sorted(overlap)}")
+        return self
 
 
 class Trigger(_Strict):

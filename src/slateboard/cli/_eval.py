@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 eval_app = typer.Typer(help="Evaluation suites.", no_args_is_help=True)
 
-_DEFAULT_SYSTEMS = "slateboard,langgraph,loomflow"
+_DEFAULT_SYSTEMS = "slateboard,langgraph-lean,langgraph,loomflow"
 
 
 @eval_app.command("textworld")
@@ -49,25 +49,61 @@ def textworld_command(
     full: Annotated[bool, typer.Option("--full", help="The full game set instead of the CI-size one.")] = False,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the generated games.")] = 1234,
     systems: Annotated[
-        str, typer.Option("--systems", metavar="LIST", help="Comma-separated systems: slateboard, langgraph, loomflow.")
+        str,
+        typer.Option(
+            "--systems",
+            metavar="LIST",
+            help="Comma-separated systems: slateboard, langgraph-lean, langgraph, loomflow.",
+        ),
     ] = _DEFAULT_SYSTEMS,
     cache: Annotated[
         Path | None,
         typer.Option("--cache", metavar="DIR", help="Where generated games are kept (default: the user cache dir)."),
     ] = None,
+    game_files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--game-files",
+            metavar="PATH",
+            help="Play these games (.z8/.ulx files with their .json, or folders of them) instead of generating a set.",
+            show_default=False,
+        ),
+    ] = None,
+    tier: Annotated[
+        str,
+        typer.Option("--tier", metavar="TIER", help="Generated set: ci, full or hard (tw-make custom worlds)."),
+    ] = "ci",
+    verifier: Annotated[
+        str, typer.Option("--verifier", metavar="MODE", help="slateboard's verifier: none (default) or llm.")
+    ] = "none",
+    counting: Annotated[
+        str,
+        typer.Option(
+            "--counting",
+            metavar="HOW",
+            help="Tokens of calls without provider usage: tokenizer (the local GGUF's own vocabulary) or estimate (chars/4).",
+        ),
+    ] = "tokenizer",
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Play the TextWorld games with every system; report success, steps and tokens per system."""
-    from ..envs.textworld import TextWorldMissing, game_set, generate_games, textworld_available
+    from ..envs import VERIFIERS
+    from ..envs.textworld import TextWorldMissing, existing_games, game_set, generate_games, textworld_available
     from ..eval.textworld import check_systems, parse_systems, run_suite
 
     try:
         chosen = parse_systems(systems)
     except ValueError as exc:
         raise CliError(f"--systems: {exc}", code=EXIT_USAGE) from exc
+    if verifier not in VERIFIERS:
+        raise CliError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})", code=EXIT_USAGE)
+    if counting not in ("tokenizer", "estimate"):
+        raise CliError(f"--counting: unknown method {counting!r} (tokenizer, estimate)", code=EXIT_USAGE)
+    if full:
+        tier = "full"
     try:
-        specs = game_set(full=full, games=games)
+        specs = game_set(tier=tier, games=games)
     except ValueError as exc:
         raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
     if not textworld_available():
@@ -81,13 +117,27 @@ def textworld_command(
 
         resolve_model(model)  # a bad model string fails here, before any game is generated
     err = console_err()
-    err.print(f"generating {len(specs)} game(s) (seed {seed}) ...")
     try:
-        files = generate_games(specs, seed=seed, cache_dir=cache)
-    except TextWorldMissing as exc:
+        if game_files:
+            files = existing_games(game_files)
+            if games is not None:
+                files = files[:games]
+        else:
+            err.print(f"generating {len(specs)} game(s) (seed {seed}) ...")
+            files = generate_games(specs, seed=seed, cache_dir=cache)
+    except (TextWorldMissing, FileNotFoundError) as exc:
         raise CliError(str(exc)) from exc
     except RuntimeError as exc:
         raise CliError(str(exc)) from exc
+    tokenizer = None
+    if counting == "tokenizer":
+        from ..models.errors import ModelConfigError
+        from ..models.local import GGUFTokenCounter
+
+        try:
+            tokenizer = GGUFTokenCounter()
+        except ModelConfigError as exc:
+            err.print(f"no tokenizer ({exc}); calls without provider usage are estimated (chars/4)")
 
     def progress(ep: EpisodeResult) -> None:
         where = f" board {ep.board_id}" if ep.board_id else ""
@@ -96,7 +146,15 @@ def textworld_command(
     async def go() -> SuiteResult:
         async with opened_store(store) as opened:
             return await run_suite(
-                files, systems=chosen, model=model, steps=steps, store=opened, seed=seed, on_episode=progress
+                files,
+                systems=chosen,
+                model=model,
+                steps=steps,
+                store=opened,
+                seed=seed,
+                on_episode=progress,
+                verifier=verifier,  # checked against VERIFIERS above
+                tokenizer=tokenizer,
             )
 
     suite = run_async(go)
@@ -117,19 +175,30 @@ def _fmt_tps(value: float | None) -> str:
 def _print_tables(suite: SuiteResult, store: str | None) -> None:
     out = console()
     summary = Table(title=f"TextWorld: {len(suite.games)} games, model {suite.model}, budget {suite.steps} steps")
-    for name in ("system", "success", "wins", "mean steps", "total tokens", "tokens/episode", "tokens/success"):
+    columns = ("system", "success", "wins", "mean steps", "calls", "total tokens", "tokens/success", "overhead")
+    for name in columns:
         summary.add_column(name, justify="left" if name == "system" else "right", no_wrap=True)
     for s in suite.summaries():
+        share = s.overhead_share
         summary.add_row(
             s.system,
             f"{s.success:.2f}",
             f"{s.wins}/{s.games}",
             f"{s.mean_commands:.1f}",
+            f"{s.calls:,}",
             f"{s.total_tokens:,}",
-            f"{s.mean_tokens:,.0f}",
             _fmt_tps(s.tokens_per_success),
+            "-" if share is None else f"{share:.1%}",
         )
     out.print(summary)
+    parts = Table(title="tokens per component", box=None, pad_edge=False)
+    for name in ("system", "counted by", "components", "replay"):
+        parts.add_column(name)
+    for s in suite.summaries():
+        comps = ", ".join(f"{k} {v:,}" for k, v in sorted(s.components.items(), key=lambda kv: -kv[1]))
+        replay = "-" if s.verified is None else f"{s.verified}/{s.games} verified"
+        parts.add_row(s.system, s.counting, comps or "-", replay)
+    out.print(parts)
     episodes = Table(box=None, pad_edge=False)
     for name in ("game", "system", "outcome", "steps", "walkthrough", "score", "tokens", "board"):
         episodes.add_column(name, no_wrap=True)

@@ -10,7 +10,8 @@
 * ``AdmissibleActor``: the actor as an LLM worker whose command is decoded from the admissible
   commands; ``TurnVerifier``: the verifier, whose verdict is decoded with the step index and the
   statuses the kernel can accept;
-* ``play_on_board(env, store, model=...)``: one episode, start to end, on a new board;
+* ``play_on_board(env, store, model=..., verifier="none"|"llm")``: one episode, start to end,
+  on a new board of ``text_actor_blueprint(verifier)``;
 * ``walkthrough_functions`` / ``WalkthroughModel``: followers of the environment's walkthrough,
   to prove a harness;
 * ``slateboard.envs.textworld``: TextWorld games (generation offline, a game as a
@@ -18,7 +19,15 @@
 """
 
 from ._board import AdmissibleActor, EnvironmentWorker, TurnVerifier, board_inputs, latest_command
-from ._episode import BoardEpisode, outcome_of, play_on_board, runner_steps_for
+from ._episode import (
+    VERIFIERS,
+    BoardEpisode,
+    VerifierMode,
+    outcome_of,
+    play_on_board,
+    runner_steps_for,
+    text_actor_blueprint,
+)
 from ._protocol import (
     MAX_OBSERVATION_CHARS,
     History,
@@ -32,6 +41,7 @@ from ._walkthrough import WALKTHROUGH_MODEL, WalkthroughModel, walkthrough_funct
 
 __all__ = [
     "MAX_OBSERVATION_CHARS",
+    "VERIFIERS",
     "WALKTHROUGH_MODEL",
     "AdmissibleActor",
     "BoardEpisode",
@@ -41,6 +51,7 @@ __all__ = [
     "TextEnvironmentError",
     "TextTurn",
     "TurnVerifier",
+    "VerifierMode",
     "WalkthroughModel",
     "admissible_match",
     "board_inputs",
@@ -49,5 +60,6 @@ __all__ = [
     "outcome_of",
     "play_on_board",
     "runner_steps_for",
+    "text_actor_blueprint",
     "walkthrough_functions",
 ]

@@ -161,7 +161,11 @@ class AdmissibleActor(LLMWorker):
         super().__init__(*args, **kwargs)
 
     def patch_schema(self, view: View) -> tuple[dict[str, Any] | None, str]:
-        """The contract schema with the command narrowed to the admissible ones (see class)."""
+        """The contract schema with the command narrowed to the admissible ones (see class).
+        Raises TextEnvironmentError when the view shows /admissible only in part (the budget
+        cut it): decoding from a partial list would silently drop commands, so it must be
+        pinned (the text_actor template pins it)."""
+        _require_whole(view, "/admissible")
         schema, used = super().patch_schema(view)
         admissible = view.data.get("/admissible")
         if schema is None or used != "contract" or not isinstance(admissible, list) or not admissible:
@@ -171,6 +175,21 @@ class AdmissibleActor(LLMWorker):
         if commands and _narrow(narrowed, commands):
             return narrowed, "contract+admissible"
         return schema, used
+
+
+def _require_whole(view: View, pointer: str) -> None:
+    """Fail loudly when ``pointer`` is in the view only in part (some members or a handle):
+    a value the decoding or an invariant depends on must be shown whole (pinned) or not at all."""
+    if pointer in view.data:
+        return
+    partial = any(key.startswith(pointer + "/") for key in view.data) or any(
+        h.pointer == pointer or h.handle.startswith(pointer + "#") for h in view.handles
+    )
+    if partial:
+        raise TextEnvironmentError(
+            f"the {view.worker} view shows {pointer} only in part (its budget cut it); pin it in the "
+            "worker's contract (pinned:) so the decoding and the invariants see all of it"
+        )
 
 
 def _latest_observation(view: View) -> int | None:
@@ -227,7 +246,9 @@ class TurnVerifier(LLMWorker):
         super().__init__(*args, **kwargs)
 
     def patch_schema(self, view: View) -> tuple[dict[str, Any] | None, str]:
-        """The contract schema with the verdict's step and status narrowed (see class)."""
+        """The contract schema with the verdict's step and status narrowed (see class); raises
+        TextEnvironmentError when the view shows /progress only in part (pin it)."""
+        _require_whole(view, "/progress")
         schema, used = super().patch_schema(view)
         step = _latest_observation(view)
         if schema is None or used != "contract" or step is None:

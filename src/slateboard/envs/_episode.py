@@ -3,19 +3,50 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ..blueprint.templates import load_template
+from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..blueprint.templates import template_spec
 from ..kernel.canonical import JSON
 from ..models import Model, resolve_model
 from ..runtime import Runner, RunResult, create_board
 from ..stores.base import Store
 from ..workers.base import Worker
+from ..workers.llm import LLMWorker
 from ._board import AdmissibleActor, EnvironmentWorker, TurnVerifier, board_inputs
 from ._protocol import TextEnvironment, TextTurn
 from ._walkthrough import WALKTHROUGH_MODEL, WalkthroughModel, walkthrough_functions
 
-__all__ = ["BoardEpisode", "outcome_of", "play_on_board", "runner_steps_for"]
+__all__ = [
+    "VERIFIERS",
+    "BoardEpisode",
+    "VerifierMode",
+    "outcome_of",
+    "play_on_board",
+    "runner_steps_for",
+    "text_actor_blueprint",
+]
+
+VerifierMode = Literal["llm", "none"]
+VERIFIERS: tuple[VerifierMode, ...] = ("none", "llm")
+"""The text_actor variants: ``none`` (the default: the kernel's invariants do the checking, one
+model call per command) and ``llm`` (an advisory verifier model call after every observation)."""
+
+
+def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
+    """The text_actor template compiled, with its advisory verifier (``"llm"``) or without it
+    (``"none"``: the worker and the rule that invokes it are left out; the invariants that make
+    a command admissible and forbid success in a game not won stay, so nothing a deterministic
+    check can decide costs a model call). ValueError for another mode."""
+    if verifier not in VERIFIERS:
+        raise ValueError(f"unknown verifier mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
+    spec = template_spec("text_actor")
+    label = "template text_actor"
+    if verifier == "none":
+        spec["workers"].pop("verifier", None)
+        spec["rules"] = [r for r in spec["rules"] if r.get("invoke") != "verifier"]
+        label += " (verifier none)"
+    return compile_blueprint(spec, source_label=label)
 
 
 def runner_steps_for(max_commands: int) -> int:
@@ -26,7 +57,8 @@ def runner_steps_for(max_commands: int) -> int:
 
 def outcome_of(state: JSON, end_reason: str) -> str:
     """Why an episode ended, in one word: ``won``, ``lost``, ``budget`` (the command budget was
-    spent), ``verdict`` (the verifier ended it: success or failed), else the runner's reason."""
+    spent), ``verdict`` (the verifier ended a game the environment does not track: success or
+    failed, with a result), else the runner's reason."""
     if isinstance(state, dict):
         progress = state.get("progress")
         if isinstance(progress, dict):
@@ -75,11 +107,14 @@ async def play_on_board(
     max_steps: int | None = None,
     name: str | None = None,
     worker_timeout: float = 300.0,
+    verifier: VerifierMode = "none",
 ) -> BoardEpisode:
     """Play one episode of ``env`` with the text_actor template on a new board of ``store``.
 
-    The environment worker is ``EnvironmentWorker(env)``; the actor is an ``AdmissibleActor``, the
-    verifier a ``TurnVerifier`` and the planner an LLM worker, all on ``model`` (default ``local``).
+    The blueprint is ``text_actor_blueprint(verifier)``: without a verifier (the default) one
+    model call per command (the actor) plus the planner's. The environment worker is
+    ``EnvironmentWorker(env)``; the actor is an ``AdmissibleActor``, the verifier (``"llm"``) a
+    ``TurnVerifier`` and the planner an LLM worker, all on ``model`` (default ``local``).
     ``walkthrough=True`` (or the model string ``"walkthrough"``) plays the environment's
     walkthrough instead: function workers with ``walkthrough=True``, the WalkthroughModel
     behind the LLM workers with the model string. The board ends when the game is won or lost,
@@ -88,7 +123,7 @@ async def play_on_board(
     may take ``worker_timeout`` seconds (the first call of the local model also loads it).
     """
     first = await env.reset()
-    blueprint = load_template("text_actor")
+    blueprint = text_actor_blueprint(verifier)
     board = await create_board(
         store, blueprint, inputs=board_inputs(env, first, max_commands=max_commands), name=name or env.name
     )
@@ -96,11 +131,13 @@ async def play_on_board(
     workers: dict[str, Worker] = {}
     resolved: Model | None = None
     if walkthrough:
-        functions.update(walkthrough_functions(env))
+        functions.update({k: f for k, f in walkthrough_functions(env).items() if k in blueprint.workers})
     else:
         resolved = WalkthroughModel(env) if model == WALKTHROUGH_MODEL else resolve_model(model or "local")
-        workers["actor"] = AdmissibleActor(blueprint, "actor", resolved)
-        workers["verifier"] = TurnVerifier(blueprint, "verifier", resolved)
+        workers["actor"] = AdmissibleActor(blueprint, "actor", resolved, component="actor")
+        workers["planner"] = LLMWorker(blueprint, "planner", resolved, component="planner")
+        if "verifier" in blueprint.workers:
+            workers["verifier"] = TurnVerifier(blueprint, "verifier", resolved, component="verifier")
     runner = Runner(
         store,
         board,

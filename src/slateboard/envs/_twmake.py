@@ -42,6 +42,8 @@ def make_one(job: dict[str, Any]) -> dict[str, Any]:
     from textworld.generator import compile_game
 
     name = str(job["challenge"])
+    if name == "custom":
+        return make_custom(job)
     if name not in textworld.challenges.CHALLENGES:
         known = ", ".join(sorted(textworld.challenges.CHALLENGES))
         raise ValueError(f"unknown TextWorld challenge {name!r} (challenges: {known})")
@@ -64,6 +66,47 @@ def make_one(job: dict[str, Any]) -> dict[str, Any]:
         "walkthrough": list(game.metadata.get("walkthrough", [])),
         "max_score": int(game.max_score),
     }
+
+
+def custom_parser() -> argparse.ArgumentParser:
+    """The ``tw-make custom`` settings slateboard uses (same names and defaults as tw-make)."""
+    parser = argparse.ArgumentParser(prog="custom")
+    parser.add_argument("--world-size", type=int, default=5)
+    parser.add_argument("--nb-objects", type=int, default=10)
+    parser.add_argument("--nb-parallel-quests", type=int, default=1)
+    parser.add_argument("--quest-length", type=int)
+    parser.add_argument("--quest-breadth", type=int)
+    parser.add_argument("--theme", default="house")
+    return parser
+
+
+def make_custom(job: dict[str, Any]) -> dict[str, Any]:
+    """Generate and compile one ``tw-make custom`` world (rooms, objects, quest length)."""
+    import textworld
+
+    args = custom_parser().parse_args([str(a) for a in job.get("args", [])])
+    output = Path(str(job["output"])).resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    options = textworld.GameOptions()
+    options.seeds = int(job["seed"])
+    options.path = str(output)
+    options.file_ext = output.suffix or ".z8"
+    options.force_recompile = True
+    options.nb_rooms = args.world_size
+    options.nb_objects = args.nb_objects
+    options.nb_parallel_quests = args.nb_parallel_quests
+    options.grammar.theme = args.theme
+    if args.quest_length:
+        options.chaining.min_length = args.quest_length
+        options.chaining.max_length = args.quest_length
+        options.chaining.max_depth = args.quest_length
+    if args.quest_breadth:
+        options.chaining.min_breadth = args.quest_breadth
+        options.chaining.max_breadth = args.quest_breadth
+    game_file, game = textworld.make(options)
+    normalise_serial(Path(game_file))
+    walkthrough = list(game.metadata.get("walkthrough", [])) or list(game.main_quest.commands)
+    return {"output": str(game_file), "walkthrough": walkthrough, "max_score": int(game.max_score)}
 
 
 def main(argv: list[str]) -> int:

@@ -30,7 +30,7 @@ WALKTHROUGH_MODEL = "walkthrough"
 """The model string the eval harness and the example read as "follow the walkthrough"."""
 
 _WORKER = re.compile(r"You are worker '([^']+)'")
-_PLAN_ITEMS = 10
+_PLAN_ITEMS = 5  # a short plan, as both the text_actor planner and the peers' planners are asked for
 _PLAN_CHARS = 160
 
 
@@ -72,6 +72,9 @@ class WalkthroughModel:
     * a slateboard text_actor LLM worker (recognised by its prompt, "You are worker 'NAME'"):
       the patch that worker would make (plan = the walkthrough, action = the next command,
       verdict = continue on the latest observation);
+    * a supervisor (a JSON schema that is an ``anyOf`` of tool calls ``{"tool", "args"}`` and an
+      answer): each offered tool once per request (the planner once per conversation), in the
+      order offered, then ``{"command": next command}``;
     * a request with a JSON schema: an object filling ``command`` with the next command,
       ``plan`` with the walkthrough, ``approve`` with true and ``reason`` with a short text;
     * anything else: the next command as plain text.
@@ -114,7 +117,9 @@ class WalkthroughModel:
         worker = _WORKER.search(system)
         if worker is not None:
             patch = self._patch(worker.group(1))
-            return json.dumps({"patch": patch})
+            return json.dumps({"patch": patch}, separators=(",", ":"))
+        if json_schema is not None and isinstance(json_schema.get("anyOf"), list):
+            return json.dumps(self._supervise(messages, json_schema["anyOf"]), separators=(",", ":"))
         if json_schema is not None:
             props = json_schema.get("properties")
             keys = set(props) if isinstance(props, Mapping) else set()
@@ -127,8 +132,31 @@ class WalkthroughModel:
                 reply["approve"] = True
             if "reason" in keys:
                 reply["reason"] = "the walkthrough"
-            return json.dumps(reply)
+            return json.dumps(reply, separators=(",", ":"))
         return _next(self.env)
+
+    def _supervise(self, messages: Sequence[Message], options: Sequence[Any]) -> dict[str, JSON]:
+        """A supervisor's turn: call each offered tool once since the latest request (a tool
+        named ``planner`` only once per conversation), in the order offered, then answer."""
+        tools: list[str] = []
+        for option in options:
+            props = option.get("properties") if isinstance(option, Mapping) else None
+            tool = props.get("tool") if isinstance(props, Mapping) else None
+            if isinstance(tool, Mapping) and isinstance(tool.get("const"), str):
+                tools.append(tool["const"])
+        called_ever = {
+            t for t in tools for m in messages if m.role == "user" and m.content.startswith(f"Tool result ({t})")
+        }
+        since = 0
+        for i, m in enumerate(messages):
+            if m.role == "user" and not m.content.startswith("Tool result ("):
+                since = i
+        called_now = {t for t in tools for m in messages[since:] if m.content.startswith(f"Tool result ({t})")}
+        for t in tools:
+            if t in called_now or (t == "planner" and t in called_ever):
+                continue
+            return {"tool": t, "args": {"request": "the next step"}}
+        return {"command": _next(self.env)}
 
     def _patch(self, worker: str) -> list[dict[str, JSON]]:
         if worker == "planner":

@@ -34,12 +34,16 @@ __all__ = [
     "CI_GAMES",
     "DEFAULT_SEED",
     "FULL_GAMES",
+    "GAME_SUFFIXES",
+    "HARD_GAMES",
+    "TIERS",
     "GameFile",
     "GameSpec",
     "TextWorldGame",
     "TextWorldMissing",
     "clean_feedback",
     "default_cache_dir",
+    "existing_games",
     "game_set",
     "generate_games",
     "textworld_available",
@@ -124,18 +128,82 @@ FULL_GAMES: tuple[GameSpec, ...] = (
 """The full set: the CI games plus harder levels of every challenge."""
 
 
-def game_set(*, full: bool = False, games: int | None = None) -> list[GameSpec]:
-    """The CI set (or the full set), cut to its first ``games`` entries when given."""
-    specs = list(FULL_GAMES if full else CI_GAMES)
+HARD_GAMES: tuple[GameSpec, ...] = (
+    GameSpec("custom", ("--world-size", "10", "--nb-objects", "20", "--quest-length", "6"), "custom-w10-o20-q6"),
+    GameSpec("custom", ("--world-size", "15", "--nb-objects", "25", "--quest-length", "8"), "custom-w15-o25-q8"),
+    GameSpec("custom", ("--world-size", "20", "--nb-objects", "30", "--quest-length", "10"), "custom-w20-o30-q10"),
+)
+"""The hard tier: ``tw-make custom`` worlds (more rooms, more objects, longer quests)."""
+
+TIERS: dict[str, tuple[GameSpec, ...]] = {"ci": CI_GAMES, "full": FULL_GAMES, "hard": HARD_GAMES}
+
+
+def game_set(*, full: bool = False, games: int | None = None, tier: str | None = None) -> list[GameSpec]:
+    """The games of a tier (``ci``, ``full`` or ``hard``; ``full=True`` is the full tier), cut
+    to its first ``games`` entries when given. ValueError for an unknown tier or count."""
+    name = tier or ("full" if full else "ci")
+    if name not in TIERS:
+        raise ValueError(f"unknown game tier {name!r} (tiers: {', '.join(TIERS)})")
+    specs = list(TIERS[name])
     if games is not None:
         if games < 1:
             raise ValueError(f"the number of games must be >= 1, got {games}")
         if games > len(specs):
-            which = "full" if full else "CI"
-            hint = "" if full else " (use the full set for more)"
+            which = "CI" if name == "ci" else name
+            hint = " (use the full set for more)" if name == "ci" else ""
             raise ValueError(f"the {which} game set has {len(specs)} games, {games} asked{hint}")
         specs = specs[:games]
     return specs
+
+
+GAME_SUFFIXES = (".z8", ".ulx")
+
+
+def existing_games(paths: Sequence[Path | str]) -> list[GameFile]:
+    """Games already on disk: each path a story file (``.z8``/``.ulx``, its ``.json`` beside
+    it) or a folder of them (sorted by name). The walkthrough length and maximum score come
+    from the game's ``.json`` (0 when it does not say). FileNotFoundError naming a path that
+    is not there, a story file without its ``.json``, or a folder without games."""
+    stories: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in GAME_SUFFIXES and p.is_file())
+            if not found:
+                raise FileNotFoundError(f"no .z8/.ulx game in {path}")
+            stories.extend(found)
+        elif path.is_file() and path.suffix in GAME_SUFFIXES:
+            stories.append(path)
+        else:
+            raise FileNotFoundError(f"no TextWorld game at {path} (a .z8/.ulx file or a folder of them)")
+    out = []
+    for story in stories:
+        meta = story.with_suffix(".json")
+        if not meta.is_file():
+            raise FileNotFoundError(f"{story} has no {meta.name} beside it (TextWorld needs it to play)")
+        walkthrough, max_score = _game_json_facts(meta)
+        spec = GameSpec("file", (), story.stem)
+        out.append(GameFile(story.stem, story, spec, 0, walkthrough, max_score))
+    return out
+
+
+def _game_json_facts(meta: Path) -> tuple[int, int]:
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0, 0
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    walk = metadata.get("walkthrough") if isinstance(metadata, dict) else None
+    length = len(walk) if isinstance(walk, list) else 0
+    if not length and isinstance(data, dict):
+        quests = data.get("quests")
+        if isinstance(quests, list) and quests and isinstance(quests[0], dict):
+            commands = quests[0].get("commands")
+            length = len(commands) if isinstance(commands, list) else 0
+    score = 0
+    if isinstance(data, dict) and isinstance(data.get("quests"), list):
+        score = sum(int(q.get("reward", 1)) for q in data["quests"] if isinstance(q, dict))
+    return length, score
 
 
 @dataclass(frozen=True, slots=True)

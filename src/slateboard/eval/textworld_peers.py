@@ -7,12 +7,15 @@ of every call is counted) and the same command budget. A command goes to the env
 the system produced it (matched to an admissible command when the reply is free text); an empty
 or unknown one is a wasted turn, as it would be for a player.
 
-* **langgraph**: a supervisor-subagent ``StateGraph`` as seed 000 (Appendix B) describes its
-  LangGraph baseline. The supervisor node routes deterministically on the graph state: the
+* **langgraph-lean**: a lean supervisor-subagent ``StateGraph``. Its supervisor is not a model
+  call: the node routes deterministically (Python) on the graph state: the
   planner subagent writes the plan at the start, the actor subagent picks an admissible command
   (decoded from the admissible list, like slateboard's actor), the critic subagent checks the
   candidate (one retry with its critique), and the environment node executes it. Each
   environment turn is a state update. Nodes call the model directly (no LangChain chat model).
+* **langgraph**: the baseline as seed 000 (Appendix B.1) describes it, a supervisor that is
+  itself a model call with planner/action/critic subagents as tools (see
+  ``slateboard.eval.textworld_langgraph``).
 * **loomflow**: the published plain blackboard (seed 001), ``loomflow.team.Team.blackboard``,
   one run per environment turn (the turn-level bridge of seed 000's Flock baseline): a planner
   agent and an actor agent contribute in plain text on the shared board in loomflow's
@@ -22,24 +25,36 @@ or unknown one is a wasted turn, as it would be for a player.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ..envs import History, TextEnvironment, TextTurn, admissible_match, clip
-from ..models import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TIMEOUT, Generation, Message, Model, ModelError
+from ..models import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
+    Generation,
+    GenerationUsage,
+    Message,
+    Model,
+    ModelError,
+)
 
 __all__ = [
     "PEER_SYSTEMS",
     "CountingModel",
     "PeerEpisode",
+    "context_text",
     "missing_peer",
-    "play_langgraph",
+    "outcome_word",
+    "play_langgraph_lean",
     "play_loomflow",
 ]
 
-PEER_SYSTEMS = ("langgraph", "loomflow")
+PEER_SYSTEMS = ("langgraph-lean", "langgraph", "loomflow")
 _HISTORY_LINES = 6
 _ADMISSIBLE_SHOWN = 60
 _OBS_CHARS = 1200
@@ -49,25 +64,49 @@ def missing_peer(system: str) -> str | None:
     """Why ``system`` cannot run here (its package is not installed), or None."""
     import importlib.util
 
-    module = {"langgraph": "langgraph", "loomflow": "loomflow"}.get(system)
+    module = {"langgraph-lean": "langgraph", "langgraph": "langgraph", "loomflow": "loomflow"}.get(system)
     if module is None or importlib.util.find_spec(module) is not None:
         return None
     extra = "peers"
     return f"{system} is not installed (pip install 'slateboard[{extra}]')"
 
 
+ESTIMATE_METHOD = "estimate:chars/4"
+PROVIDER_METHOD = "provider"
+
+
+class TokenCounter(Protocol):
+    """Counts one call's tokens with a model's own vocabulary (``GGUFTokenCounter``)."""
+
+    name: str
+
+    def usage(self, messages: Sequence[Message], completion: str) -> GenerationUsage:
+        """The prompt and completion tokens of one call."""
+        ...
+
+
 @dataclass
 class CountingModel:
     """Wraps a Model and counts every call's tokens (reported or estimated, never hidden).
 
-    A model failure (any ModelError) is counted too and re-raised."""
+    Counting, in order of preference: the provider's usage when it reports it; else, with a
+    ``tokenizer``, the model's own vocabulary (the Generation returned carries that count, so a
+    board's log holds it too); the chars/4 estimate only as a last resort. ``methods`` names
+    every method used (``provider``, ``tokenizer:NAME``, ``estimate:chars/4``). A model failure
+    (any ModelError) is counted too and re-raised."""
 
     inner: Model
+    tokenizer: TokenCounter | None = None
     calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     errors: int = 0
     estimated: bool = False
+    methods: set[str] = field(default_factory=set)
+    component: str = "model"
+    """The component the next calls are counted under (a system sets it before each call)."""
+    by_component: dict[str, int] = field(default_factory=dict)
+    """Prompt plus completion tokens per component."""
 
     @property
     def name(self) -> str:
@@ -92,10 +131,23 @@ class CountingModel:
         except ModelError:
             self.errors += 1
             raise
+        if not gen.usage.estimated:
+            self.methods.add(PROVIDER_METHOD)
+        elif self.tokenizer is not None:
+            gen = dataclasses.replace(gen, usage=self.tokenizer.usage(messages, gen.text))
+            self.methods.add(self.tokenizer.name)
+        else:
+            self.methods.add(ESTIMATE_METHOD)
+            self.estimated = True
         self.tokens_in += gen.usage.prompt_tokens
         self.tokens_out += gen.usage.completion_tokens
-        self.estimated = self.estimated or gen.usage.estimated
+        self.by_component[self.component] = self.by_component.get(self.component, 0) + gen.usage.total_tokens
         return gen
+
+    @property
+    def method(self) -> str:
+        """How this model's calls were counted: one method, or several joined by ``+``."""
+        return "+".join(sorted(self.methods)) or "none"
 
     @property
     def total(self) -> int:
@@ -121,7 +173,8 @@ class PeerEpisode:
     """The commands sent to the environment, in order."""
 
 
-def _outcome(turn: TextTurn | None, commands: int, max_commands: int, fallback: str) -> str:
+def outcome_word(turn: TextTurn | None, commands: int, max_commands: int, fallback: str) -> str:
+    """Why a peer episode ended: won, lost, budget, else ``fallback``."""
     if turn is not None and turn.won:
         return "won"
     if turn is not None and turn.lost:
@@ -131,7 +184,9 @@ def _outcome(turn: TextTurn | None, commands: int, max_commands: int, fallback: 
     return fallback
 
 
-def _context(objective: str, turn: TextTurn, history: History, plan: Sequence[str] = ()) -> str:
+def context_text(objective: str, turn: TextTurn, history: History, plan: Sequence[str] = ()) -> str:
+    """What a peer's subagent reads: the task, the plan, the recent commands, the observation
+    and the admissible commands."""
     lines = [f"Task: {objective}"]
     if plan:
         lines.append("Plan: " + "; ".join(plan))
@@ -145,8 +200,11 @@ def _context(objective: str, turn: TextTurn, history: History, plan: Sequence[st
     return "\n".join(lines)
 
 
-async def _ask(model: CountingModel, system: str, user: str, schema: dict[str, Any], max_tokens: int) -> Any:
+async def _ask(
+    model: CountingModel, system: str, user: str, schema: dict[str, Any], max_tokens: int, component: str
+) -> Any:
     """The model's JSON reply as an object (None when it failed or did not parse)."""
+    model.component = component
     try:
         gen = await model.generate(
             [Message.system(system), Message.user(user)], json_schema=schema, max_tokens=max_tokens, temperature=0.0
@@ -175,8 +233,8 @@ _ACTOR = "You are the action subagent. Choose the next command for the game, one
 _CRITIC = "You are the critic subagent. Check the candidate command: approve it if it helps the task."
 
 
-async def play_langgraph(env: TextEnvironment, model: CountingModel, *, max_commands: int) -> PeerEpisode:
-    """One episode on the LangGraph supervisor graph (see the module docstring)."""
+async def play_langgraph_lean(env: TextEnvironment, model: CountingModel, *, max_commands: int) -> PeerEpisode:
+    """One episode of ``langgraph-lean``: the Python-routed graph (see the module docstring)."""
     from langgraph.errors import GraphRecursionError
     from langgraph.graph import END, START, StateGraph
 
@@ -205,7 +263,7 @@ async def play_langgraph(env: TextEnvironment, model: CountingModel, *, max_comm
             "required": ["plan"],
             "additionalProperties": False,
         }  # fmt: skip
-        reply = await _ask(model, _PLANNER, _context(env.objective, box["turn"], history), schema, 160)
+        reply = await _ask(model, _PLANNER, context_text(env.objective, box["turn"], history), schema, 160, "planner")
         plan = [str(p) for p in reply.get("plan", [])] if isinstance(reply, dict) else []
         return {"plan": [p for p in plan if p.strip()] or ["explore and follow the task"]}
 
@@ -220,10 +278,10 @@ async def play_langgraph(env: TextEnvironment, model: CountingModel, *, max_comm
             "required": ["command"],
             "additionalProperties": False,
         }
-        user = _context(env.objective, turn, history, state.get("plan", []))
+        user = context_text(env.objective, turn, history, state.get("plan", []))
         if state.get("critique"):
             user += f"\nThe critic rejected your last choice: {state.get('critique')}"
-        reply = await _ask(model, _ACTOR, user, schema, 48)
+        reply = await _ask(model, _ACTOR, user, schema, 48, "actor")
         raw = str(reply.get("command", "")) if isinstance(reply, dict) else ""
         return {"candidate": admissible_match(raw, turn.admissible), "checked": False}
 
@@ -234,9 +292,9 @@ async def play_langgraph(env: TextEnvironment, model: CountingModel, *, max_comm
             "required": ["approve", "reason"],
             "additionalProperties": False,
         }
-        user = _context(env.objective, box["turn"], history, state.get("plan", []))
+        user = context_text(env.objective, box["turn"], history, state.get("plan", []))
         user += f"\nCandidate command: {state.get('candidate')}"
-        reply = await _ask(model, _CRITIC, user, schema, 64)
+        reply = await _ask(model, _CRITIC, user, schema, 64, "verifier")
         approve = bool(reply.get("approve")) if isinstance(reply, dict) else True
         if approve or state.get("retries", 0) >= 1:
             return {"checked": True}
@@ -282,7 +340,7 @@ async def play_langgraph(env: TextEnvironment, model: CountingModel, *, max_comm
         won=bool(last and last.won),
         lost=bool(last and last.lost),
         commands=env.commands,
-        outcome=_outcome(last, env.commands, max_commands, fallback),
+        outcome=outcome_word(last, env.commands, max_commands, fallback),
         last=last,
         calls=model.calls,
         tokens_in=model.tokens_in,
@@ -374,7 +432,7 @@ async def play_loomflow(env: TextEnvironment, model: CountingModel, *, max_comma
     history = History()
     unmatched = 0
     while not turn.over and (max_commands <= 0 or env.commands < max_commands):
-        result = await team.run(_context(env.objective, turn, history))
+        result = await team.run(context_text(env.objective, turn, history))
         output = str(getattr(result, "output", "") or "")
         command = admissible_match(output, turn.admissible)
         unmatched += bool(turn.admissible) and command not in turn.admissible
@@ -385,7 +443,7 @@ async def play_loomflow(env: TextEnvironment, model: CountingModel, *, max_comma
         won=bool(last and last.won),
         lost=bool(last and last.lost),
         commands=env.commands,
-        outcome=_outcome(last, env.commands, max_commands, "finished"),
+        outcome=outcome_word(last, env.commands, max_commands, "finished"),
         last=last,
         calls=model.calls,
         tokens_in=model.tokens_in,

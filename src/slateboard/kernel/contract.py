@@ -7,7 +7,7 @@ kernel because the kernel's stages are its primary reader; the blueprint only bu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +37,10 @@ class WorkerTerms(Protocol):
     def max_invocations(self) -> int | None: ...
     @property
     def untrusted(self) -> bool: ...
+    @property
+    def pinned(self) -> Sequence[str]: ...
+    @property
+    def windows(self) -> Mapping[str, int]: ...
 
 
 @dataclass(frozen=True, slots=True)

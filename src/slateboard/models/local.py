@@ -36,7 +36,7 @@ from slateboard.models.protocol import (
     Message,
 )
 
-__all__ = ["DEFAULT_WEIGHTS_PACKAGE", "LocalModel", "default_weights_path"]
+__all__ = ["DEFAULT_WEIGHTS_PACKAGE", "GGUFTokenCounter", "LocalModel", "default_weights_path"]
 
 logger = logging.getLogger("slateboard.models")
 
@@ -270,3 +270,40 @@ class LocalModel:
         else:
             usage = GenerationUsage.estimate(messages, text)
         return text, str(choice.get("finish_reason") or "unknown"), usage
+
+
+class GGUFTokenCounter:
+    """Counts tokens with a GGUF model's own vocabulary: llama.cpp loads the vocabulary alone
+    (``vocab_only=True``: no weights, a few MB, milliseconds per call), so a harness can count
+    what a model would be charged even when the reply came from elsewhere (a scripted or
+    walkthrough model, a provider that reports no usage).
+
+    A prompt is counted as the model's chat template renders it (ChatML, which SmolLM2 uses:
+    ``<|im_start|>ROLE\nCONTENT<|im_end|>\n`` per message, then ``<|im_start|>assistant\n``),
+    the completion as its text. ``name`` says which vocabulary counted (``tokenizer:STEM``).
+    Raises ModelConfigError when llama.cpp or the GGUF file is missing.
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_weights_path()
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ModelConfigError("local", f"llama-cpp-python is not installed; {INSTALL_HINT}")
+        import llama_cpp
+
+        try:
+            self._llama = llama_cpp.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelConfigError("local", f"cannot load the vocabulary of {self.path}: {exc}") from exc
+        self.name = f"tokenizer:{self.path.stem}"
+
+    def count(self, text: str, *, special: bool = False) -> int:
+        """Tokens of ``text`` (no BOS); ``special=True`` parses template tokens like ``<|im_end|>``."""
+        if not text:
+            return 0
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=special))
+
+    def usage(self, messages: Sequence[Message], completion: str) -> GenerationUsage:
+        """The prompt (as the chat template renders it) and completion tokens of one call."""
+        rendered = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages)
+        prompt = self.count(rendered + "<|im_start|>assistant\n", special=True)
+        return GenerationUsage(prompt, self.count(completion))

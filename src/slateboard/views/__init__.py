@@ -11,6 +11,12 @@ guarantees:
 * **Budget.** ``len(view.render()) <= budget`` always, where budget is the worker's
   ``view_budget`` or the ``budget`` argument (e.g. a circuit "tighten" action). Sizes are
   accounted exactly, in characters of the canonical JSON rendering.
+* **Pinned paths and windows.** The worker's ``pinned`` read paths are shown whole and its
+  ``windows`` (array read paths) as their newest N items whole plus one range handle for the
+  earlier ones, at every budget and every degradation level: the budget bounds everything
+  else, so ``len(render()) <= budget + size of the pinned and windowed parts``. A value a
+  worker's decoding or an invariant depends on (an allowed-command list, a progress flag) is
+  pinned so that no budget can hide it.
 * **Hash.** ``view.hash`` is the SHA-256 of ``render()``: it changes when a visible node
   changes and not when anything outside the read contract changes (the version is not shown).
 

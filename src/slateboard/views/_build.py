@@ -241,7 +241,10 @@ def build_view(
     limit = contract.spec.view_budget if budget is None else budget
     if not isinstance(limit, int) or limit < MIN_BUDGET:
         raise ValueError(f"view budget must be an integer of at least {MIN_BUDGET} characters, got {limit!r}")
-    root = region_root(state, contract.reads)
+    pinned, windows = contract.spec.pinned, contract.spec.windows
+    budgeted = [p for p in contract.reads if p.text not in pinned and p.text not in windows]
+    root = region_root(state, budgeted) if (pinned or windows) else region_root(state, contract.reads)
+    fixed_data, fixed_handles = _fixed(state, contract.reads, pinned, windows)
     targets = _targets(root, expand, event, recent)
     writable = _writable(blueprint, contract)
     recs = sorted(
@@ -270,9 +273,56 @@ def build_view(
             raise AssertionError(f"view size accounting is off: predicted {fill.total()}, rendered {len(text)}")
         if len(text) > limit:
             continue
+        if fixed_data or fixed_handles:
+            content["data"] = {**data, **fixed_data}
+            handles = [*handles, *fixed_handles]
+            content["handles"] = [h.to_json() for h in handles]
+            text = canonical_str(content)
         return _view(contract.name, version, limit, index, text, handles)
-    text = '{"data":{}}' if limit >= 11 else "{}"
-    return _view(contract.name, version, limit, len(_LEVELS), text, [])
+    bare: dict[str, JSON] = {"data": dict(fixed_data)}
+    if fixed_handles:
+        bare["handles"] = [h.to_json() for h in fixed_handles]
+    text = canonical_str(bare) if (fixed_data or fixed_handles) else '{"data":{}}' if limit >= 11 else "{}"
+    return _view(contract.name, version, limit, len(_LEVELS), text, list(fixed_handles))
+
+
+def _fixed(
+    state: JSON, reads: Sequence[Any], pinned: Sequence[str], windows: Mapping[str, int]
+) -> tuple[dict[str, JSON], list[Handle]]:
+    """The pinned paths (whole) and the windows (newest items whole, a range handle for the
+    earlier ones) of a view: shown outside the budget, so no budget can cut them. A path that
+    does not exist in the state is simply absent (the schema decides whether it may be)."""
+    data: dict[str, JSON] = {}
+    handles: list[Handle] = []
+    for pattern in reads:
+        text = pattern.text
+        if text not in pinned and text not in windows:
+            continue
+        found, value = _lookup(state, pattern.tokens)
+        if not found:
+            continue
+        size = windows.get(text)
+        if size is None or not isinstance(value, list):
+            data[text] = value  # _view re-reads the rendered text: nothing is shared
+            continue
+        start = max(0, len(value) - size)
+        for i in range(start, len(value)):
+            data[f"{text}/{i}"] = value[i]
+        if start:
+            handles.append(Handle(f"{text}#[0:{start}]", text, f"[0:{start}]", items=start))
+    return data, handles
+
+
+def _lookup(state: JSON, tokens: Sequence[str]) -> tuple[bool, JSON]:
+    node = state
+    for token in tokens:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False, None
+    return True, node
 
 
 def _view(worker: str, version: int, budget: int, level: int, text: str, handles: list[Handle]) -> View:

@@ -56,7 +56,8 @@ class Handle:
 class View:
     """What one worker sees at one state version: bounded, inside its read contract, hashed.
 
-    Guarantees: ``len(render()) == size <= budget``; every pointer in ``data`` (and every node
+    Guarantees: ``len(render()) == size <= budget`` plus the size of the worker's pinned and
+    windowed paths (shown whole outside the budget, see slateboard.views); every pointer in ``data`` (and every node
     below it) lies inside the worker's read contract, and every ``data`` value is the exact
     state value at that pointer at ``version``; ``hash`` is the SHA-256 of ``render()``, so it
     changes exactly when what the worker sees changes (``version`` itself is not shown). The

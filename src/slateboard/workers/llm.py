@@ -28,7 +28,7 @@ from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused,
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
-from .prompt import build_messages
+from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, view_payload
 from .tools import Tool, ToolResult, as_tool
 
 if TYPE_CHECKING:
@@ -118,9 +118,21 @@ class LLMWorker:
         return self._name
 
     # -- building blocks (public so they can be inspected and tested) -------------------------
-    def messages(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> list[Message]:
-        """The prompt of one invocation (see slateboard.workers.prompt)."""
-        return build_messages(
+    def messages(
+        self, view: View, event: JSON = None, *, feedback: Feedback = None, constrained: bool | None = None
+    ) -> list[Message]:
+        """The prompt of one invocation (see slateboard.workers.prompt). ``constrained``
+        (default: whether this worker's decoding for ``view`` is the contract schema) chooses
+        the one-line shape hint over the full patch rules."""
+        system, user = self._blocks(view, event, feedback, constrained)
+        return [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
+
+    def _blocks(
+        self, view: View, event: JSON, feedback: Feedback, constrained: bool | None
+    ) -> tuple[list[PromptBlock], list[PromptBlock]]:
+        if constrained is None:
+            constrained = self.constrains(self.patch_schema(view)[1])
+        return prompt_blocks(
             self.blueprint,
             self._name,
             view,
@@ -128,7 +140,14 @@ class LLMWorker:
             feedback=feedback,
             tools=self.tools,
             instruction=self.instruction,
+            constrained=constrained,
         )
+
+    def constrains(self, used: str) -> bool:
+        """True when decoding ``used`` (a ``patch_schema`` result) enforces the contract: the
+        patch shape, the writable paths and their value schemas (``contract`` and its narrowed
+        forms), and the provider has not refused schemas."""
+        return used.startswith("contract") and not self._schema_refused
 
     def patch_schema(self, view: View) -> tuple[dict[str, Any] | None, str]:
         """The wrapped patch schema to send and the decoding actually used (``contract`` falls
@@ -190,11 +209,21 @@ class LLMWorker:
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
         """Prompt the model, run requested tools (bounded), and return its patch (see class)."""
         started = time.perf_counter()
-        messages = self.messages(view, event, feedback=feedback)
+        first: tuple[dict[str, Any] | None, str] | None = self.reply_schema(
+            view, allow_tools=bool(self.tools) and self.max_tool_calls > 0
+        )
+        constrained = self.constrains(first[1]) if first is not None else False
+        system, user = self._blocks(view, event, feedback, constrained)
+        messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
         usages: list[Usage] = []
         calls: list[JSON] = []
         tool_log: list[JSON] = []
         diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
+        # What the prompt is made of, in characters per block kind (for the token report:
+        # schema/format/view framing are overhead, the view's values and the role are content).
+        diagnostics["prompt_chars"] = dict(
+            prompt_accounting(system, user, view_payload(view, constrained=constrained)[1])
+        )
         raw = ""
         parsed: ParsedReply | None = None
         finish: str | None = None
@@ -202,7 +231,11 @@ class LLMWorker:
         try:
             while True:
                 allow_tools = bool(self.tools) and len(calls) < self.max_tool_calls
-                schema, used = self.reply_schema(view, allow_tools=allow_tools)
+                if first is not None and allow_tools == (bool(self.tools) and self.max_tool_calls > 0):
+                    schema, used = first
+                else:
+                    schema, used = self.reply_schema(view, allow_tools=allow_tools)
+                first = None
                 if self._schema_refused:
                     schema, used = None, "none"
                 try:
@@ -221,6 +254,11 @@ class LLMWorker:
                     self._schema_refused = True
                     diagnostics["schema_refused"] = str(exc)
                     schema, used = None, "none"
+                    if constrained:
+                        # Nothing enforces the format now: the prompt must carry the full rules.
+                        constrained = False
+                        system, user = self._blocks(view, event, feedback, False)
+                        messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user)), *messages[2:]]
                     gen = await self._generate(messages, None)
                 usages.append(usage_from(gen.usage.prompt_tokens, gen.usage.completion_tokens, gen.latency_s, ""))
                 raw, finish = gen.text, gen.finish_reason

@@ -1,5 +1,10 @@
 """Prompts for LLM workers: role, view, writable schema, patch format, example, feedback.
 
+A prompt pays only for what the model needs: when the reply is decoded with the worker's
+contract schema (``constrained``), the grammar already enforces the patch format and the
+schema, so the prompt carries a one-line shape hint; otherwise it carries the full rules.
+No block appears twice (rejections are said once, in the feedback block).
+
 ``build_messages`` is deterministic (same inputs, same messages), so recorded/replayed models
 match requests exactly. The system message holds what does not change between invocations (the
 instruction, the contract, the format and an example built from the worker's own write
@@ -11,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.pointer import format_pointer
@@ -25,7 +32,18 @@ if TYPE_CHECKING:
     from ..views import View
     from .tools import Tool
 
-__all__ = ["build_messages", "example_patch", "example_value", "writable_lines"]
+__all__ = [
+    "OVERHEAD_KINDS",
+    "PromptBlock",
+    "build_messages",
+    "example_patch",
+    "example_value",
+    "join_blocks",
+    "prompt_accounting",
+    "prompt_blocks",
+    "view_payload",
+    "writable_lines",
+]
 
 _MAX_SCHEMA_CHARS = 600
 
@@ -117,6 +135,142 @@ def writable_lines(blueprint: CompiledBlueprint, contract: WorkerContract, *, wi
     return lines
 
 
+PromptBlock = tuple[str, str]
+"""One labelled block of a prompt: (kind, text). Kinds: ``role`` (the instruction), ``format``
+(patch rules, allowed ops, example, shape hint), ``schema`` (writable schema fragments),
+``tools``, ``view`` (the board as shown; framing and values), ``event``, ``feedback``."""
+
+OVERHEAD_KINDS = frozenset({"format", "schema"})
+"""Block kinds that are pure protocol overhead (no task content)."""
+
+
+def view_payload(view: View, *, constrained: bool) -> tuple[str, int]:
+    """The board as a prompt shows it, and how many of its characters are data values.
+
+    Unconstrained: the view's canonical JSON without ``rejections`` (the feedback block says
+    them once). Constrained: one ``pointer = value`` line per data entry (strings as their text,
+    other values as canonical JSON), then the handles, the event and the notes: no ``writable`` member, because the
+    decoding grammar already holds the schema of what the worker may write."""
+    if not constrained:
+        values = sum(len(canonical_str(v)) for v in view.data.values())
+        if not view.rejections:
+            return view.render(), values
+        shown = {k: v for k, v in orjson.loads(view.render()).items() if k != "rejections"}
+        return canonical_str(shown), values
+    values = sum(len(v) if isinstance(v, str) else len(canonical_str(v)) for v in view.data.values())
+    # A string value is shown as its text (a JSON string's quotes and escapes buy nothing here);
+    # anything else as canonical JSON.
+    lines = [
+        f"{pointer} = {value if isinstance(value, str) else canonical_str(value)}"
+        for pointer, value in sorted(view.data.items())
+    ]
+    for h in view.handles:
+        what = f"{h.items} items" if h.items is not None else (h.summary or "")
+        lines.append(f"{h.handle}: not shown ({what})")
+    event = view.event
+    if isinstance(event, dict):
+        # An event is worth its tokens only when it points at something the worker sees.
+        path = event.get("path")
+        if (
+            isinstance(path, str)
+            and path
+            and any(p == path or p.startswith(path + "/") or path.startswith(p + "/") for p in view.data)
+        ):
+            lines.append(f"event: {event.get('op', '')} {path}")
+    elif event is not None:
+        lines.append(f"event: {canonical_str(event)}")
+    lines.extend(f"note: {n}" for n in view.notes)
+    return "\n".join(lines), values
+
+
+def prompt_blocks(
+    blueprint: CompiledBlueprint,
+    worker: str,
+    view: View,
+    event: JSON = None,
+    *,
+    feedback: Feedback = None,
+    tools: Sequence[Tool] = (),
+    instruction: str | None = None,
+    example_values: bool = False,
+    constrained: bool = False,
+) -> tuple[list[PromptBlock], list[PromptBlock]]:
+    """The system and user blocks of one invocation's prompt (``build_messages`` joins them).
+
+    ``constrained=True`` means the reply is decoded with the worker's contract schema (the
+    grammar enforces the patch shape, the writable paths and their value schemas): the prompt
+    then carries a one-line shape hint instead of the patch rules, the example and the schema,
+    and the view without its ``writable`` member. Every block appears once: rejections are
+    listed in the feedback block only, never also inside the rendered view."""
+    contract = blueprint.workers[worker]
+    role = (instruction if instruction is not None else contract.spec.instruction).strip()
+    system: list[PromptBlock] = []
+    if role:
+        system.append(("role", role))
+    if constrained:
+        system.append(
+            (
+                "format",
+                f'You are worker {worker!r}. Reply {{"{PATCH_KEY}":[...]}}.',
+            )
+        )
+    else:
+        ops = ", ".join(sorted(contract.ops))
+        schema_in_view = any(isinstance(w, dict) and "schema" in w for w in view.writable)
+        marker = "\x00VALUE\x00"
+        example_ops = example_patch(blueprint, contract, placeholder=None if example_values else marker)
+        example = canonical_str({PATCH_KEY: example_ops}).replace(canonical_str(marker), "VALUE")
+        rules = [
+            f"You are worker {worker!r} on a shared board. You can change the board only by proposing "
+            'a JSON Patch (RFC 6902): a list of operations {"op", "path", "value"}.',
+            f"Allowed ops: {ops}. Paths you may write:",
+        ]
+        system.append(("format", "\n".join(rules)))
+        system.append(("schema", "\n".join(writable_lines(blueprint, contract, with_schema=not schema_in_view))))
+        tail = [
+            "'*' in a path stands for one existing key or index; '-' appends to an array.",
+            f'Reply with one JSON object only: {{"{PATCH_KEY}": [operations]}}.',
+            f"Example: {example}",
+        ]
+        if not example_values and "VALUE" in example:
+            tail.append('where VALUE is your own value, valid for the schema of that path ("writable" in the board).')
+        system.append(("format", "\n".join(tail)))
+    if tools:
+        lines = [
+            'Before proposing you may call a tool: reply {"tool": NAME, "args": {...}} and the result '
+            "will be sent back. Tools:"
+        ]
+        for t in tools:
+            params = canonical_str(t.parameters) if t.parameters else "{}"
+            lines.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
+        system.append(("tools", "\n".join(lines)))
+    user: list[PromptBlock] = []
+    board, _ = view_payload(view, constrained=constrained)
+    if constrained:
+        user.append(("view", "Board:\n" + board))
+    else:
+        user.append(
+            (
+                "view",
+                "The board as you see it (JSON; 'data' maps paths to values, 'writable' lists what you may write):\n"
+                + board,
+            )
+        )
+    if event is not None and view.event is None:
+        user.append(("event", f"Triggering event: {canonical_str(event)}"))
+    lines = feedback_lines(view, feedback)
+    if lines:
+        text = [
+            "Your last proposals were rejected:",
+            *(f"- {line}" for line in lines),
+            "Fix the cause and propose again.",
+        ]
+        user.append(("feedback", "\n".join(text)))
+    if not constrained:
+        user.append(("format", f'Reply now with {{"{PATCH_KEY}": [...]}}.'))
+    return system, user
+
+
 def build_messages(
     blueprint: CompiledBlueprint,
     worker: str,
@@ -127,49 +281,50 @@ def build_messages(
     tools: Sequence[Tool] = (),
     instruction: str | None = None,
     example_values: bool = False,
+    constrained: bool = False,
 ) -> list[Message]:
-    """The messages for one invocation (see the module docstring).
+    """The messages for one invocation (see the module docstring and ``prompt_blocks``).
 
-    The writable schema fragments are in the view (``writable``); when the view had to drop
-    them to fit its budget, they are restated (clipped) in the system message instead. The
-    example patch shows the op and path and, by default, ``VALUE`` where the value goes: small
-    models copy example values verbatim (``example_values=True`` shows a schema-shaped value).
+    Unconstrained, the writable schema fragments are in the view (``writable``); when the view
+    had to drop them to fit its budget, they are restated (clipped) in the system message
+    instead. The example patch shows the op and path and, by default, ``VALUE`` where the value
+    goes: small models copy example values verbatim (``example_values=True`` shows a
+    schema-shaped value). Constrained (``constrained=True``), a one-line shape hint replaces
+    the rules, the example and the schema.
     """
-    contract = blueprint.workers[worker]
-    role = (instruction if instruction is not None else contract.spec.instruction).strip()
-    ops = ", ".join(sorted(contract.ops))
-    schema_in_view = any(isinstance(w, dict) and "schema" in w for w in view.writable)
-    marker = "\x00VALUE\x00"
-    example_ops = example_patch(blueprint, contract, placeholder=None if example_values else marker)
-    example = canonical_str({PATCH_KEY: example_ops}).replace(canonical_str(marker), "VALUE")
-    system = [
-        *([role, ""] if role else []),
-        f"You are worker {worker!r} on a shared board. You can change the board only by proposing "
-        'a JSON Patch (RFC 6902): a list of operations {"op", "path", "value"}.',
-        f"Allowed ops: {ops}. Paths you may write:",
-        *writable_lines(blueprint, contract, with_schema=not schema_in_view),
-        "'*' in a path stands for one existing key or index; '-' appends to an array.",
-        f'Reply with one JSON object only: {{"{PATCH_KEY}": [operations]}}.',
-        f"Example: {example}",
-    ]
-    if not example_values and "VALUE" in example:
-        system.append('where VALUE is your own value, valid for the schema of that path ("writable" in the board).')
-    if tools:
-        system.append(
-            'Before proposing you may call a tool: reply {"tool": NAME, "args": {...}} and the result '
-            "will be sent back. Tools:"
-        )
-        for t in tools:
-            params = canonical_str(t.parameters) if t.parameters else "{}"
-            system.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
-    user = ["The board as you see it (JSON; 'data' maps paths to values, 'writable' lists what you may write):"]
-    user.append(view.render())
-    if event is not None and view.event is None:
-        user.append(f"Triggering event: {canonical_str(event)}")
-    lines = feedback_lines(view, feedback)
-    if lines:
-        user.append("Your last proposals were rejected:")
-        user.extend(f"- {line}" for line in lines)
-        user.append("Fix the cause and propose again.")
-    user.append(f'Reply now with {{"{PATCH_KEY}": [...]}}.')
-    return [Message.system("\n".join(system)), Message.user("\n".join(user))]
+    system, user = prompt_blocks(
+        blueprint,
+        worker,
+        view,
+        event,
+        feedback=feedback,
+        tools=tools,
+        instruction=instruction,
+        example_values=example_values,
+        constrained=constrained,
+    )
+    return [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
+
+
+def join_blocks(blocks: Sequence[PromptBlock]) -> str:
+    """The text of prompt blocks, one after another (a blank line after the role)."""
+    # The role instruction is followed by a blank line, as it always was.
+    out: list[str] = []
+    for kind, text in blocks:
+        out.append(text)
+        if kind == "role":
+            out.append("")
+    return "\n".join(out)
+
+
+def prompt_accounting(system: Sequence[PromptBlock], user: Sequence[PromptBlock], view_values: int) -> dict[str, int]:
+    """Characters of a prompt per kind, with the view split into ``view_data`` (the values
+    shown) and ``view_framing`` (pointers, JSON punctuation, handles: what showing costs)."""
+    out: dict[str, int] = {}
+    for kind, text in [*system, *user]:
+        if kind == "view":
+            out["view_data"] = out.get("view_data", 0) + view_values
+            out["view_framing"] = out.get("view_framing", 0) + max(0, len(text) - view_values)
+        else:
+            out[kind] = out.get(kind, 0) + len(text)
+    return out
