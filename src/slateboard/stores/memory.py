@@ -256,7 +256,13 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             self.count_flush(flushes=0)
         if pushed or job.requeues:
             self._wake()
-        return self.finish_append(job, snap_seq, got)
+        result = self.finish_append(job, snap_seq, got)
+        if result.snapshot_written:
+            # Nothing above yields: let the snapshot task start its worker thread now, or a
+            # caller appending in a tight loop would leave it (and its whole replay) to the
+            # next read.
+            await asyncio.sleep(0)
+        return result
 
     def _claim_in(self, board: _Board, req: ClaimRequest) -> Claim | None:
         t = c.now() if req.now is None else req.now

@@ -5,10 +5,10 @@ schema ``NAME`` (default ``slateboard``; created on open), so several stores (or
 share one database without seeing each other's data. Other query parameters go to libpq.
 
 Guarantees, on top of the Store protocol's:
-- Group commit: appends go through a commit queue; everything queued while the previous batch
-  was committing goes into one transaction on one connection, each append inside its own
-  savepoint (a lost compare-and-set rolls back only itself) and each acknowledged only after the
-  batch's commit, so concurrent boards share WAL flushes and connections.
+- Group commit: appends go through a commit queue; appends queued while others commit go, up to
+  ``BATCH_MAX`` at a time, into one transaction on one connection, each append inside its own
+  savepoint (a lost compare-and-set rolls back only itself) and each acknowledged only after its
+  batch's commit; several batches commit side by side, so concurrent boards share WAL flushes.
 - An append is one database transaction (or a savepoint of a batch): a conditional ``UPDATE boards ... WHERE last_seq = ...
   AND last_hash = ...`` (the CAS: a concurrent writer blocks on the row lock, then finds the
   position moved and gets ``Conflict``), the record insert, the agenda rows it creates or
@@ -73,6 +73,8 @@ from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, SCHEMA_VERSION
 OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 Conn = AsyncConnection[Any]
+BATCH_MAX = 4
+"""Appends per group-commit transaction (more batches then run side by side)."""
 
 
 class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
@@ -103,7 +105,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         self._closed = False
         # The commit queue: appends wait here while the previous batch commits.
         self._queue: list[tuple[NewRecord, asyncio.Future[tuple[int, Claim | None]]]] = []
-        self._drainer: asyncio.Task[None] | None = None
+        self._drainers: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def open(cls, url: str) -> PostgresStore:
@@ -153,9 +155,8 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         if self._closed:
             return
         await self.settle_snapshots()
-        if self._drainer is not None and not self._drainer.done():
-            with contextlib.suppress(Exception):
-                await self._drainer
+        if self._drainers:
+            await asyncio.gather(*self._drainers, return_exceptions=True)
         self._closed = True
         for listener in (self._listener, self._status_listener):
             if listener is not None:
@@ -347,8 +348,16 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[int, Claim | None]] = loop.create_future()
         self._queue.append((job, fut))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = loop.create_task(self._drain())
+        # One drainer per BATCH_MAX queued appends, up to the pool's size less one (claims and
+        # reads need a connection too): batches commit side by side on their own connections,
+        # and the server's WAL flush covers concurrent commits together, while the savepoints
+        # of one batch run one round trip after another on its connection.
+        limit = max(1, self._pool.max_size - 1)
+        active = sum(1 for t in self._drainers if not t.done())  # a finished one may await its discard
+        if active < limit and len(self._queue) > BATCH_MAX * active:
+            task = loop.create_task(self._drain())
+            self._drainers.add(task)
+            task.add_done_callback(self._drainers.discard)
         snap_seq, got = await fut
         return self.finish_append(job, snap_seq, got)
 
@@ -356,7 +365,8 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         """Commit the queued appends, batch after batch: everything queued while the previous
         batch was flushing goes into one transaction, each append in its own savepoint."""
         while self._queue:
-            batch, self._queue = self._queue, []
+            batch = self._queue[:BATCH_MAX]
+            del self._queue[:BATCH_MAX]
             outcomes: list[tuple[bool, Any]] = []
             try:
                 async with self._conn() as conn, conn.transaction():

@@ -242,7 +242,10 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             start = not self._draining
             self._draining = True
         if start:
-            self._executor.submit(self._drain)
+            # Submitted on the loop's next turn, not now: every board whose step is already
+            # runnable (all woken by the last batch's results, say) queues its append first and
+            # joins this batch, instead of this append paying a flush alone.
+            loop.call_soon(self._executor.submit, self._drain)
         return await fut
 
     def _drain(self) -> None:
