@@ -20,7 +20,7 @@ from slateboard.envs import AdmissibleActor, board_inputs, text_actor_blueprint
 from slateboard.envs.textworld import GameFile, GameSpec, TextWorldGame, existing_games, generate_games
 from slateboard.eval.textworld_peers import ESTIMATE_METHOD, PROVIDER_METHOD, CountingModel
 from slateboard.kernel import Kernel, Proposal
-from slateboard.models import Message, ScriptedModel, Usage
+from slateboard.models import GenerationUsage, Message, ScriptedModel
 from slateboard.views import build_view
 
 # Settings no suite uses: a 20-room world with a short quest (the hard tier's 20-room world
@@ -128,7 +128,7 @@ class Reported(ScriptedModel):
         gen = await super().generate(messages, **kwargs)
         from dataclasses import replace
 
-        return replace(gen, usage=Usage(7, 3))
+        return replace(gen, usage=GenerationUsage(7, 3))
 
 
 async def test_counting_prefers_the_provider_then_the_tokenizer_then_the_estimate() -> None:
