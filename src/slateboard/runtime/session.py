@@ -154,6 +154,7 @@ class BoardSession:
         )
         self.engine.after_step = self._circuit
         self.finished_here = False
+        self.circuit: CircuitPolicy  # set by load, from the board's blueprint
 
     # -- the live pieces (held by the engine) ----------------------------------------------------
     @property

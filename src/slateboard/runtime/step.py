@@ -264,6 +264,12 @@ class StepEngine:
         self.workers: dict[str, Worker] = {}
         self.after_step: Callable[[Record], Awaitable[None]] | None = None
         """Runs under the lock right after a step's record is appended (the circuit policy)."""
+        # The board's live pieces, set by ``reset``:
+        self.blueprint: CompiledBlueprint
+        self.kernel: Kernel
+        self.scheduler: Scheduler
+        self.agenda: Agenda
+        self.accounts: Accounts
 
     def reset(
         self, blueprint: CompiledBlueprint, kernel: Kernel, scheduler: Scheduler, agenda: Agenda, accounts: Accounts
@@ -353,8 +359,7 @@ class StepEngine:
         proposal = reply.to_proposal(
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
         )
-        outcome = await self.decide(inv, proposal, stored=stored)
-        return replace(outcome, reply=reply)
+        return await self.decide(inv, proposal, stored=stored, reply=reply)
 
     async def _propose(
         self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
@@ -394,11 +399,14 @@ class StepEngine:
             except StoreError as exc:
                 log.warning("board %s: heartbeat for %s failed: %s", self.board_id, invocation_id, exc)
 
-    async def decide(self, inv: Invocation, proposal: Proposal, *, stored: bool = True) -> StepOutcome:
+    async def decide(
+        self, inv: Invocation, proposal: Proposal, *, stored: bool = True, reply: WorkerReply | None = None
+    ) -> StepOutcome:
         """Decide ``proposal`` for claimed invocation ``inv`` and append it with its agenda
         changes (``transact``). A stale proposal is re-queued once with a fresh view; an invalid
         one is retried with its rejection as feedback until the circuit policy's threshold takes
-        over; anything else completes the invocation."""
+        over; anything else completes the invocation. ``reply`` (the worker's) is passed through
+        to the outcome."""
         retries = self.blueprint.spec.circuit.max_consecutive_invalid
         requeued = False
 
@@ -417,7 +425,7 @@ class StepEngine:
         async with self.lock:
             done = await self.transact(lambda: self.kernel.prepare(proposal), changes, schedule=True)
             if isinstance(done, Dropped):
-                return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts)
+                return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
             self.emit(
                 PROPOSAL_DECIDED,
@@ -433,7 +441,7 @@ class StepEngine:
             )
             if self.after_step is not None:
                 await self.after_step(rec)
-            return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts)
+            return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply)
 
 
 async def _nothing() -> None:
