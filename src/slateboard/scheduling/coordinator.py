@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kernel.canonical import JSON
-from ..kernel.pointer import escape_token
+from ..kernel.invariants import _MISSING
+from ..kernel.invariants import get as get_at
+from ..kernel.pointer import PointerError, escape_token, parse_pointer
 from ..kernel.record import Usage
 from ..models import Message, Model, ModelError, resolve_model
 from .control import BoardSummary, Selection
@@ -148,10 +150,6 @@ def digest_state(
     most recent), deeper objects clipped. Every value is clipped to ``item_chars``; the result
     is cut (with ``…``) at ``limit``. Deterministic: keys are sorted.
     """
-    from ..kernel.invariants import _MISSING
-    from ..kernel.invariants import get as get_at
-    from ..kernel.pointer import PointerError, parse_pointer
-
     lines: list[str] = []
     for ptr in recent:
         try:
