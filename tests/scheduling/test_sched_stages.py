@@ -176,3 +176,9 @@ def test_prepare_abort_restores_order_issued_and_stages_and_commit_keeps_them() 
     sched.abort()  # nothing prepared: a no-op
     assert sched.stages.active == ("work",) and sched.order == saved["order"] + 1
     assert sched.issued("editor") == 1
+
+
+def test_a_scheduler_without_event_rules_or_stages_does_not_react() -> None:
+    assert Scheduler(blueprint(RULES, stages=STAGES)).reacts
+    assert Scheduler(blueprint([RULES[-1]])).reacts  # an event rule, no stage
+    assert not Scheduler(blueprint([], stages=[])).reacts

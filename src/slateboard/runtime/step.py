@@ -303,7 +303,7 @@ class StepEngine:
             rec = decision.record
             pushed: Sequence[Invocation] = ()
             scheduler = None
-            if schedule and decision.accepted:
+            if schedule and decision.accepted and self.scheduler.reacts:
                 scheduler = self.scheduler
                 pushed = scheduler.prepare(
                     decision.events, self.kernel.state, rec.version, pending=self.agenda.pending_keys

@@ -86,10 +86,17 @@ class Scheduler:
         self._event_rules = tuple(r for r in self.rules if r.spec.on.op != "start")
         self._start_rules = tuple(r for r in self.rules if r.spec.on.op == "start")
         self.stages = stages if stages is not None else StageTracker.from_blueprint(blueprint)
+        self._reacts = bool(self._event_rules) or bool(self.stages.names)
         self._order = order
         self._issued: dict[str, int] = {}
         self._started = False
         self._undo: _Undo | None = None
+
+    @property
+    def reacts(self) -> bool:
+        """False when no commit can change anything here (no event rules and no stages):
+        ``schedule`` would then always return an empty result, and callers may skip it."""
+        return self._reacts
 
     @property
     def order(self) -> int:
