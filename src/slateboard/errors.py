@@ -15,6 +15,7 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     │   ├── JsonValueError            [kernel.jsonvalue] JSON over a limit or not JSON at all
     │   ├── OpError, ApplyError       [kernel.patch]  an RFC 6902 patch that is malformed / fails
     │   ├── KernelBusy                [kernel]        prepare/commit/abort called out of order
+    │   ├── SchedulerBusy             [scheduling]    the same, for the scheduler's schedule
     │   ├── WorkerConfigError         [workers]       a worker that cannot be built
     │   ├── ModelConfigError          [models]        a bad model string or missing API key
     │   ├── ApprovalError             [runtime]       approving something that is not held

@@ -10,7 +10,8 @@ import pytest
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
-from slateboard.runtime import ApprovalError, Runner, approve, create_board, held_proposals, refuse
+from slateboard.runtime import ApprovalError, BoardSession, Runner, approve, create_board, held_proposals, refuse
+from slateboard.runtime.accounting import Accounts
 from slateboard.stores import open_store
 
 BP: dict[str, Any] = {
@@ -120,3 +121,24 @@ async def test_refused_patch_is_never_committed(tmp_path: Path) -> None:
     assert await held_proposals(store, board) == []
     await store.close()
     await verify(url, board)
+
+
+async def test_an_approved_patch_counts_as_a_step_like_a_reload_counts_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'steps.db'}"
+    calls = Calls()
+    board, seq = await paused_board(url, calls)
+    store = await open_store(url)
+    await approve(store, board, seq)
+    session = BoardSession(store, board, functions=calls.functions())
+    await session.load()
+    before = session.steps
+    assert await session.approved_first() is None
+    # The approved patch is a proposal record: the session that committed it counts it now,
+    # exactly as a session that loads the log afterwards does.
+    assert session.steps == before + 1
+    reloaded = BoardSession(store, board, functions=calls.functions())
+    await reloaded.load()
+    assert reloaded.steps == session.steps
+    fold = Accounts.of(await store.read_records(board))
+    assert (fold.steps, fold.tokens) == (session.steps, session.tokens)
+    await store.close()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from sched_testkit import Board, blueprint
 
-from slateboard.scheduling import STAGE_ENTERED, STAGE_EXITED, Scheduler, StageEvent, StageTracker
+from slateboard.scheduling import STAGE_ENTERED, STAGE_EXITED, Scheduler, SchedulerBusy, StageEvent, StageTracker
 
 STAGES: list[dict[str, Any]] = [
     {"name": "plan", "exit": "state.phase != 'plan'"},
@@ -153,3 +153,32 @@ def test_stage_event_json() -> None:
     e = ev(STAGE_ENTERED, "plan", 3)
     assert StageEvent.from_json(e.to_json()) == e
     assert e.to_json() == {"kind": "stage.entered", "stage": "plan", "version": 3}
+
+
+def test_prepare_abort_restores_order_issued_and_stages_and_commit_keeps_them() -> None:
+    bp = blueprint(RULES, stages=STAGES)
+    board = Board(bp)
+    sched = Scheduler(bp)
+    sched.start(board.state)
+    saved = sched.to_json()
+    events = board.commit([{"op": "replace", "path": "/phase", "value": "work"}])
+    first = sched.prepare(events, board.state, 1)
+    assert first.stage_events == (ev(STAGE_EXITED, "plan", 1), ev(STAGE_ENTERED, "work", 1))
+    assert [i.worker for i in first] == ["editor"] and sched.to_json() != saved
+    with pytest.raises(SchedulerBusy):
+        sched.prepare(events, board.state, 1)
+    sched.abort()
+    assert sched.to_json() == saved and sched.stages.active == ("plan",)
+    # The same events prepared again give the same invocations, and commit keeps them.
+    again = sched.prepare(events, board.state, 1)
+    assert [i.to_json() for i in again] == [i.to_json() for i in first]
+    sched.commit()
+    sched.abort()  # nothing prepared: a no-op
+    assert sched.stages.active == ("work",) and sched.order == saved["order"] + 1
+    assert sched.issued("editor") == 1
+
+
+def test_a_scheduler_without_event_rules_or_stages_does_not_react() -> None:
+    assert Scheduler(blueprint(RULES, stages=STAGES)).reacts
+    assert Scheduler(blueprint([RULES[-1]])).reacts  # an event rule, no stage
+    assert not Scheduler(blueprint([], stages=[])).reacts

@@ -2,11 +2,13 @@
 runner processes (``RunnerProcess``, ``submit``, ``wait``) share boards through PostgreSQL."""
 
 from .approval import ApprovalError, Held, approve, held_proposals, refuse
+from .boards import board_result
 from .distributed import RunnerProcess, RunnerStats, WaitTimeout, resolve_runner_model, submit, wait
 from .events import RunEvent
 from .result import RunResult, TokenUsage
 from .runner import Runner, RunnerError, create_board
-from .session import BoardSession, StepOutcome, board_result
+from .session import BoardSession
+from .step import StepEngine, StepOutcome
 
 __all__ = [
     "ApprovalError",
@@ -18,6 +20,7 @@ __all__ = [
     "RunnerError",
     "RunnerProcess",
     "RunnerStats",
+    "StepEngine",
     "StepOutcome",
     "TokenUsage",
     "WaitTimeout",

@@ -9,41 +9,24 @@ the held patch is never committed. Both leave the board ``running`` so it can be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..blueprint.compile import compile_blueprint
 from ..errors import UsageError
 from ..kernel.record import Record
 from ..stores.base import AgendaChanges, Store
+from .boards import Held, RunnerError, kernel_from, waiting_approvals
+from .step import append_decision
+
+__all__ = ["ApprovalError", "Held", "approve", "held_proposals", "refuse"]
 
 
 class ApprovalError(UsageError, ValueError):
     """The record named is not a held proposal awaiting a decision on this board."""
 
 
-@dataclass(frozen=True, slots=True)
-class Held:
-    """A proposal waiting for a human: the record's seq, its worker, patch and reason."""
-
-    seq: int
-    worker: str
-    patch: str
-    reason: str
-
-
 async def held_proposals(store: Store, board_id: str) -> list[Held]:
     """Held proposals of a board that have no approval decision yet, oldest first."""
     records = await store.read_records(board_id)
-    return _pending(records)
-
-
-def _pending(records: list[Record]) -> list[Held]:
-    decided = {r.meta.get("record") for r in records if r.kind == "approval"}
-    return [
-        Held(r.seq, r.worker or "", r.patch or "", r.reason or "")
-        for r in records
-        if r.outcome == "held" and r.seq not in decided
-    ]
+    return waiting_approvals(records)
 
 
 async def approve(store: Store, board_id: str, seq: int, *, by: str = "human", note: str = "") -> Record:
@@ -57,13 +40,11 @@ async def refuse(store: Store, board_id: str, seq: int, *, by: str = "human", no
 
 
 async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str, note: str) -> Record:
-    from .runner import RunnerError, kernel_from
-
     loaded = await store.load_board(board_id)
     records = await store.read_records(board_id)
-    held = next((h for h in _pending(records) if h.seq == seq), None)
+    held = next((h for h in waiting_approvals(records) if h.seq == seq), None)
     if held is None:
-        waiting = ", ".join(str(h.seq) for h in _pending(records)) or "none"
+        waiting = ", ".join(str(h.seq) for h in waiting_approvals(records)) or "none"
         raise ApprovalError(
             f"board {board_id}: record {seq} is not a held proposal awaiting a decision (waiting: {waiting})"
         )
@@ -74,11 +55,8 @@ async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str,
     reason = f"{by} {decision} record {seq}" + (f": {note}" if note else "")
     meta = {"record": seq, "decision": decision, "by": by, "worker": held.worker, "patch": held.patch}
     prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
-    try:
-        await store.append(board_id, prepared.record, agenda=AgendaChanges())
-    except BaseException:
-        kernel.abort(prepared)
-        raise
-    kernel.commit(prepared)
+    # The same append as every step (one compare-and-set, then commit or abort); a lost
+    # compare-and-set means the board moved while we decided: the caller may simply retry.
+    await append_decision(store, board_id, kernel, prepared, AgendaChanges())
     await store.set_status(board_id, "running", reason)
     return prepared.record

@@ -6,7 +6,7 @@
 A runner process loops: claim the best pending invocation of any running board
 (``FOR UPDATE SKIP LOCKED``: concurrent runners never get the same one) while fewer than
 ``concurrency`` are in flight; run each through ``BoardSession.step`` (the single-board Runner's
-step) on a cached session of its board, which catches up with records other runners appended
+step, ``runtime.step.StepEngine``) on a cached session of its board, which catches up with records other runners appended
 before building the view; hold the claim's lease with heartbeats while the worker runs; commit
 through the store's compare-and-set together with the agenda rows the commit creates. With
 nothing to claim it sleeps in ``store.wait_for_work`` (``LISTEN/NOTIFY``) — no polling; the wait
@@ -58,10 +58,11 @@ from ..scheduling.invocation import Invocation
 from ..stores.base import BoardInfo, Claim, LeaseLost, Store, StoreError, StoreUnavailable
 from ..workers.base import WorkerConfigError
 from ..workers.factory import make_workers
+from .boards import RunnerError, board_result
 from .events import PROPOSAL_DECIDED
 from .result import RunResult
 from .runner import create_board
-from .session import BoardSession, RunnerError, board_result
+from .session import BoardSession
 
 if TYPE_CHECKING:
     from ..stores.postgres import PostgresStore

@@ -1,8 +1,8 @@
 """The async runner: the loop of DESIGN.md, driving one board to its end.
 
-pop an invocation -> build the view -> call the worker (with a timeout) -> kernel.prepare ->
-store.append (record + agenda changes, one transaction) -> kernel.commit -> schedule from the
-committed events -> circuit policy; until the done condition holds, the agenda is empty, the
+select an invocation -> claim it -> build the view -> call the worker (with a timeout) ->
+kernel.prepare -> rules on the prepared events (scheduler.prepare) -> store.append (record +
+agenda changes, one transaction) -> kernel and scheduler commit (or abort) -> circuit policy; until the done condition holds, the agenda is empty, the
 control unit terminates, the circuit policy halts (stuck, cycles, repeated invalid proposals),
 or a limit is reached. The end reason is logged as a record and stored on the board.
 
@@ -13,8 +13,10 @@ and the runner re-queues that invocation once, with a fresh view next time.
 A run can stop at any point (even SIGKILL) and resume from the store: ``Runner.open`` rebuilds
 the kernel from the latest snapshot and the log tail, and leases of a dead runner expire.
 
-One step (view -> propose -> kernel -> append -> rules -> circuit) is ``BoardSession.step``
-(``runtime.session``), which the runner processes of ``runtime.distributed`` call too.
+Each turn is: the control unit selects among the eligible invocations, the runner claims that
+invocation from the store (a lease), and then takes it through one step: ``BoardSession.step``,
+i.e. ``runtime.step.StepEngine`` followed by the circuit policy, the same unit and the same
+order (claim, then step) as the runner processes of ``runtime.distributed``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ from ..scheduling.invocation import Invocation
 from ..scheduling.rules import Scheduler
 from ..stores.base import Store
 from ..workers.base import Worker
+from .boards import RunnerError, kernel_from
 from .events import RUN_ENDED, RUN_STARTED, RunEvent
 from .result import RunResult
-from .session import BoardSession, RunnerError, kernel_from
+from .session import BoardSession
 
 __all__ = ["Runner", "RunnerError", "create_board", "kernel_from"]
 
@@ -253,7 +256,7 @@ class Runner:
         return result
 
     async def _invoke(self, inv: Invocation, selection: Selection) -> None:
-        """Lease the invocation from the store, then one step (``BoardSession.step``)."""
+        """Claim the selected invocation from the store (a lease), then one step."""
         session = self.session
         claim = await self.store.claim(self.board_id, owner=self.owner, lease_s=self.lease_s, worker_names=[inv.worker])
         if claim is None:
@@ -266,6 +269,7 @@ class Runner:
             # The store's best invocation for this worker differs (another runner moved on):
             # run the one we were leased, and put ours back for later.
             session.agenda.requeue(inv)
-            inv = claim.invocation
-            session.agenda.take(inv.id)
-        await session.step(inv, selection.reason, owner=self.owner, lease_s=self.lease_s)
+        # The mirror may not know the store's invocation (e.g. pushed by a run it has not seen):
+        # the lease is ours all the same, so it runs.
+        claimed = session.adopt(claim.invocation) or claim.invocation
+        await session.step(claimed, selection.reason, owner=self.owner, lease_s=self.lease_s)

@@ -10,7 +10,7 @@ from .agenda import Agenda
 from .control import AgendaOrder, BoardSummary, ControlUnit, RoundRobin, Selection
 from .diagnostics import Diagnostic
 from .invocation import CANCELLED, CLAIMED, DONE, PENDING, STATUSES, Invocation
-from .rules import START_EVENT, Scheduled, Scheduler
+from .rules import START_EVENT, Scheduled, Scheduler, SchedulerBusy
 from .stages import STAGE_ENTERED, STAGE_EXITED, StageEvent, StageTracker, StageUpdate
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "RoundRobin",
     "Scheduled",
     "Scheduler",
+    "SchedulerBusy",
     "Selection",
     "StageEvent",
     "StageTracker",

@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import telemetry
 from ..kernel.canonical import JSON
-from ..kernel.pointer import escape_token
+from ..kernel.pointer import MISSING, PointerError, escape_token, parse_pointer, resolve
 from ..kernel.record import Usage
 from ..models import Message, Model, ModelError, resolve_model
 from .control import BoardSummary, Selection
@@ -149,8 +149,6 @@ def digest_state(
     most recent), deeper objects clipped. Every value is clipped to ``item_chars``; the result
     is cut (with ``…``) at ``limit``. Deterministic: keys are sorted.
     """
-    from ..kernel.pointer import MISSING, PointerError, parse_pointer, resolve
-
     lines: list[str] = []
     for ptr in recent:
         try:

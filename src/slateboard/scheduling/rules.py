@@ -1,8 +1,15 @@
-"""Rules -> invocations: the scheduler turns committed events into agenda work.
+"""Rules -> invocations: the scheduler turns an accepted transaction's events into agenda work.
 
-The scheduler sees only committed data: the events of an accepted transaction, the committed
-state after it, and its version. For every event (in the kernel's order) and every rule (in
-blueprint order) it checks, cheapest first:
+Where it sits in a step (``runtime.step``): ``kernel.prepare`` decides a proposal; when it is
+accepted, ``Scheduler.prepare`` runs the rules on its events, its state and its version; the
+record and the invocations the rules created are appended to the store together (one
+compare-and-set); then the kernel and the scheduler both ``commit``, or both ``abort`` when the
+append failed. So rules run *before* the append, on the prepared decision, and their result
+becomes durable (or is undone) in the same transaction as the record: the agenda only ever holds
+invocations of committed records.
+
+For every event (in the kernel's order) and every rule (in blueprint order) it checks, cheapest
+first:
 
 1. the op filter: the event's op equals the trigger's op, or the trigger is ``any``
    (``start`` rules never match events: they fire once, from ``start``);
@@ -28,13 +35,15 @@ produced, or is pending on the agenda (``pending``), is not created again; the f
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.pointer import MISSING, resolve
 from .diagnostics import Diagnostic
 from .invocation import Invocation
-from .stages import StageEvent, StageTracker
+from .stages import StageEvent, StageMark, StageTracker
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint, CompiledRule
@@ -59,11 +68,17 @@ class Scheduled(list[Invocation]):
         self.stage_events: tuple[StageEvent, ...] = tuple(stage_events)
 
 
+class SchedulerBusy(UsageError, RuntimeError):
+    """``prepare`` was called while an earlier prepared schedule awaits commit or abort."""
+
+
 class Scheduler:
     """Matches committed events against a blueprint's rules (see module docstring).
 
     Its mutable state (the order counter, per-worker issued counts, whether ``start`` ran, and
     the stage tracker) is small, deterministic, and saved/restored by ``to_json``/``from_json``.
+    Like the kernel it is transactional: ``prepare`` schedules and keeps what it changed, then
+    ``commit`` keeps the change or ``abort`` puts the scheduler back exactly as it was.
     """
 
     def __init__(self, blueprint: CompiledBlueprint, *, order: int = 0, stages: StageTracker | None = None) -> None:
@@ -72,9 +87,17 @@ class Scheduler:
         self._event_rules = tuple(r for r in self.rules if r.spec.on.op != "start")
         self._start_rules = tuple(r for r in self.rules if r.spec.on.op == "start")
         self.stages = stages if stages is not None else StageTracker.from_blueprint(blueprint)
+        self._reacts = bool(self._event_rules) or bool(self.stages.names)
         self._order = order
         self._issued: dict[str, int] = {}
         self._started = False
+        self._undo: _Undo | None = None
+
+    @property
+    def reacts(self) -> bool:
+        """False when no commit can change anything here (no event rules and no stages):
+        ``schedule`` would then always return an empty result, and callers may skip it."""
+        return self._reacts
 
     @property
     def order(self) -> int:
@@ -154,6 +177,37 @@ class Scheduler:
                 batch.add(rule, event_json, binding)
         return Scheduled(batch.invocations, batch.diagnostics, update.events)
 
+    # -- transactions -------------------------------------------------------------------------
+    def prepare(
+        self,
+        events: Sequence[Event],
+        state: JSON,
+        version: int,
+        *,
+        pending: Container[str] | None = None,
+    ) -> Scheduled:
+        """``schedule`` as the first half of a transaction: the scheduler changes at once, and
+        must then be ``commit``-ted or ``abort``-ed before the next ``prepare`` (SchedulerBusy
+        otherwise). An abort restores the order counter, the issued counts and the stages."""
+        if self._undo is not None:
+            raise SchedulerBusy("a prepared schedule is awaiting commit or abort")
+        undo = _Undo(self._order, dict(self._issued), self._started, self.stages.mark())
+        scheduled = self.schedule(events, state, version, pending=pending)
+        self._undo = undo
+        return scheduled
+
+    def commit(self) -> None:
+        """Keep what the last ``prepare`` changed (no-op when nothing is prepared)."""
+        self._undo = None
+
+    def abort(self) -> None:
+        """Undo the last ``prepare`` (no-op when nothing is prepared)."""
+        undo, self._undo = self._undo, None
+        if undo is None:
+            return
+        self._order, self._issued, self._started = undo.order, undo.issued, undo.started
+        self.stages.restore(undo.stages)
+
     # -- persistence ------------------------------------------------------------------------
     def to_json(self) -> dict[str, JSON]:
         """The scheduler's restorable state as plain JSON."""
@@ -172,6 +226,16 @@ class Scheduler:
         sched._started = bool(data.get("started", False))
         sched._issued = {str(k): int(v) for k, v in (data.get("issued") or {}).items()}
         return sched
+
+
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    """What ``Scheduler.abort`` restores (all small: counters and stage statuses)."""
+
+    order: int
+    issued: dict[str, int]
+    started: bool
+    stages: StageMark
 
 
 class _Batch:

@@ -63,6 +63,15 @@ class StageUpdate:
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class StageMark:
+    """A tracker's statuses at one moment (``StageTracker.mark``/``restore``)."""
+
+    status: dict[str, str]
+    since: dict[str, int | None]
+    evaluated: int | None
+
+
 class StageTracker:
     """Tracks which stages are active (see module docstring for the guarantees)."""
 
@@ -139,6 +148,15 @@ class StageTracker:
                 self._since[name] = version
                 events.append(StageEvent(STAGE_EXITED, name, version))
         return StageUpdate(tuple(events), tuple(diags))
+
+    # -- undo -------------------------------------------------------------------------------
+    def mark(self) -> StageMark:
+        """What ``restore`` needs to put the tracker back as it is now (O(number of stages))."""
+        return StageMark(dict(self._status), dict(self._since), self._evaluated)
+
+    def restore(self, mark: StageMark) -> None:
+        """Put the tracker back as it was when ``mark`` was taken."""
+        self._status, self._since, self._evaluated = dict(mark.status), dict(mark.since), mark.evaluated
 
     # -- persistence ------------------------------------------------------------------------
     def to_json(self) -> dict[str, JSON]:

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,11 +33,15 @@ from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import Record, Usage
 from ..models import Model, resolve_model
+from ..runtime.accounting import Accounts
 from ..runtime.events import RunEvent
 from ..runtime.result import TokenUsage, usage_by
+from ..runtime.step import Solo, StepEngine
+from ..scheduling.agenda import Agenda
+from ..scheduling.invocation import Invocation
+from ..scheduling.rules import Scheduler
 from ..stores import open_store
-from ..stores.base import AgendaChanges, Store
-from ..views import build_view
+from ..stores.base import Store
 from ..workers.base import Worker, WorkerReply
 from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, render_board, run_agent
 from ._board import (
@@ -398,9 +401,8 @@ class _BlackboardRun:
         self.tokens_in = 0
         self.tokens_out = 0
         self.rounds = 0
-        self.rejections: dict[str, deque[Record]] = defaultdict(lambda: deque(maxlen=3))
         self.compiled: CompiledBlueprint
-        self.kernel: Kernel
+        self.engine: StepEngine
 
     # -- plumbing -----------------------------------------------------------------------------
     async def emit(self, kind: str, **data: JSON) -> None:
@@ -420,35 +422,29 @@ class _BlackboardRun:
         self.tokens_in += usage.tokens_in
         self.tokens_out += usage.tokens_out
 
+    @property
+    def kernel(self) -> Kernel:
+        return self.engine.kernel
+
     async def append(self, decision: Decision) -> None:
-        try:
-            await self.store.append(self.board_id, decision.record, agenda=AgendaChanges(), state=self.kernel.state)
-        except BaseException:
-            self.kernel.abort(decision)
-            raise
-        self.kernel.commit(decision)
-        rec = decision.record
-        if rec.outcome == "rejected" and rec.worker:
-            self.rejections[rec.worker].append(rec)
+        """Append a decision already prepared on the kernel (the engine's append path)."""
+        async with self.engine.lock:
+            await self.engine.transact(lambda: decision)
 
     async def action(self, kind: str, reason: str, **kw: Any) -> None:
-        await self.append(self.kernel.action(kind, reason, **kw))
+        async with self.engine.lock:
+            await self.engine.transact(lambda: self.kernel.action(kind, reason, **kw))
 
     async def propose(
         self, worker: Worker, event: dict[str, JSON], invocation: str, meta: dict[str, JSON]
-    ) -> tuple[Decision, WorkerReply]:
-        view = build_view(
-            self.compiled,
-            worker.name,
-            self.kernel.state,
-            self.kernel.version,
-            event=event,
-            rejections=list(self.rejections[worker.name]),
-        )
-        reply = await worker.propose(view, event)
-        decision = self.kernel.prepare(reply.to_proposal(view, invocation=invocation, event=event, meta=meta))
-        await self.append(decision)
-        return decision, reply
+    ) -> tuple[Record, WorkerReply]:
+        """One step of the engine for ``worker``, chosen by the coordinator: the invocation is
+        made up by this control loop (not on the store's agenda), so it is neither completed
+        nor re-queued; a rejection is shown to the agent in its next view."""
+        inv = Invocation(invocation, worker.name, 0, self.rounds, event)
+        outcome = await self.engine.step(inv, invocation, meta=meta, stored=False)
+        assert outcome.record is not None and outcome.reply is not None  # Solo: never dropped
+        return outcome.record, outcome.reply
 
     def public(self) -> list[dict[str, Any]]:
         state = self.kernel.state
@@ -488,7 +484,11 @@ class _BlackboardRun:
             meta={"architecture": "blackboard", "agents": list(names)},
         )
         self.board_id = info.board_id
-        self.kernel = Kernel(self.compiled)
+        # The blackboard runs on the step engine every runner uses (one writer: Solo), with no
+        # worker timeout (the seed has none); the coordinator below is its control loop.
+        self.engine = StepEngine(self.store, self.board_id, concurrency=Solo(), worker_timeout=None)
+        self.engine.reset(self.compiled, Kernel(self.compiled), Scheduler(self.compiled), Agenda(), Accounts())
+        self.engine.workers = {**workers, decider.name: decider}
         try:
             return await self._loop(names, workers, coordinator_model, decider)
         except BaseException:
@@ -549,7 +549,7 @@ class _BlackboardRun:
                 workers[agent], event, f"round-{round_num}", {"round": round_num, "control": decision.raw[:_PREVIEW]}
             )
             self.count(reply.usage)
-            if outcome.accepted:
+            if outcome.outcome == "accepted":
                 entry = self.public()[-1]
                 await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
             else:
@@ -632,7 +632,7 @@ class _BlackboardRun:
         ops = reply.patch if isinstance(reply.patch, list) else []
         value = ops[0].get("value") if ops and isinstance(ops[0], dict) else None
         final = value if isinstance(value, str) else ""
-        if outcome.record.outcome == "rejected":
+        if outcome.outcome == "rejected":
             await self.emit(REJECTED, round=None, agent=decider.name, stage=outcome.stage, reason=outcome.reason)
         return final
 

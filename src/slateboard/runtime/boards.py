@@ -1,0 +1,130 @@
+"""What every runtime module needs to know about a stored board, with no runtime dependency.
+
+The board's kernel rebuilt from the store (``kernel_from``), how its end is recorded (the
+run-end record, ``ends_run``, ``status_for``), which held proposals still wait for a human
+(``waiting_approvals``), and its result (``make_result``, ``board_result``). Every other module
+of ``slateboard.runtime`` may import this one; it imports none of them but ``result``, so the
+runner, the step engine and approvals never need a function-level import to reach each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..errors import RunError
+from ..kernel.canonical import JSON
+from ..kernel.kernel import Kernel
+from ..kernel.pointer import MISSING, parse_pointer, resolve
+from ..kernel.record import Record
+from ..kernel.replay import replay
+from ..stores.base import LoadedBoard, Store
+from .result import RunResult, usage_by
+
+RUN_RECORD_KIND = "run"
+RUN_ENDED = "run.ended"
+
+
+class RunnerError(RunError, RuntimeError):
+    """The run could not continue (the store failed, or the board is not runnable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A proposal waiting for a human: the record's seq, its worker, patch and reason."""
+
+    seq: int
+    worker: str
+    patch: str
+    reason: str
+
+
+def waiting_approvals(records: Sequence[Record]) -> list[Held]:
+    """Held proposals among ``records`` that have no approval decision yet, oldest first."""
+    decided = {r.meta.get("record") for r in records if r.kind == "approval"}
+    return [
+        Held(r.seq, r.worker or "", r.patch or "", r.reason or "")
+        for r in records
+        if r.outcome == "held" and r.seq not in decided
+    ]
+
+
+def kernel_from(blueprint: CompiledBlueprint, loaded: LoadedBoard) -> Kernel:
+    """The board's kernel at its last record: the latest snapshot plus the replayed log tail.
+
+    Raises RunnerError when the stored log does not verify or a bare snapshot does not match
+    its state hash."""
+    board = loaded.board_id
+    report = replay(
+        blueprint,
+        loaded.start_state,
+        loaded.records,
+        start_version=loaded.start_version,
+        start_seq=loaded.start_seq,
+        start_hash=loaded.start_hash,
+    )
+    if not report.ok:
+        raise RunnerError(f"board {board}: stored log does not verify: {report}")
+    if loaded.snapshot is not None and not loaded.records and report.state_hash != loaded.snapshot.state_hash:
+        raise RunnerError(f"board {board}: snapshot at seq {loaded.snapshot.seq} does not match its state hash")
+    return Kernel(
+        blueprint,
+        report.state,
+        version=report.version,
+        seq=loaded.start_seq + report.checked,
+        last_hash=loaded.records[-1].hash if loaded.records else loaded.start_hash,
+    )
+
+
+def ends_run(record: Record) -> bool:
+    """True for the record a runner appends when a board's run ends."""
+    return record.kind == RUN_RECORD_KIND and record.meta.get("event") == RUN_ENDED
+
+
+def status_for(reason: str) -> str:
+    """The board status an end reason leaves: failed (circuit halt), paused (awaiting approval)
+    or done (anything else)."""
+    return "failed" if reason.startswith("circuit") else "paused" if reason.startswith("paused") else "done"
+
+
+def answer_of(blueprint: CompiledBlueprint, state: JSON) -> JSON:
+    """The value at the blueprint's answer path (None when it names none or nothing is there)."""
+    if blueprint.spec.answer is None:
+        return None
+    found = resolve(state, parse_pointer(blueprint.spec.answer))
+    return None if found is MISSING else found
+
+
+def make_result(
+    board_id: str, blueprint: CompiledBlueprint, state: JSON, version: int, reason: str, records: Sequence[Record]
+) -> RunResult:
+    """The RunResult of a board from its state and its whole log (counts are over the log)."""
+    return RunResult(
+        board_id=board_id,
+        state=state,
+        answer=answer_of(blueprint, state),
+        end_reason=reason,
+        version=version,
+        records=len(records),
+        accepted=sum(r.outcome == "accepted" for r in records),
+        rejected=sum(r.outcome == "rejected" for r in records),
+        steps=sum(r.kind == "proposal" for r in records),
+        usage=usage_by(records, "component"),
+        usage_by_worker=usage_by([r for r in records if r.kind == "proposal"], "worker"),
+    )
+
+
+async def board_result(store: Store, board_id: str) -> RunResult:
+    """The RunResult of a board as the store has it now: its state at the last record, the
+    answer at the blueprint's answer path, and the end reason the board carries (or of its last
+    run-end record; ``""`` while it runs)."""
+    loaded = await store.load_board(board_id)
+    blueprint = compile_blueprint(loaded.blueprint)
+    kernel = kernel_from(blueprint, loaded)
+    records = await store.read_records(board_id)
+    reason = loaded.info.reason or ""
+    if not reason:
+        ended = next((r for r in reversed(records) if ends_run(r)), None)
+        reason = ended.reason or "" if ended is not None else ""
+    return make_result(board_id, blueprint, kernel.state, kernel.version, reason, records)

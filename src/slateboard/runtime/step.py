@@ -1,0 +1,476 @@
+"""The step engine: the one unit every runner takes a claimed invocation through.
+
+    view -> worker.propose (timeout, lease heartbeats) -> kernel.prepare -> scheduler.prepare
+         -> ONE store.append (record + agenda changes, compare-and-set on the board's log)
+         -> kernel.commit + scheduler.commit, or kernel.abort + scheduler.abort
+
+``StepEngine.step`` is that path for an invocation; ``StepEngine.transact`` is its second half
+(decide, append, commit or abort) for any record: a proposal, an approved patch, a circuit
+action, a run-end record. ``transact`` is the only place the runtime appends to a board, and
+``cas_retry`` is the only compare-and-set retry loop: a lost compare-and-set (``Conflict``)
+is retried only by a ``Shared`` engine, after it has caught up with the store.
+
+Who drives it: the single-board ``Runner``, ``RunnerProcess`` (many processes on PostgreSQL),
+human approvals, and ``Team.blackboard``. What differs between them is a strategy object, the
+``Concurrency``: ``Solo`` (this process is the board's only writer; its agenda mirror is exact,
+a lost compare-and-set or a refused commit is an error) or ``Shared`` (other processes append
+to the same board: the engine catches up and decides again, drops a result another runner
+already committed, and stops once the board has ended).
+
+After every successful append the engine applies the same agenda changes to its in-memory
+mirror and notes the record in the board's ``Accounts`` (``runtime.accounting``), so what this
+process wrote is counted exactly like what it catches up on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol, TypeVar
+
+from .. import telemetry
+from ..blueprint.compile import CompiledBlueprint
+from ..kernel.canonical import JSON
+from ..kernel.kernel import Decision, Kernel, Proposal
+from ..kernel.record import Record, Usage
+from ..scheduling.agenda import Agenda
+from ..scheduling.invocation import CLAIMED, PENDING, Invocation
+from ..scheduling.rules import Scheduler
+from ..stores.base import AgendaChanges, AgendaError, Conflict, DuplicateInvocationCommit, LeaseLost, Store, StoreError
+from ..views import View, build_view
+from ..workers.base import Worker, WorkerReply
+from .accounting import Accounts
+from .events import INVOCATION_STARTED, PROPOSAL_DECIDED
+
+log = logging.getLogger("slateboard.runtime")
+
+MAX_CONFLICTS = 64
+"""Compare-and-set losses one append tolerates before giving up (each one means another runner
+committed on the same board meanwhile; 64 in a row means something is wrong)."""
+
+T = TypeVar("T")
+
+Emit = Callable[..., None]
+"""``emit(kind, **data)``: how an engine reports run events to its runner."""
+
+
+def _no_emit(kind: str, **data: JSON) -> None:
+    return None
+
+
+async def cas_retry(
+    attempt: Callable[[int], Awaitable[T]],
+    catch_up: Callable[[], Awaitable[object]],
+    *,
+    retry: bool,
+    limit: int = MAX_CONFLICTS,
+) -> T:
+    """Run ``attempt(conflicts_so_far)`` until it does not lose the compare-and-set.
+
+    On ``Conflict`` (another writer appended first) it calls ``catch_up`` and tries again, at
+    most ``limit`` times; with ``retry=False`` (a single writer: a conflict is a bug or a second
+    writer that should not be there) the Conflict propagates at once. This is the runtime's only
+    compare-and-set retry loop."""
+    conflicts = 0
+    while True:
+        try:
+            return await attempt(conflicts)
+        except Conflict:
+            conflicts += 1
+            if not retry or conflicts > limit:
+                raise
+            await catch_up()
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """What one step did: the record it appended (None when dropped), whether the invocation was
+    re-queued, why the result was dropped, how many compare-and-set losses it took, and the
+    worker's reply (None when the step never reached the worker)."""
+
+    record: Record | None
+    requeued: bool = False
+    dropped: str | None = None
+    conflicts: int = 0
+    reply: WorkerReply | None = field(default=None, compare=False)
+
+
+# -- the concurrency strategy -------------------------------------------------------------------
+class Concurrency(Protocol):
+    """How an engine behaves towards other writers of its board (``Solo`` or ``Shared``)."""
+
+    retries: bool
+    """Whether a lost compare-and-set is retried after catching up (else it raises)."""
+
+    def ended(self, accounts: Accounts) -> str | None:
+        """Why nothing more may be appended now (the board ended elsewhere), or None."""
+        ...
+
+    def mirror(self, active: Sequence[Invocation]) -> Agenda:
+        """The in-memory agenda mirror of the store's pending and claimed invocations."""
+        ...
+
+    def refused(self, exc: StoreError) -> str:
+        """The drop reason when the store refused a commit (already committed, or cancelled);
+        raises when such a refusal cannot happen legitimately."""
+        ...
+
+
+class Solo:
+    """This process is the board's only writer: its mirror is the truth, and a lost
+    compare-and-set or a refused commit is an error (raised). Claimed invocations found on
+    load belonged to a dead run and are pending again (the store re-leases them)."""
+
+    retries = False
+
+    def ended(self, accounts: Accounts) -> str | None:
+        """Never: a solo run ends only when it decides to (a new run may follow an old end)."""
+        return None
+
+    def mirror(self, active: Sequence[Invocation]) -> Agenda:
+        """Every active invocation, pending."""
+        return Agenda(active)
+
+    def refused(self, exc: StoreError) -> str:
+        """Raises ``exc``: nobody else can have committed this invocation."""
+        raise exc
+
+
+class Shared:
+    """Other processes append to the board too (runner processes on PostgreSQL): a lost
+    compare-and-set is retried after catching up, a commit the store refuses (another runner
+    committed or cancelled the invocation first) is dropped, and once the log ends with a
+    run-end record nothing more is appended. Invocations claimed by other runners stay claimed
+    in the mirror: never eligible here."""
+
+    retries = True
+
+    def ended(self, accounts: Accounts) -> str | None:
+        """``the board ended meanwhile`` once the log ends with a run-end record."""
+        return "the board ended meanwhile" if accounts.ended_at_head else None
+
+    def mirror(self, active: Sequence[Invocation]) -> Agenda:
+        """Pending ones pending, claimed ones claimed."""
+        return Agenda.from_json(
+            {
+                "pending": [i.to_json() for i in active if i.status == PENDING],
+                "claimed": [i.to_json() for i in active if i.status == CLAIMED],
+            }
+        )
+
+    def refused(self, exc: StoreError) -> str:
+        """The refusal, as the drop reason (the other runner's commit stands)."""
+        return str(exc)
+
+
+def mirror_changes(agenda: Agenda, changes: AgendaChanges) -> None:
+    """Apply to the in-memory mirror exactly the agenda changes the store just committed."""
+    for inv_id in changes.cancel:
+        agenda.cancel(inv_id)
+    for inv_id in changes.complete:
+        agenda.cancel(inv_id)  # pending (another runner's view of it) or claimed: gone either way
+    for inv in changes.requeue:
+        agenda.cancel(inv.id)
+        agenda.push(inv)
+    for inv in changes.push:
+        agenda.push(inv)
+
+
+async def append_decision(
+    store: Store,
+    board_id: str,
+    kernel: Kernel,
+    decision: Decision,
+    changes: AgendaChanges,
+    *,
+    scheduler: Scheduler | None = None,
+) -> None:
+    """Append ``decision``'s record with ``changes`` in one store transaction (compare-and-set
+    on the board's log position), then commit the kernel (and the scheduler, when it prepared
+    the pushed invocations); on any failure abort both and re-raise. The kernel and scheduler
+    never move unless the store holds the record."""
+    try:
+        with telemetry.span("slateboard.store.append", {"slateboard.seq": decision.record.seq}):  # telemetry hook
+            await store.append(board_id, decision.record, agenda=changes, state=kernel.state)
+    except BaseException:
+        kernel.abort(decision)
+        if scheduler is not None:
+            scheduler.abort()
+        raise
+    kernel.commit(decision)
+    if scheduler is not None:
+        scheduler.commit()
+
+
+Prepare = Callable[[], Decision | None]
+"""Decides the record to append (``kernel.prepare`` or ``kernel.action``) at the current head, or
+None when, at this head, there is nothing to append any more."""
+Changes = Callable[[Decision, Sequence[Invocation]], AgendaChanges]
+"""The agenda changes for a decision, given the invocations its rules pushed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transacted:
+    """One successful append: the decision, the agenda changes committed with it, and how many
+    compare-and-set losses it took."""
+
+    decision: Decision
+    changes: AgendaChanges
+    conflicts: int
+
+    @property
+    def record(self) -> Record:
+        """The appended record."""
+        return self.decision.record
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An append that did not happen: why, and after how many compare-and-set losses."""
+
+    reason: str
+    conflicts: int
+
+
+class StepEngine:
+    """One board's step (see the module docstring).
+
+    The engine holds the board's live pieces (kernel, scheduler, agenda mirror, accounts,
+    workers), which its owner sets with ``reset`` (and again after a reload). ``catch_up`` is
+    called after a lost compare-and-set (``Shared`` only). Guarantees: the kernel, the scheduler,
+    the mirror and the accounts only move after the store accepted a record; one decision at a
+    time (``lock``, held by ``step``'s second half and by every ``transact`` caller)."""
+
+    def __init__(
+        self,
+        store: Store,
+        board_id: str,
+        *,
+        concurrency: Concurrency | None = None,
+        worker_timeout: float | None = 120.0,
+        emit: Emit | None = None,
+        catch_up: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        self.store = store
+        self.board_id = board_id
+        self.concurrency: Concurrency = concurrency or Solo()
+        self.worker_timeout = worker_timeout
+        self.emit: Emit = emit or _no_emit
+        self.catch_up: Callable[[], Awaitable[object]] = catch_up or _nothing
+        self.lock = asyncio.Lock()
+        self.expand: dict[str, tuple[str, ...]] = {}
+        self.workers: dict[str, Worker] = {}
+        self.after_step: Callable[[Record], Awaitable[None]] | None = None
+        """Runs under the lock right after a step's record is appended (the circuit policy)."""
+        # The board's live pieces, set by ``reset``:
+        self.blueprint: CompiledBlueprint
+        self.kernel: Kernel
+        self.scheduler: Scheduler
+        self.agenda: Agenda
+        self.accounts: Accounts
+
+    def reset(
+        self, blueprint: CompiledBlueprint, kernel: Kernel, scheduler: Scheduler, agenda: Agenda, accounts: Accounts
+    ) -> None:
+        """(Re)load the board's live pieces (after a load or a reload from the store)."""
+        self.blueprint = blueprint
+        self.kernel = kernel
+        self.scheduler = scheduler
+        self.agenda = agenda
+        self.accounts = accounts
+
+    # -- the second half: decide, append, commit or abort -----------------------------------------
+    async def transact(
+        self, prepare: Prepare, changes: Changes | None = None, *, schedule: bool = False
+    ) -> Transacted | Dropped:
+        """Decide with ``prepare``, run the rules on an accepted decision when ``schedule``,
+        append the record with ``changes(decision, pushed)`` (default: push what the rules
+        created) in one compare-and-set, then commit or abort; mirror the agenda changes and
+        note the record. Call it with ``lock`` held. ``Shared``: decides again on the new head
+        after a lost compare-and-set, and returns ``Dropped`` when the board ended meanwhile or
+        the store refused the commit."""
+        conc = self.concurrency
+
+        async def attempt(conflicts: int) -> Transacted | Dropped:
+            ended = conc.ended(self.accounts)
+            if ended is not None:
+                return Dropped(ended, conflicts)
+            decision = prepare()
+            if decision is None:
+                return Dropped("nothing to append", conflicts)
+            rec = decision.record
+            pushed: Sequence[Invocation] = ()
+            scheduler = None
+            if schedule and decision.accepted and self.scheduler.reacts:
+                scheduler = self.scheduler
+                pushed = scheduler.prepare(
+                    decision.events, self.kernel.state, rec.version, pending=self.agenda.pending_keys
+                )
+            agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
+            try:
+                await append_decision(self.store, self.board_id, self.kernel, decision, agenda, scheduler=scheduler)
+            except (DuplicateInvocationCommit, AgendaError) as exc:
+                reason = conc.refused(exc)
+                await self.catch_up()
+                log.info("board %s: result dropped: %s", self.board_id, reason)
+                return Dropped(reason, conflicts)
+            mirror_changes(self.agenda, agenda)
+            self.accounts.note(rec)
+            return Transacted(decision, agenda, conflicts)
+
+        return await cas_retry(attempt, self.catch_up, retry=conc.retries)
+
+    # -- the step -----------------------------------------------------------------------------
+    async def step(
+        self,
+        inv: Invocation,
+        reason: str,
+        *,
+        owner: str | None = None,
+        lease_s: float | None = None,
+        meta: dict[str, JSON] | None = None,
+        stored: bool = True,
+    ) -> StepOutcome:
+        """Run claimed invocation ``inv``: view, propose, then ``decide``.
+
+        ``reason`` is why it was chosen (kept in the record's meta as ``control`` unless ``meta``
+        is given). With ``owner`` and ``lease_s`` the claim's lease is extended every
+        ``lease_s / 3`` seconds while the worker runs. A worker that times out becomes a
+        ``parse`` rejection. ``stored=False`` is for an invocation a control unit made up that
+        is not on the store's agenda (``Team.blackboard``'s coordinator turns): nothing to
+        complete, and no re-queue."""
+        # telemetry hook (issue 17): one span per step, the view / propose / decide / append below it
+        with telemetry.span(
+            "slateboard.step",
+            {"slateboard.worker": inv.worker, "slateboard.invocation": inv.id, "slateboard.control": reason},
+        ):
+            return await self._step(inv, reason, owner=owner, lease_s=lease_s, meta=meta, stored=stored)
+
+    async def _step(
+        self,
+        inv: Invocation,
+        reason: str,
+        *,
+        owner: str | None,
+        lease_s: float | None,
+        meta: dict[str, JSON] | None,
+        stored: bool,
+    ) -> StepOutcome:
+        worker = self.workers[inv.worker]
+        with telemetry.span("slateboard.view") as sp:  # telemetry hook (issue 17)
+            view = build_view(
+                self.blueprint,
+                inv.worker,
+                self.kernel.state,
+                self.kernel.version,
+                event=inv.event,
+                rejections=list(self.accounts.rejections[inv.worker]),
+                expand=self.expand.pop(inv.worker, ()),
+                budget=self.accounts.budgets.get(inv.worker),
+            )
+            telemetry.record_view(sp, view)
+        self.emit(INVOCATION_STARTED, invocation=inv.id, worker=inv.worker, version=view.version, reason=reason)
+        reply = await self._propose(worker, view, inv, owner, lease_s)
+        if reply.expand:
+            self.expand[inv.worker] = reply.expand
+        proposal = reply.to_proposal(
+            view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
+        )
+        return await self.decide(inv, proposal, stored=stored, reply=reply)
+
+    async def _propose(
+        self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
+    ) -> WorkerReply:
+        started = time.perf_counter()
+        keeper = (
+            asyncio.create_task(self._keep_lease(inv.id, owner, lease_s))
+            if owner is not None and lease_s is not None
+            else None
+        )
+        call = worker.propose(view, inv.event, feedback=inv.feedback)
+        try:
+            with telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}):  # telemetry hook (issue 17)
+                return await (call if self.worker_timeout is None else asyncio.wait_for(call, self.worker_timeout))
+        except TimeoutError:
+            return WorkerReply(
+                "",
+                Usage(latency_ms=(time.perf_counter() - started) * 1e3, component="worker"),
+                diagnostics={"error": f"worker timed out after {self.worker_timeout:g} s"},
+            )
+        finally:
+            if keeper is not None:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
+
+    async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float) -> None:
+        every = max(lease_s / 3, 0.01)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.store.heartbeat(self.board_id, invocation_id, owner=owner, lease_s=lease_s)
+            except LeaseLost:
+                # Another runner may take the invocation over; the store's idempotency key keeps
+                # the commit single, whoever gets there first.
+                log.info("board %s: lease on %s lost while its worker ran", self.board_id, invocation_id)
+                return
+            except StoreError as exc:
+                log.warning("board %s: heartbeat for %s failed: %s", self.board_id, invocation_id, exc)
+
+    async def decide(
+        self, inv: Invocation, proposal: Proposal, *, stored: bool = True, reply: WorkerReply | None = None
+    ) -> StepOutcome:
+        """Decide ``proposal`` for claimed invocation ``inv`` and append it with its agenda
+        changes (``transact``). A stale proposal is re-queued once with a fresh view; an invalid
+        one is retried with its rejection as feedback until the circuit policy's threshold takes
+        over; anything else completes the invocation. ``reply`` (the worker's) is passed through
+        to the outcome."""
+        retries = self.blueprint.spec.circuit.max_consecutive_invalid
+        requeued = False
+
+        def changes(decision: Decision, pushed: Sequence[Invocation]) -> AgendaChanges:
+            nonlocal requeued
+            rec = decision.record
+            requeued = stored and (
+                (rec.stage == "stale" and inv.attempts == 0)
+                or (rec.outcome == "rejected" and rec.stage != "stale" and inv.attempts + 1 < retries)
+            )
+            if not requeued:
+                return AgendaChanges(push=pushed, complete=(inv.id,) if stored else ())
+            retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason)
+            return AgendaChanges(push=pushed, requeue=(retry,))
+
+        def prepare() -> Decision:
+            with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
+                decision = self.kernel.prepare(proposal)
+                telemetry.record_decision(sp, decision.record)
+            return decision
+
+        async with self.lock:
+            done = await self.transact(prepare, changes, schedule=True)
+            if isinstance(done, Dropped):
+                return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
+            rec = done.record
+            self.emit(
+                PROPOSAL_DECIDED,
+                seq=rec.seq,
+                worker=inv.worker,
+                invocation=inv.id,
+                outcome=rec.outcome,
+                stage=rec.stage,
+                reason=rec.reason,
+                version=self.kernel.version,
+                tokens=self.accounts.tokens,
+                requeued=requeued,
+            )
+            if self.after_step is not None:
+                await self.after_step(rec)
+            return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply)
+
+
+async def _nothing() -> None:
+    return None
