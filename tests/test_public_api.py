@@ -133,3 +133,16 @@ def test_the_three_branches() -> None:
     assert issubclass(ModelConfigError, errors.UsageError) and issubclass(ModelConfigError, slateboard.ModelError)
     assert issubclass(Conflict, errors.StoreError)
     assert not issubclass(Conflict, errors.UsageError | errors.RunError)
+
+
+def test_invalid_input_is_a_usage_error_and_a_value_error() -> None:
+    from slateboard.kernel import Record
+    from slateboard.models import RetryPolicy
+
+    for bad in (lambda: RetryPolicy(max_attempts=0), lambda: Record.from_json({"seq": 1})):
+        try:
+            bad()
+        except errors.InvalidInput as exc:
+            assert isinstance(exc, errors.UsageError) and isinstance(exc, ValueError)
+        else:
+            raise AssertionError("no InvalidInput raised")

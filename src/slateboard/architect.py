@@ -30,7 +30,7 @@ from typing import Any
 
 from .blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from .blueprint.models import Blueprint
-from .errors import RunError
+from .errors import InvalidInput, RunError
 from .kernel.record import Usage
 from .models import Message, Model, ModelError, resolve_model
 from .scheduling.coordinator import parse_json_object
@@ -216,7 +216,7 @@ class Architect:
         timeout: float | None = 300.0,
     ) -> None:
         if max_repairs < 0:
-            raise ValueError("max_repairs must be >= 0")
+            raise InvalidInput("max_repairs must be >= 0")
         self.model: Model = resolve_model(model)
         self.max_repairs = max_repairs
         self.example = dict(example) if example is not None else EXAMPLE_BLUEPRINT
@@ -271,7 +271,7 @@ class Architect:
     async def design_report(self, request: str) -> Design:
         """Design a blueprint for ``request`` and report the attempts (see module docstring)."""
         if not isinstance(request, str) or not request.strip():
-            raise ValueError("the request must be a non-empty string")
+            raise InvalidInput("the request must be a non-empty string")
         base = self.messages(request)
         messages = list(base)
         attempts: list[ArchitectAttempt] = []

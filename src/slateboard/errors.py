@@ -16,6 +16,7 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     │   ├── OpError, ApplyError       [kernel.patch]  an RFC 6902 patch that is malformed / fails
     │   ├── KernelBusy                [kernel]        prepare/commit/abort called out of order
     │   ├── SchedulerBusy             [scheduling]    the same, for the scheduler's schedule
+    │   ├── InvalidInput              [here]          an argument or value slateboard cannot use
     │   ├── WorkerConfigError         [workers]       a worker that cannot be built
     │   ├── ModelConfigError          [models]        a bad model string or missing API key
     │   ├── ApprovalError             [runtime]       approving something that is not held
@@ -38,6 +39,8 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
         └── StoreCorrupt, StoreUnavailable, SchemaTooNew
 
 The kernel never raises for a bad proposal: such faults become rejections naming their stage.
+Where Python's own protocols call for them, the standard errors stay: ``KeyError`` for a missing
+key or pointer (``Kernel.value_at``), ``TypeError`` for an argument of the wrong type.
 A few private exceptions carry control flow inside one module and never escape it; they derive
 from ``SlateboardError`` too, so that the rule "everything derives from the root" has no holes.
 
@@ -46,7 +49,7 @@ This module imports nothing from slateboard: every other module may import it.
 
 from __future__ import annotations
 
-__all__ = ["RunError", "SlateboardError", "StoreError", "UsageError"]
+__all__ = ["InvalidInput", "RunError", "SlateboardError", "StoreError", "UsageError"]
 
 
 class SlateboardError(Exception):
@@ -56,6 +59,13 @@ class SlateboardError(Exception):
 class UsageError(SlateboardError):
     """Configuration or usage errors: a blueprint, model string, pointer, patch, argument or call
     order that is wrong. Retrying the same thing fails the same way; the caller must change it."""
+
+
+class InvalidInput(UsageError, ValueError):
+    """An argument or value slateboard cannot use (out of range, malformed record, unknown name).
+
+    Also a ``ValueError``, so code written against the standard exception keeps working.
+    """
 
 
 class RunError(SlateboardError):

@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InvalidInput
 from ..kernel.patch import ApplyError, OpError, apply_ops, check_ops
 from ..kernel.pointer import parse_pointer
 
@@ -345,7 +346,7 @@ def make_injection(fault: str, number: int, seed: int) -> Injection:
     """Injection ``number`` of ``fault`` under ``seed``: deterministic (same arguments, same
     injection) and independent of every other injection. ValueError for an unknown fault."""
     if fault not in FAULTS:
-        raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+        raise InvalidInput(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
     rng = random.Random(f"slateboard-faults:{seed}:{fault}:{number}")
     if fault == FALSE_CLAIM:
         index = rng.choice([s.index for s in STEPS if s.worker == "verifier"])
@@ -383,12 +384,12 @@ def corrupt(text: str, marker: str, variant: str) -> str:
     elif variant == "unescaped_quote":
         out = text[:at] + '"' + marker + '"' + text[end:]
     else:
-        raise ValueError(f"unknown invalid-JSON variant {variant!r}")
+        raise InvalidInput(f"unknown invalid-JSON variant {variant!r}")
     try:
         json.loads(out)
     except ValueError:
         return out
-    raise ValueError(f"variant {variant!r} left valid JSON: {out[:80]!r}")
+    raise InvalidInput(f"variant {variant!r} left valid JSON: {out[:80]!r}")
 
 
 # -- the script -----------------------------------------------------------------------------------
@@ -582,7 +583,7 @@ def _strings(doc: Any) -> Iterator[str]:
 def contains_marker(doc: Any, marker: str) -> bool:
     """Whether ``marker`` occurs in any object key or string of ``doc``."""
     if not marker:
-        raise ValueError("an empty marker matches everything")
+        raise InvalidInput("an empty marker matches everything")
     return any(marker in s for s in _strings(doc))
 
 
@@ -621,7 +622,7 @@ def contaminated(injection: Injection, committed: Any) -> bool:
         return contains_marker(committed, injection.marker)
     if injection.fault == FALSE_CLAIM:
         return bool(unsupported_verifications(committed))
-    raise ValueError(f"{injection.fault} is measured by halting, not by contamination")
+    raise InvalidInput(f"{injection.fault} is measured by halting, not by contamination")
 
 
 def clean_outcome(committed: Any) -> bool:

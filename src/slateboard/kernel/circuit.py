@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import InvalidInput
 from .canonical import JSON
 from .protocol import CircuitTerms, KernelBlueprint, KernelLimits
 from .record import Record
@@ -71,7 +72,7 @@ class CircuitAction:
 
     def __post_init__(self) -> None:
         if self.kind not in ACTION_KINDS:
-            raise ValueError(f"unknown circuit action {self.kind!r}; expected one of {', '.join(ACTION_KINDS)}")
+            raise InvalidInput(f"unknown circuit action {self.kind!r}; expected one of {', '.join(ACTION_KINDS)}")
 
     @property
     def logged(self) -> bool:

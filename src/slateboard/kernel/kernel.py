@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import SlateboardError, UsageError
+from ..errors import InvalidInput, SlateboardError, UsageError
 from .canonical import JSON, CanonicalError, JSONValue, canonical_str
 from .contract import WorkerContract
 from .invariants import evaluate_targets, pre_patch_path, touched_targets
@@ -324,13 +324,13 @@ class Kernel:
             raise KernelBusy("a decision is awaiting commit or abort")
         h = self.hasher.hexdigest
         if record.seq != self.seq + 1 or record.prev != self.last_hash:
-            raise ValueError(f"record {record.seq} does not follow record {self.seq}")
+            raise InvalidInput(f"record {record.seq} does not follow record {self.seq}")
         if (
             record.outcome == "accepted"
             or record.version != self.version
             or not record.state_before == record.state_after == h
         ):
-            raise ValueError(f"record {record.seq} changes the state; it cannot be adopted")
+            raise InvalidInput(f"record {record.seq} changes the state; it cannot be adopted")
         self.seq = record.seq
         self.last_hash = record.hash
 

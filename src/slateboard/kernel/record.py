@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 import orjson
 
+from ..errors import InvalidInput
 from .canonical import JSON, JSONValue, canonical_bytes, sha256_hex
 
 GENESIS = "0" * 64
@@ -177,18 +178,18 @@ class Record:
         refused here instead of being silently repaired.
         """
         if not isinstance(data, dict):
-            raise ValueError(f"a record must be an object, got {type(data).__name__}")
+            raise InvalidInput(f"a record must be an object, got {type(data).__name__}")
         keys = set(data)
         if keys != _KEYS:
             missing, extra = sorted(_KEYS - keys), sorted(keys - _KEYS)
-            raise ValueError(f"record keys differ: missing {missing}, unexpected {extra}")
+            raise InvalidInput(f"record keys differ: missing {missing}, unexpected {extra}")
         for name, types in _TYPES.items():
             value = data[name]
             if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-                raise ValueError(f"record field {name!r} has type {type(value).__name__}")
+                raise InvalidInput(f"record field {name!r} has type {type(value).__name__}")
         usage = data["usage"]
         if set(usage) != _USAGE_KEYS:
-            raise ValueError(f"record usage keys differ: {sorted(usage)}")
+            raise InvalidInput(f"record usage keys differ: {sorted(usage)}")
         return cls(
             seq=data["seq"],
             kind=data["kind"],
@@ -217,10 +218,10 @@ class Record:
         try:
             parsed = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise ValueError(f"record is not JSON: {exc}") from None
+            raise InvalidInput(f"record is not JSON: {exc}") from None
         record = cls.from_json(parsed)
         if canonical_bytes(parsed) != data:
-            raise ValueError("record bytes are not in canonical form")
+            raise InvalidInput("record bytes are not in canonical form")
         return record
 
     def sealed(self) -> Record:

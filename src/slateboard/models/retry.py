@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from slateboard.errors import InvalidInput
 from slateboard.models.errors import (
     ModelError,
     ModelRateLimited,
@@ -48,9 +49,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+            raise InvalidInput(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.base_delay < 0 or self.max_delay < 0 or self.multiplier < 1:
-            raise ValueError("delays must be >= 0 and multiplier >= 1")
+            raise InvalidInput("delays must be >= 0 and multiplier >= 1")
 
     def backoff(self, retry_number: int) -> float:
         """The jittered wait before retry `retry_number` (1-based), ignoring Retry-After."""
