@@ -31,9 +31,12 @@ class Accounts:
     """What a board's records add up to (see the module docstring).
 
     ``tail`` keeps the last ``tail_size`` records (what the circuit policy inspects); ``history``
-    every record noted, in order (approvals are matched over it)."""
+    every record noted, in order (approvals are matched over it), unless ``keep_history`` is
+    False (a run with no approvals and no circuit policy, like ``Team.blackboard``, need not
+    keep every record alive: that only costs memory and garbage-collector time)."""
 
     tail_size: int = 64
+    keep_history: bool = True
     history: list[Record] = field(default_factory=list)
     tail: deque[Record] = field(default_factory=deque)
     steps: int = 0
@@ -47,16 +50,17 @@ class Accounts:
         self.tail = deque(self.tail, maxlen=self.tail_size)
 
     @classmethod
-    def of(cls, records: Iterable[Record], *, tail_size: int = 64) -> Accounts:
+    def of(cls, records: Iterable[Record], *, tail_size: int = 64, keep_history: bool = True) -> Accounts:
         """The accounts of a log, folded record by record with ``note``."""
-        accounts = cls(tail_size)
+        accounts = cls(tail_size, keep_history)
         for rec in records:
             accounts.note(rec)
         return accounts
 
     def note(self, rec: Record) -> None:
         """Count one record (this process's own or one it caught up on)."""
-        self.history.append(rec)
+        if self.keep_history:
+            self.history.append(rec)
         self.tail.append(rec)
         if rec.kind == "proposal":
             self.steps += 1

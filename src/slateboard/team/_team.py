@@ -487,7 +487,8 @@ class _BlackboardRun:
         # The blackboard runs on the step engine every runner uses (one writer: Solo), with no
         # worker timeout (the seed has none); the coordinator below is its control loop.
         self.engine = StepEngine(self.store, self.board_id, concurrency=Solo(), worker_timeout=None)
-        self.engine.reset(self.compiled, Kernel(self.compiled), Scheduler(self.compiled), Agenda(), Accounts())
+        accounts = Accounts(tail_size=1, keep_history=False)  # no approvals, no circuit policy
+        self.engine.reset(self.compiled, Kernel(self.compiled), Scheduler(self.compiled), Agenda(), accounts)
         self.engine.workers = {**workers, decider.name: decider}
         try:
             return await self._loop(names, workers, coordinator_model, decider)
