@@ -58,7 +58,7 @@ async def run_template(
 
 def test_templates_are_listed_and_each_is_runnable_on_its_own() -> None:
     names = list_templates()
-    assert names == ["claim_verification", "investigation", "text_actor"]
+    assert names == ["claim_verification", "investigation", "retention", "text_actor"]
     for name in names:
         bp = load_template(name)
         assert bp.spec.name == name

@@ -23,6 +23,7 @@ from ._common import (
     console,
     opened_store,
     print_json,
+    progress,
     resolve_board,
     run_async,
     template_entries,
@@ -54,14 +55,15 @@ def architect_command(
         kwargs["max_repairs"] = repairs
     failure = getattr(module, "ArchitectError", None)
     try:
-        result: Any = build(request, **kwargs)
-        if inspect.isawaitable(result):
-            awaitable = result
+        with progress(f"architect: asking {model or 'the default model'} for a blueprint"):
+            result: Any = build(request, **kwargs)
+            if inspect.isawaitable(result):
+                awaitable = result
 
-            async def wait() -> Any:
-                return await awaitable
+                async def wait() -> Any:
+                    return await awaitable
 
-            result = run_async(wait)
+                result = run_async(wait)
     except Exception as exc:
         if isinstance(failure, type) and isinstance(exc, failure):
             issues = getattr(exc, "issues", None) or []

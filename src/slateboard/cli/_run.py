@@ -502,6 +502,11 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))
     if stages:
         grid.add_row("rejected by stage", ", ".join(f"{s} {n}" for s, n in sorted(stages.items())))
+        # What the kernel refused and why: each distinct reason once, with how often.
+        reasons = Counter(f"[{r.worker}] {r.stage}: {r.reason}" for r in records if r.outcome == "rejected")
+        shown = [Text(f"{n}x {why}" if n > 1 else why) for why, n in reasons.most_common(5)]
+        more = len(reasons) - len(shown)
+        grid.add_row("rejections", Group(*shown, *([Text(f"... and {more} more reason(s)")] if more > 0 else [])))
     grid.add_row("tokens", f"{result.total_tokens:,}")
     out.print(Panel(grid, title="Audit", title_align="left"))
     for title, usage in (("component", result.usage), ("worker", result.usage_by_worker)):
