@@ -137,3 +137,15 @@ def test_cli_twx_and_report(tmp_path: Path) -> None:
     assert (tmp_path / "again" / "report.json").is_file()
     bad = runner.invoke(app, [*args, "--ablations", "no-kernel", "--out", str(out)])
     assert bad.exit_code != 0 and "unknown setting" in bad.output
+
+
+def test_a_resumed_sweep_follows_the_gold_paths_it_pinned(tmp_path: Path) -> None:
+    from slateboard.cli._suites import _pinned
+
+    kept = GameRef("twx", "coin-l3-s1", 1, {**CI_GAMES[0].to_json(), "gold": ["look around", "take coin"]}, 2)
+    file = tmp_path / "results.games.json"
+    file.write_text(json.dumps([kept.to_json()]), encoding="utf-8")
+    fresh = GameRef("twx", "coin-l3-s1", 1, CI_GAMES[0].to_json())
+    (again,) = _pinned([fresh], file)  # no JVM needed: the kept path is reused as it is
+    assert again.spec["gold"] == ["look around", "take coin"] and again.gold == 2
+    assert json.loads(file.read_text(encoding="utf-8")) == [kept.to_json()]
