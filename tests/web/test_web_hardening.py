@@ -69,3 +69,32 @@ async def test_i6_store_errors_do_not_leak_paths(finished: Boards, monkeypatch: 
         assert secret not in res.text and "server log" in res.json()["error"]
     finally:
         await store.close()
+
+
+async def test_i1_board_json_says_whether_the_log_is_anchored(finished: Boards, tmp_path: Any) -> None:
+    from slateboard.kernel.anchor import sign_checkpoint
+
+    key = b"k" * 32
+    path = tmp_path / "anchors.jsonl"
+    path.write_bytes(b"")
+    store = await open_store(finished.url)
+    try:
+        records = await store.read_records(finished.board_id)
+
+        async def anchor_of(app: Any) -> Any:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+                res = await c.get(f"/api/boards/{finished.board_id}")
+            assert res.status_code == 200, res.text
+            return res.json()["anchor"]
+
+        assert await anchor_of(create_app(store)) is None
+        app = create_app(store, anchor=(key, path))
+        assert await anchor_of(app) == {"checkpoints": 0, "seq": None, "ok": False, "problem": None}
+        path.write_bytes(sign_checkpoint(key, finished.board_id, records[-1]).to_line())
+        got = await anchor_of(create_app(store, anchor=(key, path)))
+        assert got["ok"] and got["seq"] == records[-1].seq
+        path.write_bytes(sign_checkpoint(b"x" * 32, finished.board_id, records[-1]).to_line())
+        got = await anchor_of(create_app(store, anchor=(key, path)))
+        assert not got["ok"] and "not signed by this key" in got["problem"]
+    finally:
+        await store.close()

@@ -30,7 +30,7 @@ from ._common import (
     short,
     store_hint,
 )
-from ._errors import EXIT_VERIFY_FAILED, CliError
+from ._errors import EXIT_VERIFY_FAILED, CliError, one_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -128,12 +128,21 @@ def log_command(
     if outcome is not None and outcome not in OUTCOMES:
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
-    async def go() -> tuple[BoardInfo, list[Record]]:
+    async def go() -> tuple[BoardInfo, list[Record], tuple[int, str] | None]:
         async with opened_store(store, create=False) as st:
             info = await resolve_board(st, board, store)
-            return info, await st.read_records(info.board_id)
+            return (info, *await read_intact(st, info.board_id, info.seq))
 
-    info, records = run_async(go)
+    info, records, damaged = run_async(go)
+
+    def finish() -> None:
+        # The intact records were shown; now name the record that cannot be read (D15).
+        if damaged is not None:
+            raise CliError(
+                f"the store is damaged: board {info.board_id}: record {damaged[0]} cannot be read: {damaged[1]}"
+                f" (the {len(records)} records before it are shown)"
+            )
+
     chosen = [
         r
         for r in records
@@ -143,6 +152,7 @@ def log_command(
     ]
     if as_json:
         print_json([r.to_json() for r in chosen])
+        finish()
         return
     out = console()
     out.print(
@@ -152,6 +162,7 @@ def log_command(
         + (f", {len(chosen)} shown" if len(chosen) != len(records) else "")
     )
     if not chosen:
+        finish()
         return
     table = Table(box=None, pad_edge=False)
     table.add_column("seq", justify="right", no_wrap=True)
@@ -180,14 +191,44 @@ def log_command(
             row.append(r.patch or "")
         table.add_row(*row)
     out.print(table)
+    finish()
+
+
+async def read_intact(st: Any, board_id: str, last_seq: int) -> tuple[list[Record], tuple[int, str] | None]:
+    """The board's records, or when one cannot be decoded, the intact ones before it and
+    (its seq, why). Reads record by record only on that failure path."""
+    from ..stores.base import StoreCorrupt
+
+    try:
+        return list(await st.read_records(board_id)), None
+    except StoreCorrupt:
+        pass
+    records: list[Record] = []
+    for seq in range(1, last_seq + 1):
+        try:
+            got = await st.read_records(board_id, seq, limit=1)
+        except StoreCorrupt as exc:
+            return records, (seq, one_line(str(exc)))
+        if not got:
+            break
+        records.extend(got)
+    return records, (len(records) + 1, "the log cannot be read past here")
 
 
 async def _load_all(store: str | None, board: str) -> tuple[BoardInfo, LoadedBoard, list[Record]]:
     async with opened_store(store, create=False) as st:
         info = await resolve_board(st, board, store)
+        records, damaged = await read_intact(st, info.board_id, info.seq)
+        if damaged is not None:
+            raise _Damaged(info, records, *damaged)
         loaded = await st.load_board(info.board_id)
-        records = await st.read_records(info.board_id)
         return info, loaded, records
+
+
+async def _load_board(store: str | None, board_id: str) -> LoadedBoard:
+    async with opened_store(store) as st:
+        loaded: LoadedBoard = await st.load_board(board_id)
+        return loaded
 
 
 def _replay(loaded: LoadedBoard, records: list[Record], *, revalidate: bool = False) -> ReplayReport:
@@ -285,6 +326,31 @@ def replay_command(
 
     try:
         info, loaded, records = run_async(lambda: _load_all(store, board))
+    except _Damaged as damaged:
+        if not verify:
+            raise CliError(
+                f"the store is damaged: board {damaged.info.board_id}: record {damaged.seq} cannot be read: {damaged.why}"
+            ) from None
+        # Verify what can be read, then name the undecodable record (D15).
+        try:
+            damaged_id = damaged.info.board_id
+            loaded = run_async(lambda: _load_board(store, damaged_id))
+            prefix = _replay(loaded, damaged.records)
+        except Exception:
+            prefix = None
+        if prefix is not None and not prefix.ok:
+            bad = prefix.bad_seq
+            bad_rec = damaged.records[bad - 1] if bad is not None and 1 <= bad <= len(damaged.records) else None
+            _fail_verify(damaged.info.board_id, bad, bad_rec, prefix.problem or "", prefix.checked, as_json)
+        if prefix is None:  # the board cannot be loaded around the damage: say what could be read
+            why = (
+                f"cannot be read: {damaged.why}; the {len(damaged.records)} records before it can be read"
+                " (slateboard log shows them) but the board cannot be loaded to verify them"
+            )
+            _fail_verify(damaged.info.board_id, damaged.seq, None, why, 0, as_json)
+        checked = prefix.checked if prefix is not None else 0
+        _fail_verify(damaged.info.board_id, damaged.seq, None, f"cannot be read: {damaged.why}", checked, as_json)
+        return
     except StoreCorrupt as exc:
         if not verify:
             raise
@@ -343,6 +409,14 @@ def replay_command(
         import json
 
         out.print(RichJSON(json.dumps(report.state, ensure_ascii=False)))
+
+
+class _Damaged(Exception):
+    """A stored record that cannot be decoded, with the intact records before it."""
+
+    def __init__(self, info: BoardInfo, records: list[Record], seq: int, why: str) -> None:
+        super().__init__(why)
+        self.info, self.records, self.seq, self.why = info, records, seq, why
 
 
 def _seq_in(problem: str) -> int | None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import socket
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ._anchor import AnchorOption, KeyFileOption, read_key
 from ._common import StoreOption, opened_store, run_async
 from ._errors import EXIT_USAGE, CliError
 
@@ -84,10 +86,14 @@ def serve_command(
     poll: Annotated[
         float, typer.Option("--poll", min=0.05, metavar="SECONDS", help="How often live views look for new records.")
     ] = 0.5,
+    anchor: AnchorOption = None,
+    key_file: KeyFileOption = None,
 ) -> None:
     """Serve the web dashboard: boards, states at any version, the record timeline, the views
-    workers saw, tokens per worker and component, and live updates while a run goes on."""
+    workers saw, tokens per worker and component, and live updates while a run goes on.
+    With --anchor FILE each board shows whether its log matches its signed checkpoints."""
     _need_web_extra()
+    anchored = (read_key(key_file), anchor) if anchor is not None else None
     from ..web import MIN_TOKEN_CHARS, is_loopback
 
     token = token or None
@@ -104,7 +110,7 @@ def serve_command(
         )
     sock = _listen(host, port)
     try:
-        run_async(lambda: _serve(store, sock, host, token, open_browser, poll))
+        run_async(lambda: _serve(store, sock, host, token, open_browser, poll, anchored))
     except KeyboardInterrupt:
         pass
     finally:
@@ -113,7 +119,13 @@ def serve_command(
 
 
 async def _serve(
-    store: str | None, sock: socket.socket, host: str, token: str | None, open_browser: bool, poll: float
+    store: str | None,
+    sock: socket.socket,
+    host: str,
+    token: str | None,
+    open_browser: bool,
+    poll: float,
+    anchor: tuple[bytes, Path] | None = None,
 ) -> None:
     """Open the store, then serve the dashboard on ``sock`` until a signal stops uvicorn."""
     import uvicorn
@@ -121,7 +133,7 @@ async def _serve(
     from ..web import create_app, redact_url
 
     async with opened_store(store) as st:
-        app = create_app(st, token=token, poll_s=poll)
+        app = create_app(st, token=token, poll_s=poll, anchor=anchor)
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
         server = uvicorn.Server(config)
         url = _url(host, sock.getsockname()[1])

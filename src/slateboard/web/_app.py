@@ -141,6 +141,7 @@ def create_app(
     poll_s: float = 0.5,
     ping_s: float = 15.0,
     eval_dir: Path | str | None = None,
+    anchor: tuple[bytes, Path] | None = None,
 ) -> FastAPI:
     """The dashboard app over ``store``: a Store (left open: the caller owns it), or a URL (None:
     the default SQLite file) that the app opens at startup and closes at shutdown.
@@ -148,7 +149,9 @@ def create_app(
     ``token``: when set, every request must carry it (see the module docstring). ``poll_s``: how
     often event streams look for new records; ``ping_s``: keep-alive comments on idle streams.
     ``eval_dir``: where the evaluation page finds its reports (see ``slateboard.web._evaluation``).
-    Raises ValueError for a token shorter than MIN_TOKEN_CHARS.
+    ``anchor``: (key, anchor file): each board says whether its log matches its signed
+    checkpoints (see ``slateboard anchor``). Raises ValueError for a token shorter than
+    MIN_TOKEN_CHARS.
     """
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ValueError(f"the dashboard token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
@@ -164,7 +167,7 @@ def create_app(
             from ..stores import open_store
 
             opened = await open_store(store)
-        app.state.dashboard = Dashboard(opened, poll_s=poll_s)
+        app.state.dashboard = Dashboard(opened, poll_s=poll_s, anchor=anchor)
         try:
             yield
         finally:
@@ -174,7 +177,7 @@ def create_app(
     app = FastAPI(title="slateboard dashboard", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     if isinstance(store, Store):
         # Transports that skip the lifespan (httpx's ASGITransport) still get a dashboard.
-        app.state.dashboard = Dashboard(store, poll_s=poll_s)
+        app.state.dashboard = Dashboard(store, poll_s=poll_s, anchor=anchor)
 
     def dash(request: Request) -> Dashboard:
         found: Dashboard = request.app.state.dashboard

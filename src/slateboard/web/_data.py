@@ -17,6 +17,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -150,10 +151,12 @@ class Dashboard:
     ApiError 400.
     """
 
-    def __init__(self, store: Store, *, poll_s: float = 0.5) -> None:
+    def __init__(self, store: Store, *, poll_s: float = 0.5, anchor: tuple[bytes, Path] | None = None) -> None:
         if poll_s <= 0:
             raise ValueError("poll_s must be positive")
         self.store = store
+        # (key, anchor file): each board's log is checked against its signed checkpoints (I1).
+        self.anchor = anchor
         self.poll_s = poll_s
         self._boards: OrderedDict[str, _Board] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
@@ -240,7 +243,28 @@ class Dashboard:
         out["outcomes"] = dict(sorted(counts.items()))
         out["usage"] = usage_json(records)
         out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
+        out["anchor"] = self._anchor_status(board_id, records)
         return out
+
+    def _anchor_status(self, board_id: str, records: Sequence[Record]) -> JSON:
+        """None without an anchor file; else how many checkpoints the board has, the last one's
+        seq, and whether the log matches them all (the file is re-read: checkpoints are added)."""
+        if self.anchor is None:
+            return None
+        from ..kernel.anchor import AnchorError, check_anchors, parse_checkpoints
+
+        key, path = self.anchor
+        try:
+            mine = [cp for cp in parse_checkpoints(path.read_bytes()) if cp.board_id == board_id]
+        except (OSError, AnchorError) as exc:
+            return {"checkpoints": 0, "seq": None, "ok": False, "problem": f"the anchor file cannot be read: {exc}"}
+        problem = check_anchors(key, board_id, records, mine) if mine else None
+        return {
+            "checkpoints": len(mine),
+            "seq": max((cp.seq for cp in mine), default=None),
+            "ok": bool(mine) and problem is None,
+            "problem": problem,
+        }
 
     async def records(self, board_id: str, *, after: int = 0, limit: int | None = None) -> dict[str, JSON]:
         """Records with ``seq > after``, in order, at most ``limit`` (and MAX_PAGE)."""

@@ -207,6 +207,15 @@
     return el("span", attrs);
   }
 
+  // Whether the board's log matches its signed checkpoints (served with --anchor); nothing
+  // is shown when the dashboard has no anchor file.
+  function anchorBadge(a) {
+    if (!a) return null;
+    const text = a.ok ? "anchored @" + a.seq : a.checkpoints ? "anchor mismatch" : "not anchored";
+    return el("span", { class: "badge " + (a.ok ? "done" : "failed"), "data-testid": "board-anchor",
+                        title: a.problem || "", text: text });
+  }
+
   function renderSummary() {
     const b = ui.board;
     const box = $("summary");
@@ -218,6 +227,7 @@
       el("span", { class: "mono muted", text: b.board_id }),
       badge(b, "board-status"),
       b.reason ? el("span", { class: "muted", text: b.reason }) : null,
+      anchorBadge(b.anchor),
       kv("version", ui.latest, "summary-version"),
       kv("records", ui.records.length, "summary-records"),
       kv("accepted", c.accepted || 0),
