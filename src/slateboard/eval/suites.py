@@ -4,8 +4,8 @@
   seed (the variation for ScienceWorld) and the JSON a worker process rebuilds it from.
 * A *system* is looked up by name (``system_names()``): ``slateboard`` (the text_actor board,
   under a *setting* from ``slateboard.eval.ablations``), and every peer system that
-  ``slateboard.eval.textworld_peers`` lists in ``PEER_SYSTEMS`` with a ``play_NAME`` function
-  (``-`` read as ``_``), so a peer added there plugs in by name; ``register_system`` adds more.
+  ``slateboard.eval.peer_players`` lists in ``PEER_PLAYERS`` (the table the TextWorld suite
+  uses too), so a peer added there plugs in by name; ``register_system`` adds more.
 * Every episode is one JSON line in the results file, keyed by (suite, system, game, seed,
   setting). ``run_matrix`` skips the keys already there, so an interrupted sweep resumes where
   it stopped; with ``workers > 1`` episodes run in that many processes and the parent appends
@@ -19,7 +19,6 @@ harness. Slateboard boards are checked by replaying their log (``verified``).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import time
@@ -35,6 +34,8 @@ from ..models import Model, resolve_model
 from ..stores import open_store
 from ..stores.base import Store
 from .ablations import FULL, parse_setting, play_setting
+from .peer_players import PEER_PLAYERS
+from .textworld_peers import missing_peer
 
 __all__ = [
     "SUITES",
@@ -148,18 +149,10 @@ def register_system(name: str, play: SystemFn) -> None:
     _REGISTRY[name] = play
 
 
-def _peers() -> Any:
-    return importlib.import_module("slateboard.eval.textworld_peers")
-
-
 def system_names() -> list[str]:
-    """Every system that can be named: slateboard, the peers of textworld_peers that have a
+    """Every system that can be named: slateboard, the peers in ``PEER_PLAYERS``, and the
     ``play_NAME`` function, and the registered ones."""
-    peers = _peers()
-    names = ["slateboard"]
-    for peer in getattr(peers, "PEER_SYSTEMS", ()):
-        if hasattr(peers, "play_" + peer.replace("-", "_")) and peer not in names:
-            names.append(peer)
+    names = ["slateboard", *PEER_PLAYERS]
     names.extend(n for n in _REGISTRY if n not in names)
     return names
 
@@ -170,8 +163,7 @@ def missing_system(name: str) -> str | None:
         return f"unknown system {name!r} (systems: {', '.join(system_names())})"
     if name == "slateboard" or name in _REGISTRY:
         return None
-    why: str | None = _peers().missing_peer(name)
-    return why
+    return missing_peer(name)
 
 
 async def _verify(store: Store, board_id: str) -> bool:
@@ -206,8 +198,7 @@ async def _play_slateboard(env: TextEnvironment, model: Any, steps: int, store: 
 
 def _peer_system(name: str) -> SystemFn:
     async def play(env: TextEnvironment, model: Any, steps: int, store: Store, setting: str) -> Episode:
-        fn = getattr(_peers(), "play_" + name.replace("-", "_"))
-        peer = await fn(env, model, max_commands=steps)
+        peer = await PEER_PLAYERS[name](env, model, max_commands=steps)
         return Episode(
             won=bool(peer.won),
             outcome=str(peer.outcome),

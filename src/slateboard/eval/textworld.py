@@ -30,7 +30,7 @@ from ..envs import WALKTHROUGH_MODEL, VerifierMode, WalkthroughModel, play_on_bo
 from ..envs.textworld import GameFile, TextWorldGame
 from ..models import Model, resolve_model
 from ..stores.base import Store
-from .textworld_langgraph import play_langgraph_supervisor
+from .peer_players import PEER_PLAYERS
 from .textworld_peers import (
     ESTIMATE_METHOD,
     PEER_SYSTEMS,
@@ -38,8 +38,6 @@ from .textworld_peers import (
     PeerEpisode,
     TokenCounter,
     missing_peer,
-    play_langgraph_lean,
-    play_loomflow,
 )
 
 __all__ = [
@@ -384,15 +382,10 @@ async def _episode(
                 overhead=overhead,
                 verified=verified,
             )
-        peer: PeerEpisode
-        if system == "langgraph-lean":
-            peer = await play_langgraph_lean(env, counting, max_commands=steps)
-        elif system == "langgraph":
-            peer = await play_langgraph_supervisor(env, counting, max_commands=steps)
-        elif system == "loomflow":
-            peer = await play_loomflow(env, counting, max_commands=steps)
-        else:
+        player = PEER_PLAYERS.get(system)
+        if player is None:
             raise ValueError(f"unknown system {system!r}")
+        peer: PeerEpisode = await player(env, counting, max_commands=steps)
         return EpisodeResult(
             **base,
             won=peer.won,
