@@ -151,7 +151,7 @@ def register_system(name: str, play: SystemFn) -> None:
 
 def system_names() -> list[str]:
     """Every system that can be named: slateboard, the peers in ``PEER_PLAYERS``, and the
-    ``play_NAME`` function, and the registered ones."""
+    registered ones."""
     names = ["slateboard", *PEER_PLAYERS]
     names.extend(n for n in _REGISTRY if n not in names)
     return names
