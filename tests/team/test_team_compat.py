@@ -279,3 +279,18 @@ async def test_after_a_provider_error_the_agent_is_told_what_happened() -> None:
     assert "provider error" in second_prompt and "connection refused" in second_prompt
     assert "not valid JSON" not in second_prompt
     assert [e["content"] for e in result.public[1:]] == ["second try"]
+
+
+# -- the README -----------------------------------------------------------------------------------
+def test_the_readme_names_only_real_events() -> None:
+    import re
+    from pathlib import Path
+
+    from slateboard.team import BLACKBOARD_EVENTS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:blackboard|budget)\.[a-z_]+)`", readme))
+    assert named, "the README names no team events"
+    assert named <= set(BLACKBOARD_EVENTS)
+    assert set(BLACKBOARD_EVENTS) <= named  # every event is documented
+    assert "round_started" not in readme and "agent_selected" not in readme
