@@ -294,3 +294,13 @@ def test_the_readme_names_only_real_events() -> None:
     assert named <= set(BLACKBOARD_EVENTS)
     assert set(BLACKBOARD_EVENTS) <= named  # every event is documented
     assert "round_started" not in readme and "agent_selected" not in readme
+
+
+async def test_loomflow_run_keywords_are_refused_before_anything_runs() -> None:
+    model = ScriptedModel(["never"])
+    team = Team.blackboard({"a": Agent("x", model=model)})
+    with pytest.raises(UnsupportedOption, match=r"emit= .*on_event="):
+        await team.run("task", emit=print)
+    with pytest.raises(UnsupportedOption, match="user_id="):
+        await team.run("task", user_id="u1")
+    assert model.calls == []

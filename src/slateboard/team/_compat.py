@@ -10,7 +10,7 @@ port fails on the first line that needs attention rather than in the middle of a
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import UsageError
@@ -21,6 +21,7 @@ from ..models.registry import ACCEPTED_FORMS, normalise_model_string
 
 __all__ = [
     "AGENT_EQUIVALENTS",
+    "RUN_EQUIVALENTS",
     "TEAM_EQUIVALENTS",
     "UnsupportedOption",
     "check_model",
@@ -88,6 +89,21 @@ TEAM_EQUIVALENTS: dict[str, str] = {
     "persistent_subagents": "agents are stateless between rounds; the board carries their context",
 }
 """loomflow ``Team.blackboard`` keywords slateboard refuses, with what to use instead."""
+
+
+RUN_EQUIVALENTS: dict[str, str] = {
+    "emit": "on_event= (called with each RunEvent; async callbacks are awaited)",
+    "user_id": "not available: one board per run; keep per-user boards in separate stores or names",
+    "session_id": "each run creates a board; its id is result.run_id (board_id)",
+    "metadata": "name= on Team.blackboard names the board; the board's meta records the agents",
+    "context": "not available",
+    "extra_tools": "give each Agent its tools=[...]",
+    "output_schema": "a board blueprint with a state schema (slateboard.blueprint) gives typed output",
+    "output_validation_retries": "not available",
+    "response_tone": "put it in the agents' instructions",
+    "effort": "not available; choose the model instead",
+}
+"""loomflow ``run`` keywords slateboard refuses, with what to use instead."""
 
 
 def refuse_unsupported(where: str, given: Mapping[str, Any], equivalents: Mapping[str, str]) -> None:
@@ -179,18 +195,17 @@ class _SeedBudget:
     """A budget written for seed 004 (``allows_step()`` without arguments, sync or async, whose
     result has ``blocked`` and ``reason``) seen as a slateboard ``BudgetPolicy``."""
 
-    def __init__(self, budget: Any) -> None:
+    def __init__(self, budget: Any, status: Callable[[bool, str | None], Any]) -> None:
         self.budget = budget
+        self.status = status
 
     async def allows_step(self, spent: Any) -> Any:
-        from ._team import BudgetStatus
-
         status = self.budget.allows_step()
         if inspect.isawaitable(status):
             status = await status
         blocked = bool(getattr(status, "blocked", False))
         reason = getattr(status, "reason", None)
-        return BudgetStatus(blocked, str(reason) if reason is not None else ("blocked" if blocked else None))
+        return self.status(blocked, str(reason) if reason is not None else ("blocked" if blocked else None))
 
 
 def _takes_spend(method: Any) -> bool:
@@ -202,11 +217,12 @@ def _takes_spend(method: Any) -> bool:
     return any(p.kind in positional or p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
 
 
-def seed_budget(budget: Any) -> Any:
+def seed_budget(budget: Any, status: Callable[[bool, str | None], Any]) -> Any:
     """``budget`` as slateboard calls it (``await allows_step(spent)``): unchanged when its
     ``allows_step`` takes the spend, wrapped when it takes no positional argument (loomflow's
-    ``allows_step(*, user_id=None)``). TypeError for an object without ``allows_step``."""
+    ``allows_step(*, user_id=None)``), the wrapper answering ``status(blocked, reason)``.
+    TypeError for an object without ``allows_step``."""
     method = getattr(budget, "allows_step", None)
     if not callable(method):
         raise TypeError(f"budget must have an allows_step method, got {type(budget).__name__}")
-    return budget if _takes_spend(method) else _SeedBudget(budget)
+    return budget if _takes_spend(method) else _SeedBudget(budget, status)

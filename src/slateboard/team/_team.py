@@ -50,7 +50,7 @@ from ._board import (
     check_agent_names,
     make_entry,
 )
-from ._compat import TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
+from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
 from ._coordinate import (
     DEFAULT_COORDINATOR_INSTRUCTIONS,
     CoordinatorDecision,
@@ -305,7 +305,7 @@ class Team:
         self.decider_instructions = decider_instructions
         self.store = store
         # A budget written for seed 004 (allows_step() without arguments) is adapted here.
-        self.budget: BudgetPolicy = seed_budget(budget) if budget is not None else Budget()
+        self.budget: BudgetPolicy = seed_budget(budget, BudgetStatus) if budget is not None else Budget()
         self.on_event = on_event
         self.clock: Callable[[], datetime] = clock or _utcnow
         self.view_budget = view_budget
@@ -411,9 +411,12 @@ class Team:
         return TeamStream(self, prompt)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, prompt: str, *, on_event: EventCallback | None = None) -> TeamResult:
+    async def run(self, prompt: str, *, on_event: EventCallback | None = None, **unsupported: Any) -> TeamResult:
         """Run the team on ``prompt`` (see the module docstring); ``on_event`` is called with each
-        event in addition to the team's callback and subscribers."""
+        event in addition to the team's callback and subscribers. loomflow's ``run`` keywords
+        (``emit``, ``user_id``, ``session_id``, ...) raise ``UnsupportedOption`` naming the
+        equivalent, before anything runs."""
+        refuse_unsupported("Team.run", unsupported, RUN_EQUIVALENTS)
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
         # Subscriptions made before this call belong to this run (they end with it).
