@@ -304,3 +304,17 @@ async def test_loomflow_run_keywords_are_refused_before_anything_runs() -> None:
     with pytest.raises(UnsupportedOption, match="user_id="):
         await team.run("task", user_id="u1")
     assert model.calls == []
+
+
+def test_agents_copy_with_dataclasses_replace() -> None:
+    import dataclasses
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return q
+
+    agent = Agent("x", model='scripted:["hi"]', tools=[lookup], max_tokens=64)
+    copy = dataclasses.replace(agent, instructions="y")
+    assert copy.instructions == "y" and copy.max_tokens == 64 and [t.name for t in copy.tool_list] == ["lookup"]
+    with pytest.raises(ModelConfigError):
+        dataclasses.replace(agent, model="nonsense-model")

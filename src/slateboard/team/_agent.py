@@ -79,7 +79,7 @@ class Agent:
     max_tool_calls: int
     timeout: float | None
     name: str | None
-    _tools: tuple[Tool, ...] = field(repr=False, compare=False)
+    _tools: tuple[Tool, ...] = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
