@@ -318,3 +318,13 @@ def test_agents_copy_with_dataclasses_replace() -> None:
     assert copy.instructions == "y" and copy.max_tokens == 64 and [t.name for t in copy.tool_list] == ["lookup"]
     with pytest.raises(ModelConfigError):
         dataclasses.replace(agent, model="nonsense-model")
+
+
+def test_the_longest_matching_model_family_wins(keys: None) -> None:
+    from slateboard.models import resolve_model
+
+    assert output_token_limit(resolve_model("gpt-4o-2024-05-13")) == 4096
+    assert output_token_limit(resolve_model("gpt-4o-mini")) == 16384
+    assert output_token_limit(resolve_model("claude-opus-4-5")) == 64000
+    assert output_token_limit(resolve_model("claude-opus-4-1")) == 32000
+    assert output_token_limit(resolve_model("o1-preview")) == 32768
