@@ -224,6 +224,21 @@ async def test_same_board_output_and_events(name: str, loom_boards: list[Any]) -
         assert hasattr(theirs.result, attribute) and hasattr(ours.result, attribute)
 
 
+async def test_the_cases_cover_loomflows_seven_event_names(loom_boards: list[Any]) -> None:
+    seen: set[str] = set()
+    for script in SAME.values():
+        seen.update((await run_loomflow(script, loom_boards)).events)
+    assert seen == {
+        "blackboard.started",
+        "blackboard.coordinator_decided",
+        "blackboard.no_contributor",
+        "blackboard.unknown_agent",
+        "blackboard.invoking",
+        "blackboard.contribution",
+        "blackboard.completed",
+    }
+
+
 def test_the_same_construction_errors(loom_boards: list[Any]) -> None:
     from loomflow import Agent as LoomAgent
     from loomflow.team import Team as LoomTeam
