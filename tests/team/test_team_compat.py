@@ -328,3 +328,11 @@ def test_the_longest_matching_model_family_wins(keys: None) -> None:
     assert output_token_limit(resolve_model("claude-opus-4-5")) == 64000
     assert output_token_limit(resolve_model("claude-opus-4-1")) == 32000
     assert output_token_limit(resolve_model("o1-preview")) == 32768
+
+
+def test_run_sync_refuses_loomflow_keywords_too() -> None:
+    model = ScriptedModel(["only"])
+    team = Team.blackboard({"a": Agent("x", model=model)}, max_rounds=1)
+    with pytest.raises(UnsupportedOption, match="session_id="):
+        team.run_sync("task", session_id="s1")
+    assert model.calls == [] and team.run_sync("task").output == "only"

@@ -448,8 +448,10 @@ class Team:
             if owned:
                 await store.close()
 
-    def run_sync(self, prompt: str, *, on_event: EventCallback | None = None) -> TeamResult:
-        """``run`` from synchronous code (starts an event loop; not from inside a running one)."""
+    def run_sync(self, prompt: str, *, on_event: EventCallback | None = None, **unsupported: Any) -> TeamResult:
+        """``run`` from synchronous code (starts an event loop; not from inside a running one);
+        loomflow's ``run`` keywords are refused as in ``run``, before the loop starts."""
+        refuse_unsupported("Team.run_sync", unsupported, RUN_EQUIVALENTS)
         return asyncio.run(self.run(prompt, on_event=on_event))
 
     async def _open_store(self) -> tuple[Store, bool]:
