@@ -74,3 +74,95 @@ def llama_import_problem() -> str | None:
         tail = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
         return f"the local model cannot be loaded (exit status {probe.returncode}): {tail}"
     return None
+
+
+# -- loopback providers ----------------------------------------------------------------------------
+Answer = Callable[[dict[str, Any]], Any]
+"""Given a request body, what the fake provider answers: a text, or (Anthropic, when the request
+forces the response tool) the tool's input object."""
+
+
+class LoopbackProvider:
+    """A fake provider on 127.0.0.1: ``kind="openai"`` answers ``POST /v1/chat/completions``,
+    ``kind="anthropic"`` answers ``POST /v1/messages``, each with the body that API returns and
+    the text ``answer(request_body)`` gives. Every request body is kept in ``requests``."""
+
+    def __init__(self, kind: str, answer: Answer) -> None:
+        import asyncio
+
+        self.kind = kind
+        self.answer = answer
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        """The base URL the provider's SDK variable takes (OPENAI_BASE_URL / ANTHROPIC_BASE_URL)."""
+        return f"http://127.0.0.1:{self.port}" + ("/v1" if self.kind == "openai" else "")
+
+    async def start(self) -> LoopbackProvider:
+        import asyncio
+
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def _body(self, request: dict[str, Any]) -> dict[str, Any]:
+        reply = self.answer(request)
+        usage_in, usage_out = 11, 7
+        if self.kind == "anthropic":
+            if "tool_choice" in request:
+                tool = request["tools"][0]["name"]
+                block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": tool, "input": reply}
+                stop = "tool_use"
+            else:
+                block, stop = {"type": "text", "text": str(reply)}, "end_turn"
+            return {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": request.get("model"),
+                "content": [block],
+                "stop_reason": stop,
+                "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
+            }
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": request.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out},
+        }
+
+    async def _handle(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        try:
+            while True:
+                line = await reader.readline()
+                if not line.strip():
+                    return
+                headers: dict[str, str] = {}
+                while (h := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    key, _, value = h.decode("latin-1").partition(":")
+                    headers[key.strip().lower()] = value.strip()
+                raw = await reader.readexactly(int(headers.get("content-length", "0")))
+                request = json.loads(raw)
+                self.requests.append(request)
+                self.headers.append(headers)
+                payload = json.dumps(self._body(request)).encode()
+                head = f"HTTP/1.1 200 OK\r\ncontent-length: {len(payload)}\r\ncontent-type: application/json\r\n\r\n"
+                writer.write(head.encode("latin-1") + payload)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()

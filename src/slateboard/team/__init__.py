@@ -5,13 +5,17 @@ Usage::
     from slateboard.team import Agent, Team
 
     team = Team.blackboard(
-        agents={"hypothesis": Agent("Propose hypotheses."), "critic": Agent("Critique them.")},
+        {"hypothesis": Agent("Propose hypotheses."), "critic": Agent("Critique them.")},
         coordinator=Agent("Decide who contributes next, or terminate."),
         decider=Agent("Write the final answer."),
-        model="openai:gpt-4o-mini",
+        model="gpt-4o-mini",  # bare names, litellm provider/model and PROVIDER:MODEL all work
     )
     result = await team.run("Investigate why retention dropped in March.")
-    print(result.output)
+    print(result.value, result.turns, result.tokens_in, result.tokens_out)
+
+Seed 004 (loomflow's documented blackboard) runs as written with the package renamed in its
+imports; loomflow keywords slateboard does not take are refused at construction with the
+equivalent to use (README, "Coming from loomflow").
 
 Every contribution is a proposal the kernel validates and logs: the board's log verifies with
 ``slateboard.kernel.replay`` like any other board. Events (``blackboard.started``,

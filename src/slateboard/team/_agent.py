@@ -26,6 +26,7 @@ from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
 from ..workers.tools import Tool, as_tool
 from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, USER_AUTHOR, make_entry
+from ._compat import AGENT_EQUIVALENTS, check_model, output_token_limit, refuse_unsupported
 
 __all__ = [
     "DEFAULT_DECIDER_INSTRUCTIONS",
@@ -52,32 +53,85 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Agent:
     """One role of a team: ``instructions`` (its system prompt), ``model`` (a Model, a model
     string, or None for the team's model), and ``tools`` it may call before answering.
 
-    ``tools`` holds Tools or plain callables; ``...`` entries (the placeholder of the documented
-    usage example) are ignored. Tool calls are bounded by ``max_tool_calls`` per invocation.
+    Written as in loomflow: ``Agent("instructions", model="claude-opus-4-7", tools=[...])``.
+    Guarantees at construction: ``instructions`` is a string; a model string is in one of the
+    accepted forms (bare ``claude-*``/``gpt-*``/``o1*``/``o3*``/``o4*``/``gemini-*`` names,
+    litellm ``provider/model``, ``PROVIDER:MODEL``), else ``ModelConfigError`` listing them;
+    ``max_tokens`` (None: the provider's own maximum output, see
+    ``slateboard.team._compat.output_token_limit``), ``max_tool_calls``, ``temperature`` and
+    ``timeout`` are in range, else ValueError/TypeError; tool names are unique; loomflow keywords
+    slateboard does not take (``memory``, ``hooks``, ``budget``...) raise ``UnsupportedOption``
+    naming the equivalent. ``tools`` holds Tools or plain callables; ``...`` entries (the
+    placeholder of the documented usage example) are ignored. ``name`` is informational (the
+    team's ``agents`` mapping names the agent on the board).
     """
 
-    instructions: str = ""
-    model: Model | str | None = None
-    tools: Sequence[Tool | Callable[..., Any] | Any] = ()
-    max_tokens: int = 512
-    temperature: float = 0.0
-    max_tool_calls: int = 4
-    timeout: float | None = 120.0
+    instructions: str
+    model: Model | str | None
+    tools: Sequence[Tool | Callable[..., Any] | Any]
+    max_tokens: int | None
+    temperature: float
+    max_tool_calls: int
+    timeout: float | None
+    name: str | None
     _tools: tuple[Tool, ...] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.instructions, str):
-            raise TypeError(f"Agent instructions must be a string, got {type(self.instructions).__name__}")
-        tools = tuple(as_tool(t) for t in self.tools if t is not Ellipsis)
-        names = [t.name for t in tools]
+    def __init__(
+        self,
+        instructions: str = "",
+        *,
+        model: Model | str | None = None,
+        tools: Sequence[Tool | Callable[..., Any] | Any] | Tool | Callable[..., Any] | None = (),
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        max_tool_calls: int = 4,
+        timeout: float | None = 120.0,
+        name: str | None = None,
+        **unsupported: Any,
+    ) -> None:
+        refuse_unsupported("Agent", unsupported, AGENT_EQUIVALENTS)
+        if not isinstance(instructions, str):
+            raise TypeError(f"Agent instructions must be a string, got {type(instructions).__name__}")
+        check_model(model, "Agent")
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ValueError(f"Agent max_tokens must be a positive integer or None, got {max_tokens!r}")
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0.0 <= temperature <= 2.0:
+            raise ValueError(f"Agent temperature must be a number in [0, 2], got {temperature!r}")
+        if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 0:
+            raise ValueError(f"Agent max_tool_calls must be an integer >= 0, got {max_tool_calls!r}")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+            raise ValueError(f"Agent timeout must be a positive number of seconds or None, got {timeout!r}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Agent name must be a string, got {type(name).__name__}")
+        if tools is None:
+            tools = ()
+        elif isinstance(tools, Tool) or callable(tools):
+            tools = (tools,)  # loomflow accepts a single tool too
+        elif isinstance(tools, str) or not isinstance(tools, Sequence):
+            raise TypeError(f"Agent tools must be a list of tools or callables, got {type(tools).__name__}")
+        built = tuple(as_tool(t) for t in tools if t is not Ellipsis)
+        names = [t.name for t in built]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate tool names: {names}")
-        object.__setattr__(self, "_tools", tools)
+        for key, value in (
+            ("instructions", instructions),
+            ("model", model),
+            ("tools", tuple(tools)),
+            ("max_tokens", max_tokens),
+            ("temperature", float(temperature)),
+            ("max_tool_calls", max_tool_calls),
+            ("timeout", timeout),
+            ("name", name),
+            ("_tools", built),
+        ):
+            object.__setattr__(self, key, value)
 
     @property
     def tool_list(self) -> tuple[Tool, ...]:
@@ -124,6 +178,8 @@ async def run_agent(
     tin = tout = 0
     calls: list[JSON] = []
     text = ""
+    # No user cap: the provider's own maximum, not a framework default that cuts answers short.
+    max_tokens = agent.max_tokens if agent.max_tokens is not None else output_token_limit(model)
 
     def usage() -> Usage:
         return Usage(tin, tout, round((time.perf_counter() - started) * 1000.0, 3), "worker")
@@ -132,11 +188,11 @@ async def run_agent(
         while True:
             allow = bool(tools) and len(calls) < agent.max_tool_calls
             # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
-            with telemetry.model_span(model.name, max_tokens=agent.max_tokens, temperature=agent.temperature) as sp:
+            with telemetry.model_span(model.name, max_tokens=max_tokens, temperature=agent.temperature) as sp:
                 gen = await model.generate(
                     messages,
                     json_schema=json_schema if not tools else None,
-                    max_tokens=agent.max_tokens,
+                    max_tokens=max_tokens,
                     temperature=agent.temperature,
                     timeout=agent.timeout,
                 )
@@ -266,8 +322,9 @@ class AgentWorker:
     part of the logged patch), references to existing entries cited as ``[id]`` in the text, and
     the signature op the board requires. A reply that is a JSON object with a string ``content``
     may also set ``kind`` (not ``problem``/``error``), ``references`` and a private ``note`` (an
-    entry appended to the agent's own scratchpad). A model failure gives an empty patch, which
-    the kernel rejects at stage ``parse``, with the error in the diagnostics. Never raises for a
+    entry appended to the agent's own scratchpad). A model failure gives an empty patch with
+    ``diagnostics["model_error"]``, which the kernel rejects at stage ``model`` (the provider
+    failed), with the error in the diagnostics. Never raises for a
     model or tool failure.
     """
 
@@ -377,7 +434,10 @@ class AgentWorker:
         if reply.tool_calls:
             diagnostics["tool_calls"] = list(reply.tool_calls)
         if reply.error is not None:
+            # The kernel rejects at stage "model" with this text, and the agent's next prompt
+            # says the provider failed (not that its plain-text answer was "not valid JSON").
             diagnostics["error"] = reply.error
+            diagnostics["model_error"] = f"the model call failed (provider error): {reply.error}"
             return WorkerReply("", reply.usage, diagnostics=diagnostics, raw=reply.text)
         ops, entry = self.entry_patch(reply.text, view)
         diagnostics["entry"] = entry["id"]

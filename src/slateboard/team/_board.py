@@ -46,6 +46,7 @@ from ..kernel.pointer import escape_token
 __all__ = [
     "AGENT_OPS",
     "DECIDER_WORKER",
+    "MAX_AGENT_NAME",
     "RESERVED_AUTHORS",
     "SYSTEM_AUTHOR",
     "SYSTEM_WORKER",
@@ -66,6 +67,9 @@ SYSTEM_WORKER = "__system"
 DECIDER_WORKER = "__decider"
 """The blueprint worker that writes ``/answer``."""
 AGENT_OPS = ["add", "test"]
+MAX_AGENT_NAME = 200
+"""The longest agent name: an entry's ``author`` holds at most this many characters (the board's
+schema), so a longer name could never contribute."""
 
 _KIND_PATTERN = "^[A-Za-z][A-Za-z0-9_.-]{0,31}$"
 
@@ -76,7 +80,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
     "properties": {
         "id": {"type": "string", "minLength": 1, "maxLength": 64},
         "kind": {"type": "string", "pattern": _KIND_PATTERN},
-        "author": {"type": "string", "minLength": 1, "maxLength": 200},
+        "author": {"type": "string", "minLength": 1, "maxLength": MAX_AGENT_NAME},
         "references": {"type": "array", "items": {"type": "string"}, "maxItems": 64},
         "content": {"type": "string"},
         "timestamp": {"type": "string", "minLength": 1, "maxLength": 64},
@@ -85,11 +89,17 @@ ENTRY_SCHEMA: dict[str, Any] = {
 
 
 def check_agent_names(names: Sequence[str]) -> None:
-    """Raise ValueError for an agent name the board cannot hold: not a non-empty string, one of
-    the reserved authors (``user``, ``system``), or starting with ``__`` (internal workers)."""
+    """Raise ValueError for an agent name the board cannot hold: not a non-empty string, longer
+    than ``MAX_AGENT_NAME`` characters, one of the reserved authors (``user``, ``system``), or
+    starting with ``__`` (internal workers)."""
     for name in names:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"agent names must be non-empty strings, got {name!r}")
+        if len(name) > MAX_AGENT_NAME:
+            raise ValueError(
+                f"agent name {name[:40]!r}... is {len(name)} characters long; the board's entries hold "
+                f"author names of at most {MAX_AGENT_NAME} characters"
+            )
         if name in RESERVED_AUTHORS or name.startswith("__"):
             raise ValueError(f"agent name {name!r} is reserved (user, system and names starting with '__')")
 

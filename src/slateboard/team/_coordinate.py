@@ -70,16 +70,18 @@ def parse_coordinator_decision(text: str) -> CoordinatorDecision:
 
     ``terminate`` is true only for a JSON true (or the strings "true"/"yes", or a non-zero
     number); ``next_agent`` and ``instruction`` are kept as text (whitespace around the agent
-    name is dropped) or None when missing or null.
+    name is dropped) or None when missing or null; the strings "", "null" and "none" (any case)
+    are read as null, as models write them and as loomflow does.
     """
     obj = parse_json_object(text, keys=("terminate", "next_agent", "instruction"))
     if obj is None:
         return CoordinatorDecision(False, None, None, text, parsed=False)
     agent_raw = obj.get("next_agent")
     instruction_raw = obj.get("instruction")
+    agent = str(agent_raw).strip() if agent_raw is not None else None
     return CoordinatorDecision(
         terminate=_truthy(obj.get("terminate", False)),
-        next_agent=str(agent_raw).strip() if agent_raw is not None else None,
+        next_agent=agent if agent is not None and agent.lower() not in ("", "null", "none") else None,
         instruction=str(instruction_raw) if instruction_raw is not None else None,
         raw=text,
     )

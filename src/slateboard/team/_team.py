@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
@@ -52,6 +53,7 @@ from ._board import (
     check_agent_names,
     make_entry,
 )
+from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
 from ._coordinate import (
     DEFAULT_COORDINATOR_INSTRUCTIONS,
     CoordinatorDecision,
@@ -168,6 +170,10 @@ class TeamResult:
     which case ``interrupted`` is True and ``interruption_reason`` holds it. ``state`` is the final
     board state, ``rounds`` the rounds started, ``usage`` tokens per component (``coordinator``,
     ``worker``, ``decider``) and ``usage_by_agent`` per blueprint worker, both from the log.
+    ``started_at``/``finished_at`` are the UTC times ``run`` started and ended; ``decider_failed``
+    is True when the decider's model failed and the fallback answer was used, ``decider_error``
+    says why; ``turns`` counts the run's model calls. ``value``, ``run_id``, ``tokens_in``, ``tokens_out``, ``turns`` and ``duration``
+    are what loomflow's ``RunResult`` users read.
     """
 
     output: str
@@ -179,6 +185,39 @@ class TeamResult:
     interruption_reason: str | None = None
     usage: dict[str, TokenUsage] = field(default_factory=dict)
     usage_by_agent: dict[str, TokenUsage] = field(default_factory=dict)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    decider_failed: bool = False
+    decider_error: str | None = None
+    turns: int = 0
+
+    # -- what loomflow's RunResult users read ---------------------------------------------------
+    @property
+    def value(self) -> str:
+        """The answer (loomflow's ``RunResult.value``; the same string as ``output``)."""
+        return self.output
+
+    @property
+    def run_id(self) -> str:
+        """This run's id: the id of its board in the store (``board_id``)."""
+        return self.board_id
+
+    @property
+    def tokens_in(self) -> int:
+        """Prompt tokens of every model call of the run (coordinator, agents, decider)."""
+        return sum(u.tokens_in for u in self.usage.values())
+
+    @property
+    def tokens_out(self) -> int:
+        """Completion tokens of every model call of the run."""
+        return sum(u.tokens_out for u in self.usage.values())
+
+    @property
+    def duration(self) -> timedelta | None:
+        """``finished_at - started_at`` (None when either is unknown)."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return self.finished_at - self.started_at
 
     @property
     def public(self) -> list[dict[str, Any]]:
@@ -208,8 +247,8 @@ class Team:
 
     def __init__(
         self,
-        *,
         agents: Mapping[str, Agent],
+        *,
         coordinator: Agent | None = None,
         decider: Agent | None = None,
         model: Model | str | None = None,
@@ -217,21 +256,49 @@ class Team:
         coordinator_instructions: str | None = None,
         decider_instructions: str | None = None,
         store: Store | str | None = None,
-        budget: BudgetPolicy | None = None,
+        budget: BudgetPolicy | Any | None = None,
         on_event: EventCallback | None = None,
         clock: Callable[[], datetime] | None = None,
         view_budget: int = 100_000,
         constrain_coordinator: bool = True,
         name: str = "blackboard",
+        **unsupported: Any,
     ) -> None:
+        refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
+        if not isinstance(agents, Mapping):
+            raise TypeError(
+                f"agents must be a mapping of names to Agents (agents={{'name': Agent(...)}}), got {type(agents).__name__}"
+            )
         if not agents:
             raise ValueError("Blackboard requires at least one agent")
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int):
+            raise TypeError(f"max_rounds must be an integer, got {type(max_rounds).__name__}")
         if max_rounds < 1:
             raise ValueError("max_rounds must be >= 1")
         check_agent_names(list(agents))
         for n, a in agents.items():
             if not isinstance(a, Agent):
                 raise TypeError(f"agent {n!r} must be an Agent, got {type(a).__name__}")
+        for role, member in (("coordinator", coordinator), ("decider", decider)):
+            if member is not None and not isinstance(member, Agent):
+                raise TypeError(f"{role} must be an Agent or None, got {type(member).__name__}")
+        check_model(model, "Team.blackboard")
+        for label, text in (
+            ("coordinator_instructions", coordinator_instructions),
+            ("decider_instructions", decider_instructions),
+        ):
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{label} must be a string or None, got {type(text).__name__}")
+        if store is not None and not isinstance(store, str | Store):
+            raise TypeError(f"store must be a Store or a store URL, got {type(store).__name__}")
+        if on_event is not None and not callable(on_event):
+            raise TypeError(f"on_event must be callable, got {type(on_event).__name__}")
+        if clock is not None and not callable(clock):
+            raise TypeError(f"clock must be a zero-argument callable returning a datetime, got {type(clock).__name__}")
+        if isinstance(view_budget, bool) or not isinstance(view_budget, int) or view_budget < 1:
+            raise ValueError(f"view_budget must be a positive number of characters, got {view_budget!r}")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.agents: dict[str, Agent] = dict(agents)
         self.coordinator = coordinator
         self.decider = decider
@@ -240,21 +307,29 @@ class Team:
         self.coordinator_instructions = coordinator_instructions or DEFAULT_COORDINATOR_INSTRUCTIONS
         self.decider_instructions = decider_instructions
         self.store = store
-        self.budget: BudgetPolicy = budget if budget is not None else Budget()
+        # A budget written for seed 004 (allows_step() without arguments) is adapted here.
+        self.budget: BudgetPolicy = seed_budget(budget, BudgetStatus) if budget is not None else Budget()
         self.on_event = on_event
         self.clock: Callable[[], datetime] = clock or _utcnow
         self.view_budget = view_budget
-        self.constrain_coordinator = constrain_coordinator
+        self.constrain_coordinator = bool(constrain_coordinator)
         self.name = name
         self._models: dict[str, Model] = {}
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
         blackboard_blueprint(list(self.agents), view_budget=view_budget)  # fail fast on bad names
+        # Resolve every model now: an unknown form or a missing API key fails here, at build
+        # time, not in round 1. "local" is left to the first run (it loads weights).
+        members = [*self.agents.values(), *(m for m in (coordinator, decider) if m is not None)]
+        for member in members:
+            chosen = member.model if member.model is not None else self.model
+            if not (isinstance(chosen, str) and chosen.strip().lower().startswith("local")) and chosen is not None:
+                self.model_for(member)
 
     @classmethod
     def blackboard(
         cls,
-        *,
         agents: Mapping[str, Agent],
+        *,
         coordinator: Agent | None = None,
         decider: Agent | None = None,
         model: Model | str | None = None,
@@ -262,26 +337,33 @@ class Team:
         coordinator_instructions: str | None = None,
         decider_instructions: str | None = None,
         store: Store | str | None = None,
-        budget: BudgetPolicy | None = None,
+        budget: BudgetPolicy | Any | None = None,
         on_event: EventCallback | None = None,
         clock: Callable[[], datetime] | None = None,
         view_budget: int = 100_000,
         constrain_coordinator: bool = True,
         name: str = "blackboard",
+        **unsupported: Any,
     ) -> Team:
-        """A blackboard team (see the module docstring).
+        """A blackboard team (see the module docstring); ``agents`` may be passed positionally,
+        as in loomflow.
 
         ``model`` is the model of every agent, the coordinator and the decider that has none of
-        its own (``"local"`` when neither is given). ``coordinator=None`` picks agents
-        round-robin; ``decider=None`` answers with the last ``answer`` entry, else the last
-        contribution, else "". ``store`` is a Store (kept open) or a store URL (opened and
-        closed by each run; default ``memory://``). ``budget`` is checked before every round.
-        ``clock`` stamps entries (UTC). ``view_budget`` bounds each agent's view in characters.
-        ``constrain_coordinator`` sends the answer's JSON schema to the coordinator's model.
-        Reserved agent names (``user``, ``system``, ``__*``) raise ValueError.
+        its own (``"local"`` when neither is given); model strings are resolved here, so an
+        unknown form (``ModelConfigError`` listing the accepted ones) or a missing API key fails
+        at construction. ``coordinator=None`` picks agents round-robin; ``decider=None``
+        answers with the last ``answer`` entry, else the last contribution, else "". ``store``
+        is a Store (kept open) or a store URL (opened and closed by each run; default
+        ``memory://``). ``budget`` is checked before every round: a ``BudgetPolicy``
+        (``allows_step(spent)``) or a loomflow-style budget whose ``allows_step()`` takes no
+        arguments. ``clock`` stamps entries (UTC). ``view_budget`` bounds each agent's view in
+        characters. ``constrain_coordinator`` sends the answer's JSON schema to the
+        coordinator's model. Reserved agent names (``user``, ``system``, ``__*``) and names over
+        200 characters raise ValueError; loomflow keywords slateboard does not take raise
+        ``UnsupportedOption`` naming the equivalent.
         """
         return cls(
-            agents=agents,
+            agents,
             coordinator=coordinator,
             decider=decider,
             model=model,
@@ -295,6 +377,7 @@ class Team:
             view_budget=view_budget,
             constrain_coordinator=constrain_coordinator,
             name=name,
+            **unsupported,
         )
 
     # -- models -------------------------------------------------------------------------------
@@ -331,25 +414,47 @@ class Team:
         return TeamStream(self, prompt)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, prompt: str, *, on_event: EventCallback | None = None) -> TeamResult:
+    async def run(self, prompt: str, *, on_event: EventCallback | None = None, **unsupported: Any) -> TeamResult:
         """Run the team on ``prompt`` (see the module docstring); ``on_event`` is called with each
-        event in addition to the team's callback and subscribers."""
+        event in addition to the team's callback and subscribers. loomflow's ``run`` keywords
+        (``emit``, ``user_id``, ``session_id``, ...) raise ``UnsupportedOption`` naming the
+        equivalent, before anything runs."""
+        refuse_unsupported("Team.run", unsupported, RUN_EQUIVALENTS)
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
         # Subscriptions made before this call belong to this run (they end with it).
         listeners, self._listeners = self._listeners, []
         callbacks = [cb for cb in (self.on_event, on_event) if cb is not None]
+        failures: list[RunEvent] = []
+
+        def watch(event: RunEvent) -> None:
+            if event.kind == DECIDER_FAILED:
+                failures.append(event)
+
+        started_at = datetime.now(UTC)
         store, owned = await self._open_store()
         try:
-            return await _BlackboardRun(self, store, listeners, callbacks).execute(prompt)
+            run = _BlackboardRun(self, store, listeners, [watch, *callbacks])
+            result = await run.execute(prompt)
+            error = failures[-1].data.get("error") if failures else None
+            return dataclasses.replace(
+                result,
+                started_at=started_at,
+                finished_at=datetime.now(UTC),
+                decider_failed=bool(failures),
+                decider_error=str(error) if failures and error is not None else None,
+                turns=int(getattr(run, "calls", 0)),
+            )
         finally:
             for q in listeners:
                 q.put_nowait(None)
             if owned:
                 await store.close()
 
-    def run_sync(self, prompt: str, *, on_event: EventCallback | None = None) -> TeamResult:
-        """``run`` from synchronous code (starts an event loop; not from inside a running one)."""
+    def run_sync(self, prompt: str, *, on_event: EventCallback | None = None, **unsupported: Any) -> TeamResult:
+        """``run`` from synchronous code (starts an event loop; not from inside a running one);
+        loomflow's ``run`` keywords are refused as in ``run``, before the loop starts."""
+        refuse_unsupported("Team.run_sync", unsupported, RUN_EQUIVALENTS)
         return asyncio.run(self.run(prompt, on_event=on_event))
 
     async def _open_store(self) -> tuple[Store, bool]:
