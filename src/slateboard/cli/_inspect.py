@@ -16,6 +16,7 @@ from rich.json import JSON as RichJSON
 from rich.table import Table
 from rich.text import Text
 
+from ..errors import StoreError
 from ..status import end_status
 from ._anchor import AnchorOption, KeyFileOption
 from ._common import (
@@ -411,7 +412,7 @@ def replay_command(
         out.print(RichJSON(json.dumps(report.state, ensure_ascii=False)))
 
 
-class _Damaged(Exception):
+class _Damaged(StoreError):
     """A stored record that cannot be decoded, with the intact records before it."""
 
     def __init__(self, info: BoardInfo, records: list[Record], seq: int, why: str) -> None:
