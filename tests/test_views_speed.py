@@ -134,3 +134,37 @@ def test_a_classic_board_view_is_identical_with_and_without_the_fast_path(n: int
     finally:
         _measure._flat_size = saved
     assert fast.text == slow.text
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(max_size=8), min_size=1, max_size=4),
+    st.lists(st.one_of(st.text(max_size=70), st.integers()), min_size=1, max_size=40),
+    st.integers(0, 200),
+    st.data(),
+)
+def test_range_cost_is_the_rendered_size_of_the_range_handle(
+    path: list[str], ids: list[str | int], summary: int, data: st.DataObject
+) -> None:
+    from slateboard.views._fill import Fill, Targets
+    from slateboard.views._measure import json_size
+    from slateboard.views._region import find, region_root
+
+    state: dict[str, Any] = {}
+    node: Any = state
+    for token in path[:-1]:
+        node = node.setdefault(token, {})
+        if not isinstance(node, dict):
+            return
+    node[path[-1]] = [{"id": i, "x": 1} if data.draw(st.booleans()) else i for i in ids]
+    bp = _bp(["/**"])
+    root = region_root(state, bp.workers["w"].reads)
+    from slateboard.kernel.pointer import escape_token, parse_pointer
+
+    coll = find(root, parse_pointer("/" + "/".join(escape_token(t) for t in path)))
+    assert coll is not None
+    fill = Fill(root, Meter(10**9), 10**6, 0, summary, Targets(), bp, {})
+    a = data.draw(st.integers(0, len(ids) - 1))
+    b = data.draw(st.integers(a + 1, len(ids)))
+    handle, size = fill.range_handle(coll, a, b)
+    assert size == fill.range_cost(coll, a, b) == json_size(handle.to_json())
