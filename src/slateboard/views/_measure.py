@@ -49,12 +49,16 @@ class Meter:
     a deterministic function of its inputs.
     """
 
-    __slots__ = ("cap", "memo", "work")
+    __slots__ = ("cap", "flat", "memo", "work")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.work = 0
         self.memo: dict[int, tuple[int, bool]] = {}
+        # (nodes, size) of shallow containers measured by _flat_size, by identity like memo: a
+        # build measures each entry about three times (root, its collection, itself); a hit
+        # still counts the same work, so the work cap trips where it would without it.
+        self.flat: dict[int, tuple[int, int]] = {}
 
     @property
     def exhausted(self) -> bool:
@@ -82,7 +86,11 @@ class Meter:
         while stack:
             node = stack.pop()
             if type(node) is dict or type(node) is list:
-                flat = _flat_size(node, limit - total, self.cap - self.work)
+                flat = self.flat.get(id(node))
+                if flat is None or flat[0] > self.cap - self.work:
+                    flat = _flat_size(node, limit - total, self.cap - self.work)
+                    if flat is not None:
+                        self.flat[id(node)] = flat
                 if flat is not None:
                     nodes, size = flat
                     self.work += nodes
