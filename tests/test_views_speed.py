@@ -62,6 +62,10 @@ def test_flat_size_applies_to_entries_and_declines_what_it_must() -> None:
     assert _flat_size(entry, 10_000, 6) is None  # over the work left: the walk trips the cap where it must
     assert _flat_size({"a": {"b": {"c": 1}}}, 10_000, 10_000) is None  # three levels deep: walked
     assert _flat_size({"a": (1, 2)}, 10_000, 10_000) is None  # not JSON: walked
+    # a long list (or a long list inside a record) that cannot fit the room is declined, not encoded
+    assert _flat_size([1] * 10_000, 100, 10**9) is None
+    assert _flat_size({"refs": [1] * 10_000}, 100, 10**9) is None
+    assert _flat_size([1] * 40, 100, 10**9) == (41, len(canonical_str([1] * 40)))
 
 
 def _bp(reads: list[str]) -> Any:

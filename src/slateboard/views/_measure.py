@@ -136,9 +136,9 @@ def _flat_size(node: dict[str, JSON] | list[JSON], room: int, work_left: int) ->
 
     A fast path for the common board entry (a record of scalars, perhaps with a list of
     scalars): one orjson call instead of a Python step per node, about 40x cheaper. It applies
-    only when the container is at most two levels deep, its strings total at most ``room``
-    characters (so the encoding costs O(room), keeping measuring bounded, and a node whose
-    strings alone exceed the room is left to the walk, which rejects it without encoding) and
+    only when the container is at most two levels deep, its strings' lengths plus its node count
+    (a lower bound of its size) are at most ``room`` (so scanning and encoding cost O(room),
+    keeping measuring bounded; a node over it is left to the walk, which rejects it early) and
     its node count fits the meter's remaining work (so the work cap trips exactly where the
     walk would trip). The node count is what the walk would have counted, one per value. The
     size equals the walk's: canonical JSON is orjson with sorted keys, and sorting does not
@@ -158,10 +158,14 @@ def _flat_size(node: dict[str, JSON] | list[JSON], room: int, work_left: int) ->
                     chars += len(leaf)
                 elif type(leaf) not in _SCALARS:
                     return None
+                if chars + nodes > room:
+                    return None
         elif kind not in _SCALARS:
             return None
-    if chars > room or nodes > work_left:
-        return None
+        # Every node takes at least one character beyond its strings' lengths, so past this the
+        # container cannot fit the room: stop here, which keeps this loop O(room) on long lists.
+        if chars + nodes > room or nodes > work_left:
+            return None
     try:
         raw = orjson.dumps(node)
     except TypeError:  # a non-string key or an out-of-range integer: let the walk decide
