@@ -10,17 +10,21 @@ contribution a fixed 200-character text from a model with zero latency, for N st
   - slateboard via ``Team.blackboard`` (memory store; round-robin, no coordinator; the seed's
     default view budget of 100,000 characters), for N <= --team-max-n (default 1000);
   - loomflow's ``Team.blackboard`` (the plain blackboard of seed 001; round-robin, in memory);
-  - LangGraph without a checkpointer and with ``SqliteSaver``: 3 nodes appending entries to an
+  - LangGraph without a checkpointer and with ``SqliteSaver`` at its default durability
+    ("async": step i+1 may run before step i is durable) and at ``durability="sync"`` (each
+    step durable before the next, as the Runner's): 3 nodes appending entries to an
     ``Annotated[list, operator.add]`` channel, each node prompting the model with the board
     rendered from the state;
   - Flock (flock-core), when importable (it is not installable here: see the printed reason).
 
-Measured per system and N: ms per step (wall time of the run / N), bytes persisted per step
+Measured per system and N: ms per step (wall time of the run / N), CPU ms per step (process
+CPU time over the run, every thread, / N), bytes persisted per step
 (database growth after a WAL checkpoint / N; 0 for in-memory runs), peak memory (the peak RSS of
 the run, VmHWM after a reset, in a process that already did a 3-step warm-up run, and its growth
 over the RSS before the run), and the size in
 characters of the prompt the last specialist received. Ratios are to slateboard (Runner, SQLite)
-at the same N. Reference figures (reference machine): loomflow 107 ms per step and a
+at the same N; a second table gives the ratios issue 14 sets goals on (wall and CPU), and each
+system's step cost at the largest N over the smallest. Reference figures (reference machine): loomflow 107 ms per step and a
 3.0 M-character prompt at N = 1,000; LangGraph + SqliteSaver 4.5 ms and 125 KB per step with a
 219 K-character board.
 
@@ -59,6 +63,7 @@ SYSTEMS = (
     "loomflow",
     "langgraph",
     "langgraph sqlitesaver",
+    "langgraph sqlitesaver sync",
     "flock",
 )
 
@@ -216,7 +221,7 @@ async def run_loomflow(steps: int) -> dict[str, Any]:
 
 
 # -- LangGraph ------------------------------------------------------------------------------------
-def run_langgraph(steps: int, db: Path | None) -> dict[str, Any]:
+def run_langgraph(steps: int, db: Path | None, durability: str | None = None) -> dict[str, Any]:
     import operator
     import sqlite3
     from typing import Annotated, TypedDict
@@ -261,7 +266,10 @@ def run_langgraph(steps: int, db: Path | None) -> dict[str, Any]:
         app = graph.compile()
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": steps + 10}
     t0 = time.perf_counter()
-    out = app.invoke({"entries": [], "step": 0}, config)  # type: ignore[call-overload]
+    # durability="sync": each step's checkpoint is written before the next step runs (the
+    # Runner's guarantee); the default ("async") lets step i+1 run before step i is durable.
+    kwargs: dict[str, Any] = {} if durability is None else {"durability": durability}
+    out = app.invoke({"entries": [], "step": 0}, config, **kwargs)
     run_s = time.perf_counter() - t0
     size = 0
     if conn is not None and db is not None:
@@ -305,6 +313,8 @@ def _run(system: str, steps: int, tmp: Path) -> dict[str, Any]:
         return run_langgraph(steps, None)
     if system == "langgraph sqlitesaver":
         return run_langgraph(steps, db)
+    if system == "langgraph sqlitesaver sync":
+        return run_langgraph(steps, db, "sync")
     raise SystemExit(f"unknown system {system!r}")
 
 
@@ -322,7 +332,9 @@ def child(system: str, steps: int, tmp: Path) -> dict[str, Any]:
     store_bench.entry_texts(steps)
     scoped = _reset_peak()
     rss0 = _status("VmRSS")
+    cpu0 = time.process_time()  # all threads of the process (the store's writer thread too)
     out = _run(system, steps, tmp)
+    cpu_s = time.process_time() - cpu0
     peak = _status("VmHWM") if scoped else None
     if peak is None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -333,6 +345,7 @@ def child(system: str, steps: int, tmp: Path) -> dict[str, Any]:
         "n": steps,
         "steps": out["steps"],
         "ms_per_step": out["run_s"] / steps * 1000,
+        "cpu_ms_per_step": cpu_s / steps * 1000,
         "bytes_per_step": out["bytes"] / steps,
         "peak_rss_mb": peak / 2**20,
         "rss_growth_mb": max(0, peak - (rss0 or peak)) / 2**20,
@@ -387,20 +400,65 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+GOALS = (
+    # (name, system, reference system, same N or the other N)
+    ("Runner SQLite / LangGraph+SqliteSaver sync", "slateboard runner sqlite", "langgraph sqlitesaver sync"),
+    ("Runner SQLite / LangGraph+SqliteSaver default", "slateboard runner sqlite", "langgraph sqlitesaver"),
+    ("Runner memory / LangGraph no checkpointer", "slateboard runner memory", "langgraph"),
+    ("Team.blackboard / loomflow", "slateboard team memory", "loomflow"),
+)
+
+
+def goal_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ratios issue 14 sets goals on, CPU and wall, from the same run: slateboard against its
+    peers at each N, and each system's step cost at its largest N against its smallest."""
+    by = {(r["system"], r["n"]): r for r in rows}
+    out: list[dict[str, Any]] = []
+    for n in sorted({r["n"] for r in rows}):
+        for name, system, ref in GOALS:
+            a, b = by.get((system, n)), by.get((ref, n))
+            if a is not None and b is not None and b["ms_per_step"] and b["cpu_ms_per_step"]:
+                out.append(
+                    {
+                        "ratio": name,
+                        "n": n,
+                        "wall_x": a["ms_per_step"] / b["ms_per_step"],
+                        "cpu_x": a["cpu_ms_per_step"] / b["cpu_ms_per_step"],
+                    }
+                )
+    ns = sorted({r["n"] for r in rows})
+    if len(ns) > 1:
+        for system in dict.fromkeys(r["system"] for r in rows):
+            lo, hi = by.get((system, ns[0])), by.get((system, ns[-1]))
+            if lo is not None and hi is not None and lo["ms_per_step"] and lo["cpu_ms_per_step"]:
+                out.append(
+                    {
+                        "ratio": f"{system}: N={ns[-1]} / N={ns[0]}",
+                        "n": ns[-1],
+                        "wall_x": hi["ms_per_step"] / lo["ms_per_step"],
+                        "cpu_x": hi["cpu_ms_per_step"] / lo["cpu_ms_per_step"],
+                    }
+                )
+    return out
+
+
 def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:,.1f}x" if v < 100 else f"{v:,.0f}x"
 
 
-def print_table(rows: list[dict[str, Any]], rats: list[dict[str, Any]], notes: list[str]) -> None:
+def print_table(
+    rows: list[dict[str, Any]], rats: list[dict[str, Any]], notes: list[str], goals: list[dict[str, Any]] | None = None
+) -> None:
     head = (
-        f"{'system':<26} {'N':>5} {'ms/step':>9} {'bytes/step':>11} {'peak RSS':>9} {'RSS growth':>10}"
+        f"{'system':<26} {'N':>5} {'ms/step':>9} {'CPU ms':>8} {'bytes/step':>11} {'peak RSS':>9} {'RSS growth':>10}"
         f" {'last prompt':>12}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         print(
-            f"{r['system']:<26} {r['n']:>5} {r['ms_per_step']:>9.2f} {r['bytes_per_step']:>11,.0f}"
+            f"{r['system']:<26} {r['n']:>5} {r['ms_per_step']:>9.2f} {r['cpu_ms_per_step']:>8.2f}"
+            f" {r['bytes_per_step']:>11,.0f}"
             f" {r['peak_rss_mb']:>7.0f}MB {r['rss_growth_mb']:>8.1f}MB {r['last_prompt_chars']:>12,}"
         )
     if rats:
@@ -415,6 +473,13 @@ def print_table(rows: list[dict[str, Any]], rats: list[dict[str, Any]], notes: l
                 f"{q['system']:<34} {q['n']:>5} {_x(q['time_x']):>9} {_x(q['bytes_x']):>9}"
                 f" {_x(q['rss_growth_x']):>10} {_x(q['prompt_x']):>9}"
             )
+    if goals:
+        print()
+        head = f"{'ratio (issue 14 goals)':<60} {'N':>5} {'wall':>7} {'CPU':>7}"
+        print(head)
+        print("-" * len(head))
+        for g in goals:
+            print(f"{g['ratio']:<60} {g['n']:>5} {g['wall_x']:>6.2f}x {g['cpu_x']:>6.2f}x")
     for note in notes:
         print(note)
 
@@ -423,7 +488,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--n", default="200,1000", help="comma-separated step counts (default 200,1000)")
     ap.add_argument("--systems", default=None, help=f"comma-separated, from: {', '.join(SYSTEMS)} (default all)")
-    ap.add_argument("--team-max-n", type=int, default=1000, help="largest N for slateboard's Team.blackboard (1000)")
+    ap.add_argument(
+        "--team-max-n",
+        type=int,
+        default=1000,
+        help="largest N for slateboard's Team.blackboard and loomflow (1000; their step grows with N)",
+    )
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--tmpdir", default=None, help="where database files go (default: the system temp dir)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -453,21 +523,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sb-peers-bench-", dir=args.tmpdir) as tmpname:
         for steps in steps_list:
             for system in runnable:
-                if system == "slateboard team memory" and steps > args.team_max_n:
+                if system in ("slateboard team memory", "loomflow") and steps > args.team_max_n:
                     notes.append(f"{system} at N={steps} skipped: above --team-max-n={args.team_max_n}")
                     continue
                 if not args.json:
                     print(f"running {system} at N={steps} ...", file=sys.stderr, flush=True)
                 rows.append(run_child(system, steps, Path(tmpname)))
     rats = ratios(rows)
+    goals = goal_ratios(rows)
     notes.append(
         "peak RSS: VmHWM of the run (reset before it) in a fresh process per system that first did a 3-step"
         " warm-up run; growth: over the RSS just before the run"
     )
     if args.json:
-        print(json.dumps({"results": rows, "ratios": rats, "notes": notes}, indent=2))
+        print(json.dumps({"results": rows, "ratios": rats, "goals": goals, "notes": notes}, indent=2))
     else:
-        print_table(rows, rats, notes)
+        print_table(rows, rats, notes, goals)
     return 0
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from slateboard.cli import app
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"
-SYSTEMS = "slateboard runner sqlite,loomflow,langgraph sqlitesaver,flock"
+SYSTEMS = "slateboard runner sqlite,loomflow,langgraph sqlitesaver,langgraph sqlitesaver sync,flock"
 
 
 def test_peers_benchmark_measures_every_system_and_its_ratio_to_slateboard(tmp_path: Path) -> None:
@@ -29,6 +29,7 @@ def test_peers_benchmark_measures_every_system_and_its_ratio_to_slateboard(tmp_p
             continue
         row = rows[system]
         assert row["steps"] == 6 and row["ms_per_step"] > 0 and row["last_prompt_chars"] > 0
+        assert row["cpu_ms_per_step"] > 0
     assert rows["slateboard runner sqlite"]["bytes_per_step"] > 0
     if "langgraph sqlitesaver" in rows:
         assert rows["langgraph sqlitesaver"]["bytes_per_step"] > 0
@@ -36,6 +37,11 @@ def test_peers_benchmark_measures_every_system_and_its_ratio_to_slateboard(tmp_p
     assert set(ratios) == set(rows)
     assert ratios["slateboard runner sqlite"]["time_x"] == 1.0
     assert all(q["reference"] == "slateboard runner sqlite" for q in ratios.values())
+    if "langgraph sqlitesaver sync" in rows:  # the goal ratio at equal durability, wall and CPU
+        goal = next(g for g in data["goals"] if g["ratio"] == "Runner SQLite / LangGraph+SqliteSaver sync")
+        sb, lg = rows["slateboard runner sqlite"], rows["langgraph sqlitesaver sync"]
+        assert goal["wall_x"] == pytest.approx(sb["ms_per_step"] / lg["ms_per_step"])
+        assert goal["cpu_x"] == pytest.approx(sb["cpu_ms_per_step"] / lg["cpu_ms_per_step"])
 
 
 def test_bench_peers_runs_from_the_cli_and_prints_ratios(capfd: pytest.CaptureFixture[str]) -> None:

@@ -269,19 +269,54 @@ class Fill:
             assert isinstance(hit, tuple)
             return hit
         ident = f"[{a}:{b}]"
-        summary: str | None = None
-        if self.summary > 0:
-            names = [self._member_name(node, pos) for pos in sorted({a, a + 1, b - 1}) if pos < b]
-            if all(name is not None for name in names):
-                shown = [name for name in names if name is not None]
-                text = (
-                    shown[0] if b - a == 1 else f"{shown[0]}, {shown[1]}" if b - a == 2 else f"{shown[0]} … {shown[-1]}"
-                )
-                summary = shorten(text, min(self.summary, 48))
-        h = Handle(f"{node.pointer}#{ident}", node.pointer, ident, summary=summary, items=b - a)
-        out = (h, json_size(h.to_json()))
+        h = Handle(f"{node.pointer}#{ident}", node.pointer, ident, summary=self._range_summary(node, a, b), items=b - a)
+        out = (h, self.range_cost(node, a, b))
         self.memo[key] = out
         return out
+
+    def range_cost(self, node: RNode, a: int, b: int) -> int:
+        """The size of range_handle(node, a, b), by arithmetic instead of rendering it.
+
+        The builder prices a range handle on every promotion (hundreds per view) but renders only
+        the ranges left at the end, so pricing must not build and encode a handle each time. The
+        rendered form is ``{"handle":P#I,"id":I,"items":N,"pointer":P[,"summary":S]}`` (keys
+        sorted); ``#`` and the digits, brackets and colon of ``I`` need no escaping, so the
+        handle string costs the pointer's string size plus ``1 + len(I)``. Tests pin this to the
+        rendered length.
+        """
+        key = ("rcost", node.tokens, a, b, self.summary)
+        hit = self.memo.get(key)
+        if hit is not None:
+            assert isinstance(hit, int)
+            return hit
+        ptr_key = ("ptr", node.tokens)
+        p = self.memo.get(ptr_key)
+        if p is None:
+            p = self.memo[ptr_key] = str_size(node.pointer)
+        ident = len(str(a)) + len(str(b)) + 3
+        # {"handle":H,"id":I,"items":N,"pointer":P}: braces, four keys with colons, three commas
+        size = 2 + 9 + (p + 1 + ident) + 1 + 5 + (ident + 2) + 1 + 8 + len(str(b - a)) + 1 + 10 + p
+        summary = self._range_summary(node, a, b)
+        if summary is not None:
+            size += 1 + 10 + str_size(summary)  # ,"summary":S
+        self.memo[key] = size
+        return size
+
+    def _range_summary(self, node: RNode, a: int, b: int) -> str | None:
+        if self.summary <= 0:
+            return None
+        names = []
+        for pos in sorted({a, a + 1, b - 1}):
+            if pos < b:
+                key = ("name", node.tokens, pos)
+                if key not in self.memo:  # ranges share their ends: name each member once
+                    self.memo[key] = self._member_name(node, pos)
+                names.append(self.memo[key])
+        if not all(name is not None for name in names):
+            return None
+        shown = [name for name in names if name is not None]
+        text = shown[0] if b - a == 1 else f"{shown[0]}, {shown[1]}" if b - a == 2 else f"{shown[0]} … {shown[-1]}"
+        return shorten(text, min(self.summary, 48))
 
     @staticmethod
     def _member_name(node: RNode, pos: int) -> str | None:
@@ -292,7 +327,7 @@ class Fill:
         return None if name == node.member_token(pos) else name
 
     def _ranges_cost(self, node: RNode, ivs: list[tuple[int, int]]) -> int:
-        return sum(self.range_handle(node, a, b)[1] for a, b in ivs)
+        return sum(self.range_cost(node, a, b) for a, b in ivs)
 
     def _skeleton(self, node: RNode, size: int | str, summary: str | None) -> Handle:
         parent = node.parent
@@ -387,7 +422,7 @@ class Fill:
         if prior is not None:
             self._apply(hn=-1, hs=-self.handles[m.tokens][1])
         sp = _Split(m, self._order(m))
-        _, rc = self.range_handle(m, 0, sp.intervals[0][1])
+        rc = self.range_cost(m, 0, sp.intervals[0][1])
         if not self.fits(hn=1, hs=rc):
             self.dn, self.ds, self.hn, self.hs = saved
             return False

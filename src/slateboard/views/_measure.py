@@ -49,12 +49,16 @@ class Meter:
     a deterministic function of its inputs.
     """
 
-    __slots__ = ("cap", "memo", "work")
+    __slots__ = ("cap", "flat", "memo", "work")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.work = 0
         self.memo: dict[int, tuple[int, bool]] = {}
+        # (nodes, size) of shallow containers measured by _flat_size, by identity like memo: a
+        # build measures each entry about three times (root, its collection, itself); a hit
+        # still counts the same work, so the work cap trips where it would without it.
+        self.flat: dict[int, tuple[int, int]] = {}
 
     @property
     def exhausted(self) -> bool:
@@ -81,6 +85,19 @@ class Meter:
         stack: list[JSON] = [value]
         while stack:
             node = stack.pop()
+            if type(node) is dict or type(node) is list:
+                flat = self.flat.get(id(node))
+                if flat is None or flat[0] > self.cap - self.work:
+                    flat = _flat_size(node, limit - total, self.cap - self.work)
+                    if flat is not None:
+                        self.flat[id(node)] = flat
+                if flat is not None:
+                    nodes, size = flat
+                    self.work += nodes
+                    total += size
+                    if total > limit:
+                        return total, False
+                    continue
             self.work += 1
             if self.work > self.cap:
                 return limit + 1, False
@@ -109,6 +126,51 @@ class Meter:
             if total > limit:
                 return total, False
         return total, True
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _flat_size(node: dict[str, JSON] | list[JSON], room: int, work_left: int) -> tuple[int, int] | None:
+    """(nodes, exact canonical size) of a small shallow container, or None to walk it instead.
+
+    A fast path for the common board entry (a record of scalars, perhaps with a list of
+    scalars): one orjson call instead of a Python step per node, about 40x cheaper. It applies
+    only when the container is at most two levels deep, its strings' lengths plus its node count
+    (a lower bound of its size) are at most ``room`` (so scanning and encoding cost O(room),
+    keeping measuring bounded; a node over it is left to the walk, which rejects it early) and
+    its node count fits the meter's remaining work (so the work cap trips exactly where the
+    walk would trip). The node count is what the walk would have counted, one per value. The
+    size equals the walk's: canonical JSON is orjson with sorted keys, and sorting does not
+    change the length.
+    """
+    nodes = 1
+    chars = 0
+    for child in node.values() if type(node) is dict else node:
+        nodes += 1
+        kind = type(child)
+        if kind is str:
+            chars += len(child)
+        elif kind is dict or kind is list:
+            for leaf in child.values() if kind is dict else child:  # type: ignore[union-attr]
+                nodes += 1
+                if type(leaf) is str:
+                    chars += len(leaf)
+                elif type(leaf) not in _SCALARS:
+                    return None
+                if chars + nodes > room:
+                    return None
+        elif kind not in _SCALARS:
+            return None
+        # Every node takes at least one character beyond its strings' lengths, so past this the
+        # container cannot fit the room: stop here, which keeps this loop O(room) on long lists.
+        if chars + nodes > room or nodes > work_left:
+            return None
+    try:
+        raw = orjson.dumps(node)
+    except TypeError:  # a non-string key or an out-of-range integer: let the walk decide
+        return None
+    return nodes, len(raw) if raw.isascii() else len(raw.decode("utf-8"))
 
 
 def _chunks(value: JSON, cut: int) -> Iterator[str]:

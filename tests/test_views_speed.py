@@ -1,0 +1,174 @@
+"""The views' fast paths give exactly the sizes and views of the plain walk (issue 14).
+
+``_measure._flat_size`` measures small shallow containers with one orjson call instead of a
+Python step per node. These tests pin that it is a pure optimisation: every size it reports is
+the canonical size, and a view built with it is byte-identical to one built without it, over
+random boards, contracts, budgets and board changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slateboard.blueprint import compile_blueprint
+from slateboard.kernel.canonical import JSON, canonical_str
+from slateboard.views import _measure, build_view
+from slateboard.views._measure import Meter, _flat_size
+
+texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
+scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False) | texts
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(texts, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+def _slow(value: JSON, limit: int) -> int:
+    """The plain walk (the fast path switched off) on a fresh meter."""
+    meter = Meter(10**9)
+    saved = _measure._flat_size
+    _measure._flat_size = lambda *_: None  # type: ignore[assignment]
+    try:
+        return meter.size(value, limit)
+    finally:
+        _measure._flat_size = saved
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.integers(1, 600))
+def test_meter_size_is_exact_within_the_limit_and_over_it_otherwise(value: JSON, limit: int) -> None:
+    exact = len(canonical_str(value))
+    got = Meter(10**9).size(value, limit)
+    if exact <= limit:
+        assert got == exact
+    else:
+        assert got > limit
+    slow = _slow(value, limit)
+    assert (got <= limit) == (slow <= limit)
+    if exact <= limit:
+        assert slow == got
+
+
+def test_flat_size_applies_to_entries_and_declines_what_it_must() -> None:
+    entry: dict[str, JSON] = {"id": "e1", "author": "é", "references": ["e0"], "content": "x\n" * 10, "n": 1.5}
+    nodes, size = _flat_size(entry, 10_000, 10_000) or (0, 0)
+    assert (nodes, size) == (7, len(canonical_str(entry)))
+    assert _flat_size(entry, 5, 10_000) is None  # strings alone exceed the room: the walk rejects it cheaply
+    assert _flat_size(entry, 10_000, 6) is None  # over the work left: the walk trips the cap where it must
+    assert _flat_size({"a": {"b": {"c": 1}}}, 10_000, 10_000) is None  # three levels deep: walked
+    assert _flat_size({"a": (1, 2)}, 10_000, 10_000) is None  # not JSON: walked
+    # a long list (or a long list inside a record) that cannot fit the room is declined, not encoded
+    assert _flat_size([1] * 10_000, 100, 10**9) is None
+    assert _flat_size({"refs": [1] * 10_000}, 100, 10**9) is None
+    assert _flat_size([1] * 40, 100, 10**9) == (41, len(canonical_str([1] * 40)))
+
+
+def _bp(reads: list[str]) -> Any:
+    return compile_blueprint(
+        {
+            "schema": {"type": "object"},
+            "initial_state": {},
+            "workers": {"w": {"reads": reads, "writes": ["/public/-"], "view_budget": 1000}},
+        }
+    )
+
+
+entries = st.fixed_dictionaries(
+    {
+        "id": st.text(min_size=1, max_size=6),
+        "author": st.sampled_from(["alpha", "beta", "gämma"]),
+        "references": st.lists(st.text(max_size=4), max_size=3),
+        "content": texts,
+    },
+    optional={"meta": json_values},
+)
+boards = st.fixed_dictionaries({"task": texts, "public": st.lists(entries, max_size=25), "other": json_values})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    boards,
+    st.lists(st.tuples(st.integers(0, 30), entries), max_size=4),
+    st.sampled_from([["/**"], ["/task", "/public"], ["/public/*/content", "/other/**"]]),
+    st.integers(2, 3000),
+)
+def test_views_with_the_fast_path_are_byte_identical_to_plain_walks(
+    board: dict[str, Any], changes: list[tuple[int, dict[str, Any]]], reads: list[str], budget: int
+) -> None:
+    bp = _bp(reads)
+    state: dict[str, Any] = board
+    for version, (pos, entry) in enumerate([(0, None), *changes]):
+        if entry is not None:  # the board changes in place, as the kernel changes it
+            public = state["public"]
+            if public and pos % 2:
+                public[pos % len(public)] = entry
+            else:
+                public.append(entry)
+        fast = build_view(bp, "w", state, version, budget=budget)
+        saved = _measure._flat_size
+        _measure._flat_size = lambda *_: None  # type: ignore[assignment]
+        try:
+            slow = build_view(bp, "w", state, version, budget=budget)
+        finally:
+            _measure._flat_size = saved
+        assert fast.text == slow.text and fast.hash == slow.hash
+        assert fast.size <= budget
+
+
+@pytest.mark.parametrize("n", [10, 400])
+def test_a_classic_board_view_is_identical_with_and_without_the_fast_path(n: int) -> None:
+    bp = _bp(["/task", "/public"])
+    state = {
+        "task": "t",
+        "public": [
+            {"id": f"e{i}", "author": "a", "references": [f"e{i - 1}"], "content": "c" * 200, "kind": "k"}
+            for i in range(n)
+        ],
+    }
+    fast = build_view(bp, "w", state, 1, budget=100_000)
+    saved = _measure._flat_size
+    _measure._flat_size = lambda *_: None  # type: ignore[assignment]
+    try:
+        slow = build_view(bp, "w", state, 1, budget=100_000)
+    finally:
+        _measure._flat_size = saved
+    assert fast.text == slow.text
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(max_size=8), min_size=1, max_size=4),
+    st.lists(st.one_of(st.text(max_size=70), st.integers()), min_size=1, max_size=40),
+    st.integers(0, 200),
+    st.data(),
+)
+def test_range_cost_is_the_rendered_size_of_the_range_handle(
+    path: list[str], ids: list[str | int], summary: int, data: st.DataObject
+) -> None:
+    from slateboard.views._fill import Fill, Targets
+    from slateboard.views._measure import json_size
+    from slateboard.views._region import find, region_root
+
+    state: dict[str, Any] = {}
+    node: Any = state
+    for token in path[:-1]:
+        node = node.setdefault(token, {})
+        if not isinstance(node, dict):
+            return
+    node[path[-1]] = [{"id": i, "x": 1} if data.draw(st.booleans()) else i for i in ids]
+    bp = _bp(["/**"])
+    root = region_root(state, bp.workers["w"].reads)
+    from slateboard.kernel.pointer import escape_token, parse_pointer
+
+    coll = find(root, parse_pointer("/" + "/".join(escape_token(t) for t in path)))
+    assert coll is not None
+    fill = Fill(root, Meter(10**9), 10**6, 0, summary, Targets(), bp, {})
+    a = data.draw(st.integers(0, len(ids) - 1))
+    b = data.draw(st.integers(a + 1, len(ids)))
+    handle, size = fill.range_handle(coll, a, b)
+    assert size == fill.range_cost(coll, a, b) == json_size(handle.to_json())
