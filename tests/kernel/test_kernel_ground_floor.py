@@ -96,6 +96,7 @@ class StandIn:
     workers: dict[str, WorkerContract]
     approval: tuple[Pattern, ...]
     all_invariants: tuple[CompiledInvariant, ...]
+    digest: str
     initial: Any
 
     def initial_state(self) -> Any:
@@ -104,7 +105,13 @@ class StandIn:
 
 def _stand_in(bp: CompiledBlueprint) -> KernelBlueprint:
     return StandIn(
-        bp.spec, bp.schema, dict(bp.workers), tuple(bp.approval), tuple(bp.all_invariants), bp.initial_state()
+        bp.spec,
+        bp.schema,
+        dict(bp.workers),
+        tuple(bp.approval),
+        tuple(bp.all_invariants),
+        bp.digest,
+        bp.initial_state(),
     )
 
 

@@ -106,29 +106,46 @@ _WORKER = re.compile(r"You are worker '([^']+)'")
 
 def _event_value(prompt: str) -> Any:
     """The value the triggering event of a worker prompt points at, looked up in the view's data
-    (which maps read paths to values); None when the event or the value is not there."""
+    (which maps read paths to values); None when the event or the value is not there.
+
+    Reads both forms a worker prompt shows its view in (``slateboard.workers.prompt.view_payload``):
+    the view's JSON on one line (unconstrained decoding), or ``pointer = value`` lines plus an
+    ``event: OP PATH`` line (contract-constrained decoding)."""
+    data: dict[str, Any] = {}
+    path: str | None = None
     for line in prompt.split("\n"):
-        if not line.startswith("{"):
+        if line.startswith("{"):
+            try:
+                view = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(view, dict) or not isinstance(view.get("data"), dict):
+                continue
+            event = view.get("event")
+            found = event.get("path") if isinstance(event, dict) else None
+            return _at(view["data"], found) if isinstance(found, str) else None
+        if line.startswith("event: "):
+            _, _, found = line[len("event: ") :].partition(" ")
+            path = found or None
+        elif line.startswith("/") and " = " in line:
+            pointer, _, text = line.partition(" = ")
+            try:
+                data[pointer] = json.loads(text)
+            except ValueError:
+                data[pointer] = text  # strings are shown as their text
+    return _at(data, path) if path is not None else None
+
+
+def _at(data: dict[str, Any], path: str) -> Any:
+    """The value at ``path`` inside the view data entry whose read path is a prefix of it."""
+    for prefix, value in data.items():
+        if not path.startswith(prefix + "/"):
             continue
         try:
-            view = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(view, dict) or not isinstance(view.get("data"), dict):
-            continue
-        event = view.get("event")
-        path = event.get("path") if isinstance(event, dict) else None
-        if not isinstance(path, str):
+            node = resolve(value, path[len(prefix) :])
+        except PointerError:
             return None
-        for prefix, value in view["data"].items():
-            if not path.startswith(prefix + "/"):
-                continue
-            try:
-                node = resolve(value, path[len(prefix) :])
-            except PointerError:
-                return None
-            return None if node is MISSING else node
-        return None
+        return None if node is MISSING else node
     return None
 
 
