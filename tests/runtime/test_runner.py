@@ -250,3 +250,19 @@ async def test_interrupted_run_resumes_from_the_store(tmp_path: Path) -> None:
     assert len(result.state["notes"]) == 6
     await verify(store, board)
     await store.close()
+
+
+async def test_a_finished_board_is_not_run_again(store: Store) -> None:
+    # Issue 20, D4/D16 at the runner: a board that ended at max_steps with work still pending
+    # used to be selected forever (its claims need a running board); each resume also appended
+    # another run-end record. Now a second run returns the stored result and appends nothing.
+    bp = {**NOTES, "limits": {"max_steps": 2}}
+    board = await create_board(store, bp, inputs={"task": "write notes"})
+    functions = {"a": lambda view: note("a", "note"), "b": lambda view: note("b", "reply"), "decider": lambda v: []}
+    first = await Runner(store, board, functions=functions).run()
+    assert "max_steps" in first.end_reason
+    before = await store.read_records(board)
+    again = await asyncio.wait_for(Runner(store, board, functions=functions).run(), 60)
+    assert again.end_reason == first.end_reason and again.version == first.version
+    assert await store.read_records(board) == before
+    await verify(store, board)

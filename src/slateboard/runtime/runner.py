@@ -209,6 +209,12 @@ class Runner:
         if not self._opened:
             await self.open()
         session = self.session
+        if session.ended_at_head:
+            # The board's run has ended (its last record is the run-end record): running it again
+            # would select work its claims can never take (D4), and a second run-end record would
+            # be appended (D16). Its result is the one the log holds. (After an approval decision
+            # the run-end record is no longer the head, and the board runs on.)
+            return await session.result(session.history[-1].reason or "")
         self._emit(RUN_STARTED, version=self.kernel.version, seq=self.kernel.seq, parallel=self.parallel)
         end_reason: str | None = await session.approved_first()
         in_flight: set[asyncio.Task[None]] = set()
