@@ -1,9 +1,6 @@
-"""The token rule of slateboard's HTTP servers, as the dashboard applies it (``web._app``), for
-``slateboard mcp serve``: anything but loopback needs a token; without a token only loopback
-``Host`` names are answered. Needs ``starlette`` (the mcp extra has it).
-
-The dashboard keeps its own copy of the same rule for now (issue 17 left ``web/`` untouched while
-it is being hardened); it can import this module instead.
+"""The token rule of slateboard's HTTP servers (the dashboard, ``slateboard mcp serve``):
+anything but loopback needs a token; without a token only loopback ``Host`` names are answered.
+Needs ``starlette`` (the web and mcp extras have it).
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from urllib.parse import parse_qsl
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["MIN_TOKEN_CHARS", "TokenGuard", "is_loopback"]
+__all__ = ["MIN_TOKEN_CHARS", "TokenGuard", "error_response", "is_loopback"]
 
 MIN_TOKEN_CHARS = 12
 """Shortest token accepted, as for the dashboard: a guessable token is no access control."""
@@ -33,7 +30,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _error(status: int, message: str) -> JSONResponse:
+def error_response(status: int, message: str) -> JSONResponse:
+    """The JSON error body every slateboard server answers with (one line; 401 asks for a bearer token)."""
     message = " ".join(message.split())
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
@@ -61,7 +59,7 @@ class TokenGuard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         problem = self._problem(scope, headers)
         if problem is not None:
-            await _error(*problem)(scope, receive, send)
+            await error_response(*problem)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

@@ -11,15 +11,13 @@ web page elsewhere cannot reach a loopback dashboard through DNS rebinding.
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import anyio
 from fastapi import FastAPI, Request
@@ -28,32 +26,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..httpguard import MIN_TOKEN_CHARS, TokenGuard, error_response
 from ..stores.base import Store, StoreError, StoreUnavailable
 from ._data import ApiError, Dashboard, parse_version
 
 logger = logging.getLogger("slateboard.web")
 
-MIN_TOKEN_CHARS = 12
-"""Shortest dashboard token accepted: a guessable token is no access control (I5)."""
 
 STATIC = Path(__file__).resolve().parent / "static"
 """The page's HTML, JS and CSS (shipped inside the package)."""
 
 TOKEN_ENV = "SLATEBOARD_TOKEN"
-
-
-def is_loopback(host: str) -> bool:
-    """True for a host name or address that only this machine can reach (127.0.0.0/8, ::1,
-    localhost). Anything else, 0.0.0.0 and :: included, is reachable from other machines."""
-    name = host.strip().strip("[]").lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def redact_url(url: str) -> str:
@@ -82,56 +66,6 @@ _PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    message = " ".join(message.split())
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
-
-
-class _Guard:
-    """ASGI middleware: the token check, or (without a token) the loopback Host check."""
-
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.token = token.encode("utf-8") if token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        problem = self._problem(scope, headers)
-        if problem is not None:
-            await _error(*problem)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    def _problem(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
-        if self.token is None:
-            host = headers.get("host", "")
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            if host and not is_loopback(name):
-                return 403, f"this dashboard serves loopback only, not Host {host[:100]!r} (start it with --token)"
-            return None
-        # Compare bytes: a header carries the token's UTF-8 bytes as they are, a query string
-        # percent-escapes them.
-        given: bytes | None = None
-        auth = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), None)
-        if auth is not None:
-            scheme, _, value = auth.partition(b" ")
-            if scheme.lower() == b"bearer":
-                given = value.strip()
-        if given is None:
-            query = scope.get("query_string", b"").decode("latin-1")
-            found = next((v for k, v in parse_qsl(query, keep_blank_values=True) if k == "token"), None)
-            given = found.encode("utf-8") if found is not None else None
-        if given is None:
-            return 401, "this dashboard needs its token: send 'Authorization: Bearer <token>' or add ?token=<token>"
-        if not hmac.compare_digest(given, self.token):
-            return 401, "wrong token"
-        return None
 
 
 def create_app(
@@ -196,7 +130,7 @@ def create_app(
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
 
     @app.exception_handler(StoreError)
     async def _store_error(request: Request, exc: StoreError) -> JSONResponse:
@@ -205,7 +139,7 @@ def create_app(
         # never into a response body (I6).
         logger.error("store error on %s: %s", request.url.path, " ".join(str(exc).split()))
         what = "the store is unavailable" if status == 503 else "store error"
-        return _error(status, f"{what} ({type(exc).__name__}); the details are in the server log")
+        return error_response(status, f"{what} ({type(exc).__name__}); the details are in the server log")
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -213,15 +147,17 @@ def create_app(
         for err in exc.errors():
             where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path"))
             parts.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
-        return _error(400, "bad request: " + "; ".join(parts))
+        return error_response(400, "bad request: " + "; ".join(parts))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404:
-            return _error(404, f"no such page or endpoint: {request.url.path}")
+            return error_response(404, f"no such page or endpoint: {request.url.path}")
         if exc.status_code == 405:
-            return _error(405, f"the dashboard is read-only: {request.method} is not allowed on {request.url.path}")
-        return _error(exc.status_code, str(exc.detail))
+            return error_response(
+                405, f"the dashboard is read-only: {request.method} is not allowed on {request.url.path}"
+            )
+        return error_response(exc.status_code, str(exc.detail))
 
     # -- the page -----------------------------------------------------------------------------
     page = (STATIC / "index.html").read_text(encoding="utf-8")
@@ -301,5 +237,5 @@ def create_app(
 
         return _stream(stream(), stop)
 
-    app.add_middleware(_Guard, token=token)
+    app.add_middleware(TokenGuard, token=token, name="this dashboard")
     return app
