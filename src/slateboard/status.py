@@ -17,10 +17,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["END_STATUSES", "EndStatus", "end_status", "failure_kind"]
+__all__ = ["END_STATUSES", "LOST_WORK", "EndStatus", "base_reason", "end_status", "failure_kind", "with_lost_work"]
 
 EndStatus = Literal["running", "solved", "exhausted", "failed", "paused"]
 END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused")
+
+LOST_WORK = "; lost work: "
+"""What separates an end reason from the invocations the run lost (``with_lost_work``)."""
+
+
+def with_lost_work(reason: str, lost: list[str]) -> str:
+    """``reason`` naming the invocations that failed during the run (none: unchanged)."""
+    if not lost or LOST_WORK in reason:
+        return reason
+    shown = ", ".join(lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+    return f"{reason}{LOST_WORK}{len(lost)} invocation(s) failed ({shown})"
+
+
+def base_reason(reason: str | None) -> str:
+    """The end reason without the lost-work note ``with_lost_work`` adds."""
+    return (reason or "").split(LOST_WORK, 1)[0].strip()
+
 
 _SOLVED = ("done", "terminated", "terminate")
 _EXHAUSTED = ("max_steps", "max_tokens", "max_rounds", "stuck")
@@ -46,7 +63,7 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
 
     Guarantees: total (every input maps to one of END_STATUSES) and pure.
     """
-    text = (reason or "").strip()
+    text = base_reason(reason)
     if board_status == "running" or (board_status is None and not text):
         return "running"
     if board_status == "paused" or text.startswith("paused"):

@@ -141,6 +141,12 @@ class CircuitSpec(_Strict):
     stuck_after: int = Field(12, ge=1)
     on_invalid: Literal["retry", "switch", "tighten", "halt"] = "retry"
     retries: int = Field(1, ge=0)
+    max_stale_requeues: int = Field(
+        5,
+        ge=0,
+        description="Times a stale proposal's invocation is re-queued with a fresh view before it fails "
+        "(logged as an invocation.failed record, named in the run's end reason).",
+    )
 
 
 class Limits(_Strict):

@@ -15,6 +15,7 @@ INVOCATION_STARTED = "invocation.started"
 PROPOSAL_DECIDED = "proposal.decided"
 CIRCUIT_ACTION = "circuit.action"
 STAGE_CHANGED = "stage.changed"
+INVOCATION_FAILED = "invocation.failed"
 RUN_ENDED = "run.ended"
 
 

@@ -247,8 +247,7 @@ class Runner:
         finally:
             for task in in_flight:
                 task.cancel()
-        reason = end_reason or "agenda_empty"
-        await session.finish(reason)
+        reason = await session.finish(end_reason or "agenda_empty") or end_reason or "agenda_empty"
         result = await session.result(reason)
         self._emit(RUN_ENDED, reason=reason, version=result.version, records=result.records)
         for q in self._listeners:

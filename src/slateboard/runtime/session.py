@@ -46,6 +46,7 @@ from ..scheduling.control import BoardSummary
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
+from ..status import with_lost_work
 from ..stores.base import AgendaChanges, Store
 from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
@@ -488,6 +489,8 @@ class BoardSession:
                     return None
                 ending[0] = again
             first = False
+            # The end reason names the work this run lost (failed invocations), never silently.
+            ending[0] = with_lost_work(ending[0], self.accounts.lost) if ending[0] else ending[0]
             return self.kernel.action(RUN_RECORD_KIND, ending[0], meta={"event": RUN_ENDED})
 
         done = await self.engine.transact(prepare)

@@ -44,13 +44,19 @@ from ..stores.base import AgendaChanges, AgendaError, Conflict, DuplicateInvocat
 from ..views import View, build_view
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
-from .events import INVOCATION_STARTED, PROPOSAL_DECIDED
+from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED
 
 log = logging.getLogger("slateboard.runtime")
 
 MAX_CONFLICTS = 64
 """Compare-and-set losses one append tolerates before giving up (each one means another runner
 committed on the same board meanwhile; 64 in a row means something is wrong)."""
+
+STALE_KEY = "stale"
+"""Key in an invocation's ``meta`` counting how often a stale proposal re-queued it."""
+FAILED_RECORD_KIND = "invocation"
+"""Kind of the action record that says an invocation failed (``meta.event`` is
+``invocation.failed``): its work is lost, and the run's end reason names it."""
 
 T = TypeVar("T")
 
@@ -285,14 +291,23 @@ class StepEngine:
 
     # -- the second half: decide, append, commit or abort -----------------------------------------
     async def transact(
-        self, prepare: Prepare, changes: Changes | None = None, *, schedule: bool = False
+        self,
+        prepare: Prepare,
+        changes: Changes | None = None,
+        *,
+        schedule: bool = False,
+        deciding: Invocation | None = None,
     ) -> Transacted | Dropped:
         """Decide with ``prepare``, run the rules on an accepted decision when ``schedule``,
         append the record with ``changes(decision, pushed)`` (default: push what the rules
         created) in one compare-and-set, then commit or abort; mirror the agenda changes and
         note the record. Call it with ``lock`` held. ``Shared``: decides again on the new head
         after a lost compare-and-set, and returns ``Dropped`` when the board ended meanwhile or
-        the store refused the commit."""
+        the store refused the commit. ``deciding`` is the claimed invocation whose proposal is
+        decided: the rules create no invocation whose worker and binding are pending or claimed,
+        except that one (it completes with this record). A running invocation that misses a
+        trigger this way is not starved: the trigger changed a path it reads, so its proposal
+        is stale and it runs again with a fresh view."""
         conc = self.concurrency
 
         async def attempt(conflicts: int) -> Transacted | Dropped:
@@ -308,7 +323,10 @@ class StepEngine:
             if schedule and decision.accepted and self.scheduler.reacts:
                 scheduler = self.scheduler
                 pushed = scheduler.prepare(
-                    decision.events, self.kernel.state, rec.version, pending=self.agenda.pending_keys
+                    decision.events,
+                    self.kernel.state,
+                    rec.version,
+                    pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
                 )
             agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
             try:
@@ -382,6 +400,26 @@ class StepEngine:
         )
         return await self.decide(inv, proposal, stored=stored, reply=reply)
 
+    async def _fail(self, inv: Invocation, why: str) -> None:
+        """Log that ``inv`` failed and its work is lost (call with ``lock`` held, right after the
+        record that completed it): an ``invocation.failed`` action record, counted by the
+        accounts, so the run's end reason names it."""
+        reason = f"invocation {inv.id} of {inv.worker} failed: {why}"
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                FAILED_RECORD_KIND,
+                reason,
+                worker=inv.worker,
+                invocation=inv.id,
+                meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+            )
+
+        done = await self.transact(prepare)
+        if isinstance(done, Transacted):
+            log.warning("board %s: %s", self.board_id, reason)
+            self.emit(INVOCATION_FAILED, invocation=inv.id, worker=inv.worker, reason=reason, seq=done.record.seq)
+
     async def _propose(
         self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
     ) -> WorkerReply:
@@ -425,23 +463,35 @@ class StepEngine:
         self, inv: Invocation, proposal: Proposal, *, stored: bool = True, reply: WorkerReply | None = None
     ) -> StepOutcome:
         """Decide ``proposal`` for claimed invocation ``inv`` and append it with its agenda
-        changes (``transact``). A stale proposal is re-queued once with a fresh view; an invalid
-        one is retried with its rejection as feedback until the circuit policy's threshold takes
-        over; anything else completes the invocation. ``reply`` (the worker's) is passed through
-        to the outcome."""
+        changes (``transact``). A stale proposal is re-queued with a fresh view up to the
+        blueprint's ``circuit.max_stale_requeues`` times (counted in the invocation's ``meta``);
+        past that the invocation fails: an ``invocation.failed`` action record follows the stale
+        record, so the loss is in the log and the run's end reason names it. An invalid one is
+        retried with its rejection as feedback until the circuit policy's threshold takes over;
+        anything else completes the invocation. ``reply`` (the worker's) is passed through to
+        the outcome."""
         retries = self.blueprint.spec.circuit.max_consecutive_invalid
+        stale_limit = self.blueprint.spec.circuit.max_stale_requeues
+        stale_count = int(inv.meta.get(STALE_KEY, 0))
         requeued = False
 
         def changes(decision: Decision, pushed: Sequence[Invocation]) -> AgendaChanges:
             nonlocal requeued
             rec = decision.record
+            stale = rec.stage == "stale"
             requeued = stored and (
-                (rec.stage == "stale" and inv.attempts == 0)
-                or (rec.outcome == "rejected" and rec.stage != "stale" and inv.attempts + 1 < retries)
+                (stale and stale_count < stale_limit)
+                or (rec.outcome == "rejected" and not stale and inv.attempts + 1 < retries)
             )
             if not requeued:
                 return AgendaChanges(push=pushed, complete=(inv.id,) if stored else ())
-            retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason)
+            meta = {**inv.meta, STALE_KEY: stale_count + 1} if stale else inv.meta
+            retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason, meta=meta)
+            if stale:
+                log.info(
+                    "board %s: invocation %s (%s) stale, re-queued with a fresh view (%d of %d)",
+                    self.board_id, inv.id, inv.worker, stale_count + 1, stale_limit,
+                )  # fmt: skip
             return AgendaChanges(push=pushed, requeue=(retry,))
 
         def prepare() -> Decision:
@@ -451,10 +501,12 @@ class StepEngine:
             return decision
 
         async with self.lock:
-            done = await self.transact(prepare, changes, schedule=True)
+            done = await self.transact(prepare, changes, schedule=True, deciding=inv)
             if isinstance(done, Dropped):
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
+            if stored and rec.stage == "stale" and not requeued:
+                await self._fail(inv, f"its proposal was stale {stale_count + 1} times (limit {stale_limit} re-queues)")
             self.emit(
                 PROPOSAL_DECIDED,
                 seq=rec.seq,
