@@ -8,7 +8,8 @@ wrote; ``end_status`` turns the two into one of:
   board, or the agenda ran dry with an answer on the board);
 - ``exhausted``: a limit was reached (max_steps, max_tokens, max_rounds, a circuit budget, stuck)
   or the agenda ran dry, without ``done``;
-- ``failed``: the circuit policy halted the board, the model was unavailable, or the run raised;
+- ``failed``: the circuit policy halted the board, the blueprint's ``fail`` condition held
+  (``failed: <condition>``), the model was unavailable, or the run raised;
 - ``paused``: waiting for a human approval;
 - ``running``: not ended yet.
 """
@@ -17,11 +18,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["END_STATUSES", "LOST_WORK", "EndStatus", "base_reason", "end_status", "failure_kind", "with_lost_work"]
+__all__ = [
+    "END_STATUSES",
+    "FAIL_PREFIX",
+    "LOST_WORK",
+    "EndStatus",
+    "base_reason",
+    "end_status",
+    "failure_kind",
+    "with_lost_work",
+]
 
 EndStatus = Literal["running", "solved", "exhausted", "failed", "paused"]
 END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused")
 
+FAIL_PREFIX = "failed: "
+"""The end reason a blueprint's ``fail`` condition leaves: ``failed: <the condition>``."""
 LOST_WORK = "; lost work: "
 """What separates an end reason from the invocations the run lost (``with_lost_work``)."""
 
@@ -45,8 +57,11 @@ _EXHAUSTED = ("max_steps", "max_tokens", "max_rounds", "stuck")
 
 def failure_kind(reason: str | None) -> str | None:
     """``model`` when the board failed because the model was unavailable, ``circuit`` for any
-    other circuit halt, ``error`` for a run that raised; None when ``reason`` is no failure."""
-    text = (reason or "").strip()
+    other circuit halt, ``error`` for a run that raised, ``condition`` when the blueprint's
+    ``fail`` condition held; None when ``reason`` is no failure."""
+    text = base_reason(reason)
+    if text.startswith(FAIL_PREFIX):
+        return "condition"
     if "model unavailable" in text:
         return "model"
     if text.startswith("circuit") and "budget exhausted" not in text:

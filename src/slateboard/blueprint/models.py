@@ -173,6 +173,9 @@ class Blueprint(_Strict):
     invariants: list[InvariantSpec] = Field(default_factory=list)
     stages: list[StageSpec] = Field(default_factory=list)
     done: str | None = Field(None, description="CEL over state: the board is done when true.")
+    fail: str | None = Field(
+        None, description="CEL over state: the board has failed when true (checked after done; ends the run 'failed')."
+    )
     answer: str | None = Field(None, description="Pointer of the answer in the state, for the decider.")
     task: str = Field("/task", description="Pointer of the top-level state member that receives a run's task text.")
     approval: list[str] = Field(default_factory=list, description="Patterns whose changes need human approval.")

@@ -46,7 +46,7 @@ from ..scheduling.control import BoardSummary
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
-from ..status import with_lost_work
+from ..status import FAIL_PREFIX, with_lost_work
 from ..stores.base import AgendaChanges, Store
 from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
@@ -288,7 +288,8 @@ class BoardSession:
     # -- the board's condition ------------------------------------------------------------------
     def limit_reason(self) -> str | None:
         """Why the board must stop now (halted by the circuit or an approval, max_steps,
-        max_tokens, the done condition), or None."""
+        max_tokens, the done condition, the fail condition: ``failed: <condition>``), or None.
+        A condition that errors does not end the board (it may hold later)."""
         accounts = self.accounts
         if accounts.halted:
             return accounts.halted
@@ -304,6 +305,12 @@ class BoardSession:
             res = done.test(ctx)
             if res.error is None and res.value is True:
                 return "done"
+        fail = self.blueprint.fail
+        if fail is not None:
+            ctx = {"state": self.kernel.state} if fail.uses("state") else {}
+            res = fail.test(ctx)
+            if res.error is None and res.value is True:
+                return f"{FAIL_PREFIX}{self.blueprint.spec.fail}"
         return None
 
     def end_reason(self) -> str | None:
