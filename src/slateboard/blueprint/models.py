@@ -141,6 +141,13 @@ class CircuitSpec(_Strict):
     stuck_after: int = Field(12, ge=1)
     on_invalid: Literal["retry", "switch", "tighten", "halt"] = "retry"
     retries: int = Field(1, ge=0)
+    max_alternations: int = Field(
+        6,
+        ge=0,
+        description="Accepted proposals in a row alternating between two workers that overwrite the same paths "
+        "(A-B-A-B...) before the circuit policy switches away from the latest one (0: off). Appends ('/-') "
+        "never count: they do not undo each other.",
+    )
     max_stale_requeues: int = Field(
         5,
         ge=0,

@@ -62,7 +62,7 @@ from .boards import (
     status_for,
     waiting_approvals,
 )
-from .events import CIRCUIT_ACTION, PROPOSAL_DECIDED
+from .events import CIRCUIT_ACTION, CONTROL_SPENT, PROPOSAL_DECIDED
 from .result import RunResult
 from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
 
@@ -82,6 +82,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("slateboard.runtime")
+
+SPEND_RECORD_KIND = "spend"
+"""Kind of the action records that log tokens spent outside proposals (``note_spend``)."""
 
 
 @dataclass(frozen=True)
@@ -434,6 +437,20 @@ class BoardSession:
         self.engine.emit(
             CIRCUIT_ACTION, action=action.kind, worker=action.worker, reason=action.reason, details=action.details
         )
+
+    async def note_spend(self, usage: Usage, reason: str, *, event: str = CONTROL_SPENT) -> Record | None:
+        """Log tokens spent outside a worker's proposal (a model-based control unit choosing,
+        the Architect drafting the blueprint) as an action record carrying ``usage`` (its
+        ``component`` says who spent them), so the log, the accounts (``max_tokens``) and the
+        result count them like every other token. None when nothing was spent or (shared mode)
+        the board ended meanwhile."""
+        if usage.tokens_in == 0 and usage.tokens_out == 0:
+            return None
+        async with self.lock:
+            done = await self.engine.transact(
+                lambda: self.kernel.action(SPEND_RECORD_KIND, reason, meta={"event": event}, usage=usage)
+            )
+        return None if isinstance(done, Dropped) else done.record
 
     # -- shared mode: around a claim ------------------------------------------------------------
     async def begin(self, claimed: Invocation) -> Invocation | None:
