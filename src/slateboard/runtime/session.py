@@ -368,6 +368,7 @@ class BoardSession:
             if isinstance(done, Dropped):
                 return None
             tried.add(picked[0])
+            await self.engine.log_stages()
             rec = done.record
             self.engine.emit(PROPOSAL_DECIDED, seq=rec.seq, worker=rec.worker, invocation=None, outcome=rec.outcome,
                              stage=rec.stage, reason=rec.reason, version=self.kernel.version,

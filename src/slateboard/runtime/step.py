@@ -39,12 +39,13 @@ from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import Record, Usage
 from ..scheduling.agenda import Agenda
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
-from ..scheduling.rules import Scheduler
+from ..scheduling.rules import Scheduled, Scheduler
+from ..scheduling.stages import STAGE_ENTERED
 from ..stores.base import AgendaChanges, AgendaError, Conflict, DuplicateInvocationCommit, LeaseLost, Store, StoreError
 from ..views import View, build_view
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
-from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED
+from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
 
 log = logging.getLogger("slateboard.runtime")
 
@@ -54,6 +55,9 @@ committed on the same board meanwhile; 64 in a row means something is wrong)."""
 
 STALE_KEY = "stale"
 """Key in an invocation's ``meta`` counting how often a stale proposal re-queued it."""
+STAGE_RECORD_KIND = "stage"
+"""Kind of the action records of a stage's lifecycle (``meta.event`` is ``stage.changed``,
+``meta.transition`` one of entered, completed, terminated)."""
 FAILED_RECORD_KIND = "invocation"
 """Kind of the action record that says an invocation failed (``meta.event`` is
 ``invocation.failed``): its work is lost, and the run's end reason names it."""
@@ -270,6 +274,8 @@ class StepEngine:
         self.lock = asyncio.Lock()
         self.expand: dict[str, tuple[str, ...]] = {}
         self.workers: dict[str, Worker] = {}
+        self.stage_events: list[tuple[str, str, int]] = []
+        """Stage transitions (kind, stage, version) of committed records not logged yet."""
         self.after_step: Callable[[Record], Awaitable[None]] | None = None
         """Runs under the lock right after a step's record is appended (the circuit policy)."""
         # The board's live pieces, set by ``reset``:
@@ -338,6 +344,8 @@ class StepEngine:
                 return Dropped(reason, conflicts)
             mirror_changes(self.agenda, agenda)
             self.accounts.note(rec)
+            if isinstance(pushed, Scheduled):
+                self.stage_events.extend((e.kind, e.stage, e.version) for e in pushed.stage_events)
             return Transacted(decision, agenda, conflicts)
 
         return await cas_retry(attempt, self.catch_up, retry=conc.retries)
@@ -399,6 +407,35 @@ class StepEngine:
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
         )
         return await self.decide(inv, proposal, stored=stored, reply=reply)
+
+    async def log_stages(self) -> None:
+        """Log the stage transitions the last commits caused, one ``stage`` record each (call
+        with ``lock`` held). Its exit condition holding ends a stage by itself (autocomplete):
+        ``completed`` when none of its work was still queued, ``terminated`` when some was:
+        that work is cancelled in the same append as the record, which names it."""
+        while self.stage_events:
+            kind, stage, version = self.stage_events.pop(0)
+            await self.log_stage(stage, kind == STAGE_ENTERED, version)
+
+    async def log_stage(self, stage: str, entered: bool, version: int) -> None:
+        """Append one stage lifecycle record: ``entered``, or for an exit ``completed`` /
+        ``terminated`` (the latter cancelling its rules' queued invocations in the same
+        append)."""
+        rules = frozenset() if entered else self.scheduler.stages.rules_of(self.blueprint.rules, [stage])
+        queued = [i.id for i in self.agenda.eligible() if i.rule in rules]
+        transition = "entered" if entered else "terminated" if queued else "completed"
+        reason = f"stage {stage!r} {transition} at version {version}" + (
+            f"; cancelled its queued work: {', '.join(queued)}" if queued else ""
+        )
+
+        def prepare() -> Decision:
+            meta: dict[str, JSON] = {"event": STAGE_CHANGED, "stage": stage, "transition": transition}
+            meta["cancelled"] = list(queued)
+            return self.kernel.action(STAGE_RECORD_KIND, reason, meta=meta)
+
+        done = await self.transact(prepare, lambda _d, _p: AgendaChanges(cancel=queued))
+        if isinstance(done, Transacted):
+            self.emit(STAGE_CHANGED, stage=stage, transition=transition, version=version, cancelled=list(queued))
 
     async def _fail(self, inv: Invocation, why: str) -> None:
         """Log that ``inv`` failed and its work is lost (call with ``lock`` held, right after the
@@ -505,6 +542,7 @@ class StepEngine:
             if isinstance(done, Dropped):
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
+            await self.log_stages()
             if stored and rec.stage == "stale" and not requeued:
                 await self._fail(inv, f"its proposal was stale {stale_count + 1} times (limit {stale_limit} re-queues)")
             self.emit(
