@@ -37,6 +37,7 @@ from ..scheduling.agenda import Agenda
 from ..scheduling.control import AgendaOrder, ControlUnit, Selection
 from ..scheduling.invocation import Invocation
 from ..scheduling.rules import Scheduler
+from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import Store
 from ..workers.base import Worker
 from .boards import RunnerError, kernel_from
@@ -102,6 +103,8 @@ class Runner:
 
     ``model`` overrides the model of every LLM worker; ``functions`` supplies function workers
     (by worker name or "module:callable" reference); ``workers`` replaces built workers outright.
+    ``control`` is a control unit, or its name (``agenda``, ``round-robin``, ``coordinator``:
+    built for the board when it is opened; the coordinator uses ``model``).
     """
 
     def __init__(
@@ -113,7 +116,7 @@ class Runner:
         functions: Mapping[str, Callable[..., Any]] | None = None,
         tools: Mapping[str, Sequence[Any]] | None = None,
         workers: Mapping[str, Worker] | None = None,
-        control: ControlUnit | None = None,
+        control: ControlUnit | str | None = None,
         parallel: int = 1,
         worker_timeout: float = 120.0,
         lease_s: float = 60.0,
@@ -128,7 +131,10 @@ class Runner:
         self.functions = functions
         self.tools = tools
         self.override_workers = dict(workers or {})
-        self.control: ControlUnit = control or AgendaOrder()
+        if isinstance(control, str) and control not in CONTROL_UNITS:
+            raise ValueError(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
+        self._control_name = control if isinstance(control, str) else None
+        self.control: ControlUnit = control if control is not None and not isinstance(control, str) else AgendaOrder()
         self.parallel = parallel
         self.worker_timeout = worker_timeout
         self.lease_s = lease_s
@@ -198,6 +204,12 @@ class Runner:
     async def open(self) -> None:
         """Load the board from the store and rebuild kernel, scheduler and agenda."""
         await self.session.load()
+        if self._control_name is not None:
+            # A control unit chosen by name (the CLI's --control) is built for this board.
+            self.control = make_control(
+                self._control_name, list(self.blueprint.workers), model=self.model, state=lambda: self.kernel.state
+            )
+            self._control_name = None
         self._opened = True
 
     # -- the loop -------------------------------------------------------------------------------
