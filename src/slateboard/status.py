@@ -52,7 +52,7 @@ def base_reason(reason: str | None) -> str:
 
 
 _SOLVED = ("done", "terminated", "terminate")
-_EXHAUSTED = ("max_steps", "max_tokens", "max_rounds", "stuck")
+_EXHAUSTED = ("max_steps", "max_tokens", "max_cost", "max_rounds", "stuck")
 
 
 def failure_kind(reason: str | None) -> str | None:

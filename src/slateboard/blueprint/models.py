@@ -156,11 +156,25 @@ class CircuitSpec(_Strict):
     )
 
 
+class Price(_Strict):
+    """What a model's tokens cost, in the user's currency per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class Limits(_Strict):
     """Hard bounds for a board run and for untrusted proposals."""
 
     max_steps: int = Field(200, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(
+        None, gt=0, description="Money budget: the run ends 'max_cost' once the priced tokens in its log reach it."
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="Prices per model name (a record's meta.model); '*' prices records of any other model.",
+    )
     max_patch_bytes: int = Field(1 << 20, ge=64)
     max_ops: int = Field(256, ge=1)
     max_depth: int = Field(64, ge=2, le=512)

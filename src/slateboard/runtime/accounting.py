@@ -44,6 +44,10 @@ class Accounts:
     budgets: dict[str, int] = field(default_factory=dict)
     halted: str | None = None
     ended_at_head: bool = False
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per model (``*``: any other): (input, output) price per million tokens."""
+    cost: float = 0.0
+    """The priced tokens of every record noted (``prices``; unpriced models cost nothing)."""
     lost: list[str] = field(default_factory=list)
     """Ids of the invocations that failed (``invocation.failed`` records) since the last run end."""
 
@@ -51,9 +55,11 @@ class Accounts:
         self.tail = deque(self.tail, maxlen=self.tail_size)
 
     @classmethod
-    def of(cls, records: Iterable[Record], *, tail_size: int = 64) -> Accounts:
+    def of(
+        cls, records: Iterable[Record], *, tail_size: int = 64, prices: dict[str, tuple[float, float]] | None = None
+    ) -> Accounts:
         """The accounts of a log, folded record by record with ``note``."""
-        accounts = cls(tail_size)
+        accounts = cls(tail_size, prices=dict(prices or {}))
         for rec in records:
             accounts.note(rec)
         return accounts
@@ -65,6 +71,11 @@ class Accounts:
         if rec.kind == "proposal":
             self.steps += 1
         self.tokens += rec.usage.tokens_in + rec.usage.tokens_out
+        if self.prices and (rec.usage.tokens_in or rec.usage.tokens_out):
+            model = rec.meta.get("model")
+            price = self.prices.get(model if isinstance(model, str) else "*") or self.prices.get("*")
+            if price is not None:
+                self.cost += (rec.usage.tokens_in * price[0] + rec.usage.tokens_out * price[1]) / 1e6
         if rec.outcome == "rejected" and rec.worker:
             self.rejections[rec.worker].append(rec)
         self.ended_at_head = ends_run(rec)

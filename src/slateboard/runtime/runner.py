@@ -293,7 +293,10 @@ class Runner:
             usage.component or "control",
         )
         self._control_spent = usage
-        await self.session.note_spend(delta, f"control unit chose: {reason}"[:500])
+        model = getattr(getattr(self.control, "model", None), "name", None)
+        await self.session.note_spend(
+            delta, f"control unit chose: {reason}"[:500], model=model if isinstance(model, str) else None
+        )
 
     async def _invoke(self, inv: Invocation, selection: Selection) -> None:
         """Claim the selected invocation from the store (a lease), then one step."""

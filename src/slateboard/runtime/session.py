@@ -237,7 +237,8 @@ class BoardSession:
         for rec in history:
             kernel.note_approval(rec)
         self.circuit = CircuitPolicy.from_blueprint(blueprint)
-        accounts = Accounts.of(history, tail_size=max(self.circuit.tail, 64))
+        prices = {m: (p.input, p.output) for m, p in blueprint.spec.limits.prices.items()}
+        accounts = Accounts.of(history, tail_size=max(self.circuit.tail, 64), prices=prices)
         scheduler, agenda = await self._load_agenda(blueprint, kernel)
         self.engine.reset(blueprint, kernel, scheduler, agenda, accounts)
         if not self.engine.workers:
@@ -302,6 +303,8 @@ class BoardSession:
             return "max_steps"
         if limits.max_tokens is not None and accounts.tokens >= limits.max_tokens:
             return "max_tokens"
+        if limits.max_cost is not None and accounts.cost >= limits.max_cost:
+            return "max_cost"
         done = self.blueprint.done
         if done is not None:
             ctx = {"state": self.kernel.state} if done.uses("state") else {}
@@ -439,7 +442,9 @@ class BoardSession:
             CIRCUIT_ACTION, action=action.kind, worker=action.worker, reason=action.reason, details=action.details
         )
 
-    async def note_spend(self, usage: Usage, reason: str, *, event: str = CONTROL_SPENT) -> Record | None:
+    async def note_spend(
+        self, usage: Usage, reason: str, *, event: str = CONTROL_SPENT, model: str | None = None
+    ) -> Record | None:
         """Log tokens spent outside a worker's proposal (a model-based control unit choosing,
         the Architect drafting the blueprint) as an action record carrying ``usage`` (its
         ``component`` says who spent them), so the log, the accounts (``max_tokens``) and the
@@ -449,7 +454,9 @@ class BoardSession:
             return None
         async with self.lock:
             done = await self.engine.transact(
-                lambda: self.kernel.action(SPEND_RECORD_KIND, reason, meta={"event": event}, usage=usage)
+                lambda: self.kernel.action(
+                    SPEND_RECORD_KIND, reason, meta={"event": event, "model": model}, usage=usage
+                )
             )
         return None if isinstance(done, Dropped) else done.record
 
