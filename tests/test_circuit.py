@@ -367,3 +367,41 @@ def test_empty_log_continues() -> None:
     log = Log()
     assert log.check() == CircuitAction(CONTINUE)
     assert not log.check().logged and log.check().trigger is None
+
+
+# -- hysteresis: A-B-A-B alternation on the same paths ----------------------------------------
+def test_alternation_a_b_a_b_switches_then_halts() -> None:
+    log = Log(max_alternations=4, retries=1, cycle_window=2)
+    for worker in ("a", "b", "a"):
+        log.accept(worker)
+    assert log.check().kind == CONTINUE  # A-B-A is not yet four turns
+    log.accept("b")
+    action = log.check()
+    assert action.kind == SWITCH_WORKER and action.worker == "b" and action.trigger == "alternation"
+    assert action.details["paths"] == ["/x"] and action.details["workers"] == ["a", "b"]
+    assert "'a' and 'b' overwrote /x in turn 4 times" in action.reason
+    log.log(action)
+    assert log.check().kind == CONTINUE  # the logged action ends the streak it handled
+    for worker in ("a", "b", "a"):
+        log.accept(worker)
+    assert log.check().kind == CONTINUE
+    log.accept("b")
+    again = log.check()
+    assert again.kind == HALT and again.trigger == "alternation" and again.details["escalated"] is True
+
+
+def test_alternation_needs_two_workers_on_common_paths() -> None:
+    log = Log(max_alternations=4, cycle_window=2)
+    for worker in ("a", "a", "a", "a"):
+        log.accept(worker)
+    assert log.check().kind == CONTINUE  # one worker: not an alternation
+    other = Log(max_alternations=4, cycle_window=2)
+    for i, worker in enumerate(("a", "b", "a", "b")):
+        path = "/x" if worker == "a" else "/y"
+        rec = other.propose(worker, [{"op": "replace", "path": path, "value": 100 + i}])
+        assert rec.outcome == "accepted"
+    assert other.check().kind == CONTINUE  # different paths: they do not undo each other
+    off = Log(max_alternations=0, cycle_window=2)
+    for worker in ("a", "b", "a", "b", "a", "b"):
+        off.accept(worker)
+    assert off.check().kind == CONTINUE  # 0 turns the check off

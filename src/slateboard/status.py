@@ -8,7 +8,8 @@ wrote; ``end_status`` turns the two into one of:
   board, or the agenda ran dry with an answer on the board);
 - ``exhausted``: a limit was reached (max_steps, max_tokens, max_rounds, a circuit budget, stuck)
   or the agenda ran dry, without ``done``;
-- ``failed``: the circuit policy halted the board, the model was unavailable, or the run raised;
+- ``failed``: the circuit policy halted the board, the blueprint's ``fail`` condition held
+  (``failed: <condition>``), the model was unavailable, or the run raised;
 - ``paused``: waiting for a human approval;
 - ``running``: not ended yet.
 """
@@ -17,19 +18,50 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["END_STATUSES", "EndStatus", "end_status", "failure_kind"]
+__all__ = [
+    "END_STATUSES",
+    "FAIL_PREFIX",
+    "LOST_WORK",
+    "EndStatus",
+    "base_reason",
+    "end_status",
+    "failure_kind",
+    "with_lost_work",
+]
 
 EndStatus = Literal["running", "solved", "exhausted", "failed", "paused"]
 END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused")
 
+FAIL_PREFIX = "failed: "
+"""The end reason a blueprint's ``fail`` condition leaves: ``failed: <the condition>``."""
+LOST_WORK = "; lost work: "
+"""What separates an end reason from the invocations the run lost (``with_lost_work``)."""
+
+
+def with_lost_work(reason: str, lost: list[str]) -> str:
+    """``reason`` naming the invocations that failed during the run (none: unchanged)."""
+    if not lost or LOST_WORK in reason:
+        return reason
+    shown = ", ".join(lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+    return f"{reason}{LOST_WORK}{len(lost)} invocation(s) failed ({shown})"
+
+
+def base_reason(reason: str | None) -> str:
+    """The end reason without the lost-work note ``with_lost_work`` adds."""
+    return (reason or "").split(LOST_WORK, 1)[0].strip()
+
+
 _SOLVED = ("done", "terminated", "terminate")
-_EXHAUSTED = ("max_steps", "max_tokens", "max_rounds", "stuck")
+_EXHAUSTED = ("max_steps", "max_tokens", "max_cost", "max_rounds", "stuck")
 
 
 def failure_kind(reason: str | None) -> str | None:
     """``model`` when the board failed because the model was unavailable, ``circuit`` for any
-    other circuit halt, ``error`` for a run that raised; None when ``reason`` is no failure."""
-    text = (reason or "").strip()
+    other circuit halt, ``error`` for a run that raised, ``condition`` when the blueprint's
+    ``fail`` condition held; None when ``reason`` is no failure."""
+    text = base_reason(reason)
+    if text.startswith(FAIL_PREFIX):
+        return "condition"
     if "model unavailable" in text:
         return "model"
     if text.startswith("circuit") and "budget exhausted" not in text:
@@ -46,7 +78,7 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
 
     Guarantees: total (every input maps to one of END_STATUSES) and pure.
     """
-    text = (reason or "").strip()
+    text = base_reason(reason)
     if board_status == "running" or (board_status is None and not text):
         return "running"
     if board_status == "paused" or text.startswith("paused"):

@@ -86,6 +86,8 @@ class CompiledBlueprint:
     digest: str
     extra_invariants: list[CompiledInvariant] = field(default_factory=list)
     state_model: type[PydanticModel] | None = None
+    fail: CelExpr | None = None
+    """The blueprint's ``fail`` condition (compiled at acceptance like ``done``)."""
 
     def typed_state(self, state: Any) -> Any:
         """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
@@ -299,6 +301,7 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
             invariants.append(CompiledInvariant(i, inv.name or f"invariant{i}", p, inv.message, expr, check=inv.check))
 
     done = cel(bp.done, "/done")
+    fail = cel(bp.fail, "/fail")
     approval = tuple(p for i, a in enumerate(bp.approval) if (p := pattern(a, f"/approval/{i}")))
     if bp.answer is not None:
         pattern(bp.answer, "/answer")
@@ -319,6 +322,7 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
         invariants=invariants,
         stages=stages,
         done=done,
+        fail=fail,
         approval=approval,
         quarantine=quarantine,
         digest=hash_json(bp.to_json()),

@@ -141,6 +141,26 @@ class CircuitSpec(_Strict):
     stuck_after: int = Field(12, ge=1)
     on_invalid: Literal["retry", "switch", "tighten", "halt"] = "retry"
     retries: int = Field(1, ge=0)
+    max_alternations: int = Field(
+        6,
+        ge=0,
+        description="Accepted proposals in a row alternating between two workers that overwrite the same paths "
+        "(A-B-A-B...) before the circuit policy switches away from the latest one (0: off). Appends ('/-') "
+        "never count: they do not undo each other.",
+    )
+    max_stale_requeues: int = Field(
+        5,
+        ge=0,
+        description="Times a stale proposal's invocation is re-queued with a fresh view before it fails "
+        "(logged as an invocation.failed record, named in the run's end reason).",
+    )
+
+
+class Price(_Strict):
+    """What a model's tokens cost, in the user's currency per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
 
 
 class Limits(_Strict):
@@ -148,6 +168,13 @@ class Limits(_Strict):
 
     max_steps: int = Field(200, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(
+        None, gt=0, description="Money budget: the run ends 'max_cost' once the priced tokens in its log reach it."
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="Prices per model name (a record's meta.model); '*' prices records of any other model.",
+    )
     max_patch_bytes: int = Field(1 << 20, ge=64)
     max_ops: int = Field(256, ge=1)
     max_depth: int = Field(64, ge=2, le=512)
@@ -167,6 +194,9 @@ class Blueprint(_Strict):
     invariants: list[InvariantSpec] = Field(default_factory=list)
     stages: list[StageSpec] = Field(default_factory=list)
     done: str | None = Field(None, description="CEL over state: the board is done when true.")
+    fail: str | None = Field(
+        None, description="CEL over state: the board has failed when true (checked after done; ends the run 'failed')."
+    )
     answer: str | None = Field(None, description="Pointer of the answer in the state, for the decider.")
     task: str = Field("/task", description="Pointer of the top-level state member that receives a run's task text.")
     approval: list[str] = Field(default_factory=list, description="Patterns whose changes need human approval.")

@@ -223,6 +223,12 @@ def run_command(
     ] = None,
     store: StoreOption = None,
     parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
+    control: Annotated[
+        str,
+        typer.Option(
+            "--control", help="Control unit choosing the next invocation: agenda, round-robin or coordinator."
+        ),
+    ] = "agenda",
     max_steps: Annotated[
         int | None,
         typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
@@ -266,7 +272,9 @@ def run_command(
             created.append(board_id)
             label = name or compiled.spec.name
             if not servers:
-                return await _drive(st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json)
+                return await _drive(
+                    st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json, control=control
+                )
             from contextlib import AsyncExitStack
 
             from ..mcp import mcp_tools
@@ -274,7 +282,16 @@ def run_command(
             async with AsyncExitStack() as stack:
                 tools = {w: await stack.enter_async_context(mcp_tools(*specs)) for w, specs in servers.items()}
                 return await _drive(
-                    st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json, tools=tools
+                    st,
+                    board_id,
+                    label,
+                    resolved,
+                    parallel,
+                    max_steps,
+                    steps_limit,
+                    as_json,
+                    tools=tools,
+                    control=control,
                 )
 
     _finish_run(go, created, compiled, store, as_json)
@@ -314,6 +331,12 @@ def resume_command(
     ] = None,
     store: StoreOption = None,
     parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
+    control: Annotated[
+        str,
+        typer.Option(
+            "--control", help="Control unit choosing the next invocation: agenda, round-robin or coordinator."
+        ),
+    ] = "agenda",
     as_json: JsonOption = False,
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
@@ -346,7 +369,7 @@ def resume_command(
                 return None
             resolved = _resolve(compiled, model)
             steps = compiled.spec.limits.max_steps
-            return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json)
+            return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control)
 
     _finish_run(go, created, holder, store, as_json, ended)
 
@@ -377,10 +400,14 @@ async def _drive(
     steps_limit: int,
     as_json: bool,
     tools: Any = None,
+    control: str = "agenda",
 ) -> tuple[RunResult, list[Record], BoardInfo]:
     from ..runtime import Runner
+    from ..scheduling.units import CONTROL_UNITS
 
-    runner = Runner(st, board_id, model=model, parallel=parallel, max_steps=max_steps, tools=tools)
+    if control not in CONTROL_UNITS:
+        raise CliError(f"--control: expected one of {', '.join(CONTROL_UNITS)}, got {control!r}", code=EXIT_USAGE)
+    runner = Runner(st, board_id, model=model, parallel=parallel, max_steps=max_steps, tools=tools, control=control)
     if as_json:
         result = await runner.run()
     else:

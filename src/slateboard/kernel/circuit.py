@@ -17,6 +17,12 @@ Triggers, in the order they are checked (the first that fires decides):
    ``state_after``, plus the ``state_before`` of the oldest), a state hash appears twice
    (A->B->A, or any revisit) -> halt, naming both versions;
 4. **stuck**: none of the last ``stuck_after`` proposals was accepted -> halt;
+4b. **alternation** (hysteresis): the last ``max_alternations`` accepted proposals since the
+   last alternation action alternate between two workers (A-B-A-B...) and all overwrite at
+   least one common path (appends ``/-`` excluded: they never undo each other) ->
+   switch_worker away from the latest of the two, or halt once switched ``retries`` times.
+   Unlike the cycle check it needs no state to repeat: two workers overwriting each other
+   with ever new values are caught too;
 5. **invalid**: the worker of the latest proposal has ``max_consecutive_invalid`` rejected
    proposals in a row -> ``on_invalid`` (retry_with_feedback with the rejection reasons,
    switch_worker, tighten_budget halving the worker's view budget, or halt); once that action
@@ -34,8 +40,10 @@ many times this action has now been taken in the current run of failures).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ..errors import InvalidInput
 from .canonical import JSON
@@ -81,7 +89,7 @@ class CircuitAction:
 
     @property
     def trigger(self) -> str | None:
-        """What fired: budget, model, cycle, stuck, invalid or noop (None for ``continue``)."""
+        """What fired: budget, model, cycle, stuck, alternation, invalid or noop (None for ``continue``)."""
         t = self.details.get("trigger")
         return t if isinstance(t, str) else None
 
@@ -127,7 +135,7 @@ class CircuitPolicy:
         self.limits = limits
         self.view_budgets: dict[str, int] = dict(view_budgets or {})
         span = max(spec.max_consecutive_invalid, spec.max_noops) * (spec.retries + 1) + spec.retries + 1
-        self.tail: int = _TAIL_FACTOR * max(spec.stuck_after, spec.cycle_window + 1, span)
+        self.tail: int = _TAIL_FACTOR * max(spec.stuck_after, spec.cycle_window + 1, span, spec.max_alternations)
         """The most records ``check`` looks at (the newest ones)."""
 
     @classmethod
@@ -147,7 +155,7 @@ class CircuitPolicy:
             return budget
         n = len(records)
         tail = [records[i] for i in range(max(0, n - self.tail), n)]
-        for found in (self._model(tail), self._cycle(tail), self._stuck(tail)):
+        for found in (self._model(tail), self._cycle(tail), self._stuck(tail), self._alternation(tail)):
             if found is not None:
                 return found
         worker = next((r.worker for r in reversed(tail) if r.kind == "proposal"), None)
@@ -245,6 +253,54 @@ class CircuitPolicy:
                 )
         return None
 
+    def _alternation(self, tail: list[Record]) -> CircuitAction | None:
+        """Hysteresis: two workers overwriting the same paths turn about (A-B-A-B...)."""
+        n = self.spec.max_alternations
+        if n < 2:
+            return None
+        recent: list[Record] = []
+        prior: int | None = None
+        for rec in reversed(tail):
+            act = CircuitAction.from_record(rec)
+            if act is not None and act.trigger == "alternation":
+                r = act.details.get("retry")
+                prior = r if isinstance(r, int) else self.spec.retries
+                break
+            if rec.kind == "proposal" and rec.outcome == "accepted" and len(recent) < n:
+                recent.append(rec)
+        if len(recent) < n:
+            return None  # not enough accepted proposals since the last alternation action
+        recent.reverse()
+        workers = [r.worker for r in recent]
+        if len(set(workers)) != 2 or any(a == b for a, b in pairwise(workers)):
+            return None
+        common = set.intersection(*(_overwritten(r) for r in recent))
+        if not common:
+            return None
+        done = prior or 0
+        latest = workers[-1]
+        pair = sorted({w for w in workers if w is not None})
+        head = (
+            f"alternation: {pair[0]!r} and {pair[1]!r} overwrote {', '.join(sorted(common))} in turn "
+            f"{n} times (records {recent[0].seq}..{recent[-1].seq}, max_alternations={n})"
+        )
+        details: dict[str, JSON] = {
+            "trigger": "alternation",
+            "workers": list(pair),
+            "paths": sorted(common),
+            "seqs": [r.seq for r in recent],
+        }
+        if done >= self.spec.retries:
+            return CircuitAction(
+                HALT, latest, f"{head} after {done} switch(es) (retries={self.spec.retries}): halting",
+                details | {"escalated": self.spec.retries > 0, "retries": done},
+            )  # fmt: skip
+        k = done + 1
+        return CircuitAction(
+            SWITCH_WORKER, latest, f"{head}: switch {k} of {self.spec.retries} away from {latest!r}",
+            details | {"retry": k},
+        )  # fmt: skip
+
     def _streak(self, tail: list[Record], worker: str, outcome: str, trigger: str) -> tuple[list[Record], int]:
         """The worker's latest run of ``outcome`` proposals since the last action for this
         trigger (oldest first), and that action's ``retry`` count (0 when there was none)."""
@@ -323,6 +379,27 @@ class CircuitPolicy:
         return CircuitAction(
             SWITCH_WORKER, worker, f"{head}: switch {k} of {spec.retries} to another worker", base | {"retry": k}
         )
+
+
+def _overwritten(rec: Record) -> set[str]:
+    """The paths a record's patch replaces, removes or adds at a fixed location (appends with a
+    final ``-`` and ``test`` ops are left out: they never undo another worker's write)."""
+    try:
+        ops = json.loads(rec.patch) if rec.patch else []
+    except ValueError:
+        return set()
+    out: set[str] = set()
+    for op in ops if isinstance(ops, list) else []:
+        if not isinstance(op, dict):
+            continue
+        path = op.get("path")
+        if (
+            isinstance(path, str)
+            and op.get("op") in ("add", "replace", "remove", "move", "copy")
+            and not path.endswith("/-")
+        ):
+            out.add(path)
+    return out
 
 
 def _cap(text: str) -> str:

@@ -83,9 +83,11 @@ def ends_run(record: Record) -> bool:
 
 
 def status_for(reason: str) -> str:
-    """The board status an end reason leaves: failed (circuit halt), paused (awaiting approval)
-    or done (anything else)."""
-    return "failed" if reason.startswith("circuit") else "paused" if reason.startswith("paused") else "done"
+    """The board status an end reason leaves: failed (circuit halt, or the blueprint's ``fail``
+    condition: ``failed: ...``), paused (awaiting approval) or done (anything else)."""
+    if reason.startswith(("circuit", "failed")):
+        return "failed"
+    return "paused" if reason.startswith("paused") else "done"
 
 
 def answer_of(blueprint: CompiledBlueprint, state: JSON) -> JSON:

@@ -15,6 +15,9 @@ INVOCATION_STARTED = "invocation.started"
 PROPOSAL_DECIDED = "proposal.decided"
 CIRCUIT_ACTION = "circuit.action"
 STAGE_CHANGED = "stage.changed"
+INVOCATION_FAILED = "invocation.failed"
+CONTROL_SPENT = "control.spent"
+BOARD_SPENT = "board.spent"
 RUN_ENDED = "run.ended"
 
 

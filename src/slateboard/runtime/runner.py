@@ -31,15 +31,17 @@ from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
 from ..kernel.pointer import parse_pointer
+from ..kernel.record import Usage
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
 from ..scheduling.control import AgendaOrder, ControlUnit, Selection
 from ..scheduling.invocation import Invocation
 from ..scheduling.rules import Scheduler
+from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import Store
 from ..workers.base import Worker
 from .boards import RunnerError, kernel_from
-from .events import RUN_ENDED, RUN_STARTED, RunEvent
+from .events import BOARD_SPENT, RUN_ENDED, RUN_STARTED, RunEvent
 from .result import RunResult
 from .session import BoardSession
 
@@ -55,11 +57,14 @@ async def create_board(
     board_id: str | None = None,
     name: str | None = None,
     meta: Mapping[str, JSON] | None = None,
+    spent: Sequence[Usage] = (),
 ) -> str:
     """Create a board from an accepted blueprint: its initial state (with ``inputs`` merged in at
     the top level, and ``task`` put at the blueprint's task pointer, then re-validated) and the
     invocations of its start rules. ``meta`` is kept on the board (e.g. the model string runner
-    processes use). Returns the id."""
+    processes use). ``spent`` is what making the board cost before it existed (the Architect's
+    ``Design.usage``): each is logged as a ``spend`` record with its component, so the board's
+    log and results count those tokens too. Returns the id."""
     compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
     spec_json = compiled.spec.to_json()
     if task is not None:
@@ -85,6 +90,11 @@ async def create_board(
         meta=dict(meta) if meta else None,
         agenda=start,
     )
+    if any(u.tokens_in or u.tokens_out for u in spent):
+        session = BoardSession(store, info.board_id, serve=())  # builds no worker: it only logs
+        await session.load()
+        for usage in spent:
+            await session.note_spend(usage, f"{usage.component} spent before the board existed", event=BOARD_SPENT)
     return info.board_id
 
 
@@ -93,6 +103,8 @@ class Runner:
 
     ``model`` overrides the model of every LLM worker; ``functions`` supplies function workers
     (by worker name or "module:callable" reference); ``workers`` replaces built workers outright.
+    ``control`` is a control unit, or its name (``agenda``, ``round-robin``, ``coordinator``:
+    built for the board when it is opened; the coordinator uses ``model``).
     """
 
     def __init__(
@@ -104,7 +116,7 @@ class Runner:
         functions: Mapping[str, Callable[..., Any]] | None = None,
         tools: Mapping[str, Sequence[Any]] | None = None,
         workers: Mapping[str, Worker] | None = None,
-        control: ControlUnit | None = None,
+        control: ControlUnit | str | None = None,
         parallel: int = 1,
         worker_timeout: float = 120.0,
         lease_s: float = 60.0,
@@ -119,7 +131,10 @@ class Runner:
         self.functions = functions
         self.tools = tools
         self.override_workers = dict(workers or {})
-        self.control: ControlUnit = control or AgendaOrder()
+        if isinstance(control, str) and control not in CONTROL_UNITS:
+            raise ValueError(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
+        self._control_name = control if isinstance(control, str) else None
+        self.control: ControlUnit = control if control is not None and not isinstance(control, str) else AgendaOrder()
         self.parallel = parallel
         self.worker_timeout = worker_timeout
         self.lease_s = lease_s
@@ -138,6 +153,8 @@ class Runner:
             emit=self._emit,
         )
         self._opened = False
+        self._control_spent = Usage(component="control")
+        """The control unit's usage already logged (``_note_control_spend``)."""
 
     # -- the board's live state (held by the session) -------------------------------------------
     @property
@@ -187,6 +204,12 @@ class Runner:
     async def open(self) -> None:
         """Load the board from the store and rebuild kernel, scheduler and agenda."""
         await self.session.load()
+        if self._control_name is not None:
+            # A control unit chosen by name (the CLI's --control) is built for this board.
+            self.control = make_control(
+                self._control_name, list(self.blueprint.workers), model=self.model, state=lambda: self.kernel.state
+            )
+            self._control_name = None
         self._opened = True
 
     # -- the loop -------------------------------------------------------------------------------
@@ -234,6 +257,7 @@ class Runner:
                     end_reason = session.halted
                     continue
                 selection = await self.control.select(eligible, session.summary())
+                await self._note_control_spend(selection.reason)
                 selection.check(eligible)
                 if selection.terminate:
                     end_reason = f"control: {selection.reason}"
@@ -253,13 +277,32 @@ class Runner:
         finally:
             for task in in_flight:
                 task.cancel()
-        reason = end_reason or "agenda_empty"
-        await session.finish(reason)
+        reason = await session.finish(end_reason or "agenda_empty") or end_reason or "agenda_empty"
         result = await session.result(reason)
         self._emit(RUN_ENDED, reason=reason, version=result.version, records=result.records)
         for q in self._listeners:
             q.put_nowait(None)
         return result
+
+    async def _note_control_spend(self, reason: str) -> None:
+        """Log what the control unit's last choice spent (a model-based one keeps a running
+        ``usage``, e.g. ``CoordinatorControl``): the difference since the last note becomes a
+        ``spend`` record with the unit's component, so its tokens are in the log and the result."""
+        usage = getattr(self.control, "usage", None)
+        if not isinstance(usage, Usage):
+            return
+        before = self._control_spent
+        delta = Usage(
+            usage.tokens_in - before.tokens_in,
+            usage.tokens_out - before.tokens_out,
+            round(max(0.0, usage.latency_ms - before.latency_ms), 3),
+            usage.component or "control",
+        )
+        self._control_spent = usage
+        model = getattr(getattr(self.control, "model", None), "name", None)
+        await self.session.note_spend(
+            delta, f"control unit chose: {reason}"[:500], model=model if isinstance(model, str) else None
+        )
 
     async def _invoke(self, inv: Invocation, selection: Selection) -> None:
         """Claim the selected invocation from the store (a lease), then one step."""

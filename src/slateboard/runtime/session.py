@@ -46,6 +46,7 @@ from ..scheduling.control import BoardSummary
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
+from ..status import FAIL_PREFIX, with_lost_work
 from ..stores.base import AgendaChanges, Store
 from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
@@ -61,7 +62,7 @@ from .boards import (
     status_for,
     waiting_approvals,
 )
-from .events import CIRCUIT_ACTION, PROPOSAL_DECIDED
+from .events import CIRCUIT_ACTION, CONTROL_SPENT, PROPOSAL_DECIDED
 from .result import RunResult
 from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
 
@@ -81,6 +82,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("slateboard.runtime")
+
+SPEND_RECORD_KIND = "spend"
+"""Kind of the action records that log tokens spent outside proposals (``note_spend``)."""
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,8 @@ class BoardSession:
         for rec in history:
             kernel.note_approval(rec)
         self.circuit = CircuitPolicy.from_blueprint(blueprint)
-        accounts = Accounts.of(history, tail_size=max(self.circuit.tail, 64))
+        prices = {m: (p.input, p.output) for m, p in blueprint.spec.limits.prices.items()}
+        accounts = Accounts.of(history, tail_size=max(self.circuit.tail, 64), prices=prices)
         scheduler, agenda = await self._load_agenda(blueprint, kernel)
         self.engine.reset(blueprint, kernel, scheduler, agenda, accounts)
         if not self.engine.workers:
@@ -287,7 +292,8 @@ class BoardSession:
     # -- the board's condition ------------------------------------------------------------------
     def limit_reason(self) -> str | None:
         """Why the board must stop now (halted by the circuit or an approval, max_steps,
-        max_tokens, the done condition), or None."""
+        max_tokens, the done condition, the fail condition: ``failed: <condition>``), or None.
+        A condition that errors does not end the board (it may hold later)."""
         accounts = self.accounts
         if accounts.halted:
             return accounts.halted
@@ -297,12 +303,20 @@ class BoardSession:
             return "max_steps"
         if limits.max_tokens is not None and accounts.tokens >= limits.max_tokens:
             return "max_tokens"
+        if limits.max_cost is not None and accounts.cost >= limits.max_cost:
+            return "max_cost"
         done = self.blueprint.done
         if done is not None:
             ctx = {"state": self.kernel.state} if done.uses("state") else {}
             res = done.test(ctx)
             if res.error is None and res.value is True:
                 return "done"
+        fail = self.blueprint.fail
+        if fail is not None:
+            ctx = {"state": self.kernel.state} if fail.uses("state") else {}
+            res = fail.test(ctx)
+            if res.error is None and res.value is True:
+                return f"{FAIL_PREFIX}{self.blueprint.spec.fail}"
         return None
 
     def end_reason(self) -> str | None:
@@ -357,6 +371,7 @@ class BoardSession:
             if isinstance(done, Dropped):
                 return None
             tried.add(picked[0])
+            await self.engine.log_stages()
             rec = done.record
             self.engine.emit(PROPOSAL_DECIDED, seq=rec.seq, worker=rec.worker, invocation=None, outcome=rec.outcome,
                              stage=rec.stage, reason=rec.reason, version=self.kernel.version,
@@ -427,6 +442,24 @@ class BoardSession:
             CIRCUIT_ACTION, action=action.kind, worker=action.worker, reason=action.reason, details=action.details
         )
 
+    async def note_spend(
+        self, usage: Usage, reason: str, *, event: str = CONTROL_SPENT, model: str | None = None
+    ) -> Record | None:
+        """Log tokens spent outside a worker's proposal (a model-based control unit choosing,
+        the Architect drafting the blueprint) as an action record carrying ``usage`` (its
+        ``component`` says who spent them), so the log, the accounts (``max_tokens``) and the
+        result count them like every other token. None when nothing was spent or (shared mode)
+        the board ended meanwhile."""
+        if usage.tokens_in == 0 and usage.tokens_out == 0:
+            return None
+        async with self.lock:
+            done = await self.engine.transact(
+                lambda: self.kernel.action(
+                    SPEND_RECORD_KIND, reason, meta={"event": event, "model": model}, usage=usage
+                )
+            )
+        return None if isinstance(done, Dropped) else done.record
+
     # -- shared mode: around a claim ------------------------------------------------------------
     async def begin(self, claimed: Invocation) -> Invocation | None:
         """Before running an invocation claimed from the store (shared mode): catch up with the
@@ -488,6 +521,8 @@ class BoardSession:
                     return None
                 ending[0] = again
             first = False
+            # The end reason names the work this run lost (failed invocations), never silently.
+            ending[0] = with_lost_work(ending[0], self.accounts.lost) if ending[0] else ending[0]
             return self.kernel.action(RUN_RECORD_KIND, ending[0], meta={"event": RUN_ENDED})
 
         done = await self.engine.transact(prepare)

@@ -39,18 +39,28 @@ from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import Record, Usage
 from ..scheduling.agenda import Agenda
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
-from ..scheduling.rules import Scheduler
+from ..scheduling.rules import Scheduled, Scheduler
+from ..scheduling.stages import STAGE_ENTERED
 from ..stores.base import AgendaChanges, AgendaError, Conflict, DuplicateInvocationCommit, LeaseLost, Store, StoreError
 from ..views import View, build_view
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
-from .events import INVOCATION_STARTED, PROPOSAL_DECIDED
+from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
 
 log = logging.getLogger("slateboard.runtime")
 
 MAX_CONFLICTS = 64
 """Compare-and-set losses one append tolerates before giving up (each one means another runner
 committed on the same board meanwhile; 64 in a row means something is wrong)."""
+
+STALE_KEY = "stale"
+"""Key in an invocation's ``meta`` counting how often a stale proposal re-queued it."""
+STAGE_RECORD_KIND = "stage"
+"""Kind of the action records of a stage's lifecycle (``meta.event`` is ``stage.changed``,
+``meta.transition`` one of entered, completed, terminated)."""
+FAILED_RECORD_KIND = "invocation"
+"""Kind of the action record that says an invocation failed (``meta.event`` is
+``invocation.failed``): its work is lost, and the run's end reason names it."""
 
 T = TypeVar("T")
 
@@ -264,6 +274,8 @@ class StepEngine:
         self.lock = asyncio.Lock()
         self.expand: dict[str, tuple[str, ...]] = {}
         self.workers: dict[str, Worker] = {}
+        self.stage_events: list[tuple[str, str, int]] = []
+        """Stage transitions (kind, stage, version) of committed records not logged yet."""
         self.after_step: Callable[[Record], Awaitable[None]] | None = None
         """Runs under the lock right after a step's record is appended (the circuit policy)."""
         # The board's live pieces, set by ``reset``:
@@ -285,14 +297,23 @@ class StepEngine:
 
     # -- the second half: decide, append, commit or abort -----------------------------------------
     async def transact(
-        self, prepare: Prepare, changes: Changes | None = None, *, schedule: bool = False
+        self,
+        prepare: Prepare,
+        changes: Changes | None = None,
+        *,
+        schedule: bool = False,
+        deciding: Invocation | None = None,
     ) -> Transacted | Dropped:
         """Decide with ``prepare``, run the rules on an accepted decision when ``schedule``,
         append the record with ``changes(decision, pushed)`` (default: push what the rules
         created) in one compare-and-set, then commit or abort; mirror the agenda changes and
         note the record. Call it with ``lock`` held. ``Shared``: decides again on the new head
         after a lost compare-and-set, and returns ``Dropped`` when the board ended meanwhile or
-        the store refused the commit."""
+        the store refused the commit. ``deciding`` is the claimed invocation whose proposal is
+        decided: the rules create no invocation whose worker and binding are pending or claimed,
+        except that one (it completes with this record). A running invocation that misses a
+        trigger this way is not starved: the trigger changed a path it reads, so its proposal
+        is stale and it runs again with a fresh view."""
         conc = self.concurrency
 
         async def attempt(conflicts: int) -> Transacted | Dropped:
@@ -308,7 +329,10 @@ class StepEngine:
             if schedule and decision.accepted and self.scheduler.reacts:
                 scheduler = self.scheduler
                 pushed = scheduler.prepare(
-                    decision.events, self.kernel.state, rec.version, pending=self.agenda.pending_keys
+                    decision.events,
+                    self.kernel.state,
+                    rec.version,
+                    pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
                 )
             agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
             try:
@@ -320,6 +344,8 @@ class StepEngine:
                 return Dropped(reason, conflicts)
             mirror_changes(self.agenda, agenda)
             self.accounts.note(rec)
+            if isinstance(pushed, Scheduled):
+                self.stage_events.extend((e.kind, e.stage, e.version) for e in pushed.stage_events)
             return Transacted(decision, agenda, conflicts)
 
         return await cas_retry(attempt, self.catch_up, retry=conc.retries)
@@ -365,7 +391,7 @@ class StepEngine:
             view = build_view(
                 self.blueprint,
                 inv.worker,
-                self.kernel.state,
+                readable_state(self.blueprint, inv.worker, self.kernel.state),
                 self.kernel.version,
                 event=inv.event,
                 rejections=list(self.accounts.rejections[inv.worker]),
@@ -381,6 +407,55 @@ class StepEngine:
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
         )
         return await self.decide(inv, proposal, stored=stored, reply=reply)
+
+    async def log_stages(self) -> None:
+        """Log the stage transitions the last commits caused, one ``stage`` record each (call
+        with ``lock`` held). Its exit condition holding ends a stage by itself (autocomplete):
+        ``completed`` when none of its work was still queued, ``terminated`` when some was:
+        that work is cancelled in the same append as the record, which names it."""
+        while self.stage_events:
+            kind, stage, version = self.stage_events.pop(0)
+            await self.log_stage(stage, kind == STAGE_ENTERED, version)
+
+    async def log_stage(self, stage: str, entered: bool, version: int) -> None:
+        """Append one stage lifecycle record: ``entered``, or for an exit ``completed`` /
+        ``terminated`` (the latter cancelling its rules' queued invocations in the same
+        append)."""
+        rules = frozenset() if entered else self.scheduler.stages.rules_of(self.blueprint.rules, [stage])
+        queued = [i.id for i in self.agenda.eligible() if i.rule in rules]
+        transition = "entered" if entered else "terminated" if queued else "completed"
+        reason = f"stage {stage!r} {transition} at version {version}" + (
+            f"; cancelled its queued work: {', '.join(queued)}" if queued else ""
+        )
+
+        def prepare() -> Decision:
+            meta: dict[str, JSON] = {"event": STAGE_CHANGED, "stage": stage, "transition": transition}
+            meta["cancelled"] = list(queued)
+            return self.kernel.action(STAGE_RECORD_KIND, reason, meta=meta)
+
+        done = await self.transact(prepare, lambda _d, _p: AgendaChanges(cancel=queued))
+        if isinstance(done, Transacted):
+            self.emit(STAGE_CHANGED, stage=stage, transition=transition, version=version, cancelled=list(queued))
+
+    async def _fail(self, inv: Invocation, why: str) -> None:
+        """Log that ``inv`` failed and its work is lost (call with ``lock`` held, right after the
+        record that completed it): an ``invocation.failed`` action record, counted by the
+        accounts, so the run's end reason names it."""
+        reason = f"invocation {inv.id} of {inv.worker} failed: {why}"
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                FAILED_RECORD_KIND,
+                reason,
+                worker=inv.worker,
+                invocation=inv.id,
+                meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+            )
+
+        done = await self.transact(prepare)
+        if isinstance(done, Transacted):
+            log.warning("board %s: %s", self.board_id, reason)
+            self.emit(INVOCATION_FAILED, invocation=inv.id, worker=inv.worker, reason=reason, seq=done.record.seq)
 
     async def _propose(
         self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
@@ -425,23 +500,35 @@ class StepEngine:
         self, inv: Invocation, proposal: Proposal, *, stored: bool = True, reply: WorkerReply | None = None
     ) -> StepOutcome:
         """Decide ``proposal`` for claimed invocation ``inv`` and append it with its agenda
-        changes (``transact``). A stale proposal is re-queued once with a fresh view; an invalid
-        one is retried with its rejection as feedback until the circuit policy's threshold takes
-        over; anything else completes the invocation. ``reply`` (the worker's) is passed through
-        to the outcome."""
+        changes (``transact``). A stale proposal is re-queued with a fresh view up to the
+        blueprint's ``circuit.max_stale_requeues`` times (counted in the invocation's ``meta``);
+        past that the invocation fails: an ``invocation.failed`` action record follows the stale
+        record, so the loss is in the log and the run's end reason names it. An invalid one is
+        retried with its rejection as feedback until the circuit policy's threshold takes over;
+        anything else completes the invocation. ``reply`` (the worker's) is passed through to
+        the outcome."""
         retries = self.blueprint.spec.circuit.max_consecutive_invalid
+        stale_limit = self.blueprint.spec.circuit.max_stale_requeues
+        stale_count = int(inv.meta.get(STALE_KEY, 0))
         requeued = False
 
         def changes(decision: Decision, pushed: Sequence[Invocation]) -> AgendaChanges:
             nonlocal requeued
             rec = decision.record
+            stale = rec.stage == "stale"
             requeued = stored and (
-                (rec.stage == "stale" and inv.attempts == 0)
-                or (rec.outcome == "rejected" and rec.stage != "stale" and inv.attempts + 1 < retries)
+                (stale and stale_count < stale_limit)
+                or (rec.outcome == "rejected" and not stale and inv.attempts + 1 < retries)
             )
             if not requeued:
                 return AgendaChanges(push=pushed, complete=(inv.id,) if stored else ())
-            retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason)
+            meta = {**inv.meta, STALE_KEY: stale_count + 1} if stale else inv.meta
+            retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason, meta=meta)
+            if stale:
+                log.info(
+                    "board %s: invocation %s (%s) stale, re-queued with a fresh view (%d of %d)",
+                    self.board_id, inv.id, inv.worker, stale_count + 1, stale_limit,
+                )  # fmt: skip
             return AgendaChanges(push=pushed, requeue=(retry,))
 
         def prepare() -> Decision:
@@ -451,10 +538,13 @@ class StepEngine:
             return decision
 
         async with self.lock:
-            done = await self.transact(prepare, changes, schedule=True)
+            done = await self.transact(prepare, changes, schedule=True, deciding=inv)
             if isinstance(done, Dropped):
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
+            await self.log_stages()
+            if stored and rec.stage == "stale" and not requeued:
+                await self._fail(inv, f"its proposal was stale {stale_count + 1} times (limit {stale_limit} re-queues)")
             self.emit(
                 PROPOSAL_DECIDED,
                 seq=rec.seq,
@@ -470,6 +560,57 @@ class StepEngine:
             if self.after_step is not None:
                 await self.after_step(rec)
             return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply)
+
+
+_WILDCARDS = ("*", "**", "-")
+
+
+def quarantine_hidden(blueprint: CompiledBlueprint, worker: str) -> tuple[str, ...] | None:
+    """The tokens of the quarantine region a worker's view must not show, or None when it may
+    read it: only a worker whose read contract names the region (a pattern starting with the
+    region's literal path, e.g. the sanitiser's ``/quarantine``) reads it; ``/**`` or ``/*``
+    does not name it, so a trusted worker with a broad contract never sees injected text."""
+    region = blueprint.quarantine
+    contract = blueprint.workers.get(worker)
+    if region is None or contract is None:
+        return None
+    base: list[str] = []
+    for token in region.tokens:
+        if token in _WILDCARDS:
+            break
+        base.append(token)
+    if not base:
+        return None  # a region with no literal root cannot be cut out of the state
+    for p in contract.reads:
+        tokens = tuple(p.tokens)
+        if len(tokens) >= len(base) and tokens[: len(base)] == tuple(base):
+            return None
+    return tuple(base)
+
+
+def readable_state(blueprint: CompiledBlueprint, worker: str, state: JSON) -> JSON:
+    """``state`` as ``worker``'s view may show it: without the quarantine region unless the
+    worker's read contract names it (``quarantine_hidden``). Copies only the path it cuts."""
+    hidden = quarantine_hidden(blueprint, worker)
+    if hidden is None:
+        return state
+
+    def cut(node: JSON, rest: tuple[str, ...]) -> JSON:
+        if isinstance(node, dict):
+            key = rest[0]
+            if key not in node:
+                return node
+            if len(rest) == 1:
+                return {k: v for k, v in node.items() if k != key}
+            return {**node, key: cut(node[key], rest[1:])}
+        if isinstance(node, list) and rest[0].isdigit() and int(rest[0]) < len(node):
+            i = int(rest[0])
+            if len(rest) == 1:
+                return node[:i] + node[i + 1 :]
+            return [*node[:i], cut(node[i], rest[1:]), *node[i + 1 :]]
+        return node
+
+    return cut(state, hidden)
 
 
 async def _nothing() -> None:

@@ -59,6 +59,14 @@ class Agenda:
         """Keys of the pending invocations (a live view; pass to Scheduler.schedule)."""
         return self._by_key.keys()
 
+    def active_keys(self, *, excluding: str | None = None) -> frozenset[str]:
+        """Keys of the pending and claimed invocations, less the claimed invocation ``excluding``
+        (the one being decided, which completes with the decision): what the scheduler must not
+        create again, so the same worker and binding never run twice at once."""
+        keys = set(self._by_key)
+        keys.update(inv.key for inv in self._claimed.values() if inv.id != excluding)
+        return frozenset(keys)
+
     def has_key(self, key: str) -> bool:
         """True when an invocation with this key is pending."""
         return key in self._by_key
