@@ -72,3 +72,40 @@ def test_read_only_open_of_an_existing_store_works(tmp_path: Path) -> None:
     asyncio.run(go())
     listed = CliRunner().invoke(app, ["boards", "--store", url, "--json"])
     assert listed.exit_code == 0 and listed.output.strip() == "[]"
+
+
+def _pg_dsn() -> str:
+    import os
+
+    return os.environ.get("SLATEBOARD_TEST_PG") or "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def test_read_only_commands_never_create_a_postgresql_store() -> None:
+    # Issue 20, D14 on PostgreSQL: a read-only command against a schema with no slateboard
+    # tables is refused, and neither the schema nor any table is created.
+    psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    import uuid
+
+    schema = f"sbt_{uuid.uuid4().hex[:16]}"
+    try:
+        with psycopg.connect(_pg_dsn(), autocommit=True, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        pytest.skip(f"no PostgreSQL server at $SLATEBOARD_TEST_PG or 127.0.0.1:5432 ({exc})")
+    url = f"{_pg_dsn()}?schema={schema}"
+    for command in (["boards"], ["log", "abc"], ["replay", "abc", "--verify"]):
+        result = CliRunner().invoke(app, [*command, "--store", url])
+        assert result.exit_code != 0, command
+        assert "holds no slateboard store" in result.output, result.output
+    with psycopg.connect(_pg_dsn(), autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)).fetchone()
+    assert found is None
+
+
+def test_serve_refuses_a_store_that_does_not_exist(tmp_path: Path) -> None:
+    # The dashboard only reads: it must not create the store it was pointed at (D14).
+    missing = tmp_path / "nested" / "typo.db"
+    result = CliRunner().invoke(app, ["serve", "--store", f"sqlite:///{missing}", "--port", "0", "--no-open"])
+    assert result.exit_code != 0
+    assert "no store at" in result.output
+    assert not missing.exists() and not missing.parent.exists()

@@ -132,7 +132,8 @@ async def _serve(
 
     from ..web import create_app, redact_url
 
-    async with opened_store(store) as st:
+    # Read-only: a store that does not exist is refused, not created (issue 20, D14).
+    async with opened_store(store, create=False) as st:
         app = create_app(st, token=token, poll_s=poll, anchor=anchor)
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
         server = uvicorn.Server(config)

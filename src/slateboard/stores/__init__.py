@@ -47,6 +47,7 @@ from .base import (
     Store,
     StoreCorrupt,
     StoreError,
+    StoreMissing,
     StoreUnavailable,
     WatchesBoards,
     WatchesWork,
@@ -56,10 +57,6 @@ from .memory import MemoryStore
 
 DEFAULT_URL = "sqlite://"
 """The default store: SQLite in the user's data directory."""
-
-
-class StoreMissing(StoreError):
-    """A read-only command named a store that does not exist (``open_store(create=False)``)."""
 
 
 def sqlite_path(url: str) -> Path:
@@ -118,8 +115,9 @@ async def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """Open the store a URL names (None: the default SQLite file); raises ``StoreError`` for an
     unknown scheme, ``StoreUnavailable``/``StoreCorrupt`` when it cannot be opened.
 
-    With ``create=False`` (read-only commands) a SQLite store that does not exist yet raises
-    ``StoreMissing`` and nothing is written: no file, no directory, no schema.
+    With ``create=False`` (read-only commands) a store that does not exist yet raises
+    ``StoreMissing`` and nothing is written: no file, no directory, no schema (SQLite), no
+    schema or tables (PostgreSQL).
     """
     url = url or DEFAULT_URL
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
@@ -141,7 +139,7 @@ async def open_store(url: str | None = None, *, create: bool = True) -> Store:
             raise StoreError(
                 f"the postgresql store needs psycopg 3 with its pool: pip install 'slateboard[postgres]' ({exc})"
             ) from None
-        return await PostgresStore.open(url)
+        return await PostgresStore.open(url, create=create)
     raise StoreError(
         f"unknown store URL {url!r}: use memory://, sqlite:///relative.db, sqlite:////absolute.db or postgresql://..."
     )

@@ -117,6 +117,10 @@ class AgendaError(StoreError):
     """An agenda change names an invocation the board does not have, or one in the wrong status."""
 
 
+class StoreMissing(StoreError):
+    """A read-only command named a store that does not exist (``open_store(create=False)``)."""
+
+
 class StoreCorrupt(StoreError):
     """The stored data is damaged: not a database, truncated, malformed, or an unreadable row.
 

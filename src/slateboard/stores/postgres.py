@@ -64,6 +64,7 @@ from .base import (
     Store,
     StoreCorrupt,
     StoreError,
+    StoreMissing,
     StoreUnavailable,
     WatchesBoards,
     WatchesWork,
@@ -108,8 +109,10 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         self._drainers: set[asyncio.Task[None]] = set()
 
     @classmethod
-    async def open(cls, url: str) -> PostgresStore:
-        """Connect, create the schema if needed and apply the migrations it lacks."""
+    async def open(cls, url: str, *, create: bool = True) -> PostgresStore:
+        """Connect, create the schema if needed and apply the migrations it lacks. With
+        ``create=False`` (read-only commands) a schema without slateboard's tables raises
+        ``StoreMissing`` and nothing is created."""
         dsn, opts = c.split_options(url, OPTIONS)
         dsn = "postgresql" + dsn[dsn.index(":") :] if dsn.startswith("postgres:") else dsn
         schema = opts.get("schema", "slateboard")
@@ -120,7 +123,18 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         # A direct connection first: its error names the reason, which a pool timeout would not.
         try:
             probe = await AsyncConnection.connect(dsn, autocommit=True, connect_timeout=int(timeout))
-            await probe.close()
+            try:
+                if not create:
+                    found = await probe.execute(
+                        "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+                        (schema, SCHEMA_TABLE),
+                    )
+                    if await found.fetchone() is None:
+                        raise StoreMissing(
+                            f"{where}: schema {schema!r} holds no slateboard store: nothing to read (a run creates it)"
+                        )
+            finally:
+                await probe.close()
         except psycopg.Error as exc:
             raise StoreUnavailable(f"{where}: cannot connect ({_first_line(exc)})") from None
         pool = AsyncConnectionPool(
