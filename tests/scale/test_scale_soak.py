@@ -71,6 +71,11 @@ async def test_soak_many_runners_with_sigkills(pg_schema_url: str, pg_store: Sto
             "5",
             SLATEBOARD_SOAK_SEED=str(SEED * 1000 + slot * 10 + generation),
             SLATEBOARD_SOAK_INVALID="0.1",
+            # Model calls of 100-300 ms keep claims in flight long enough for every scheduled
+            # kill to find a runner holding one: with 5-40 ms calls the faster step engine
+            # finished all 50 boards before the fifth kill could land.
+            SLATEBOARD_SOAK_MIN_MS="100",
+            SLATEBOARD_SOAK_MAX_MS="300",
         )
 
     procs = [start(slot, 0) for slot in range(RUNNERS)]
