@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ..errors import UsageError
 from ..kernel.canonical import JSON, hash_json
-from ..kernel.cel import CelCompileError, CelExpr, compile_cel
+from ..kernel.cel import DEFAULT_CEL_BUDGET, MAX_COMPREHENSION_NESTING, CelCompileError, CelExpr, compile_cel
 from ..kernel.contract import WorkerContract
 from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_invariants
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
@@ -219,11 +219,14 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
             issues.append(BlueprintIssue(where, str(exc)))
             return None
 
+    cel_budget = bp.limits.cel_budget or DEFAULT_CEL_BUDGET
+    cel_nesting = bp.limits.cel_nesting or MAX_COMPREHENSION_NESTING
+
     def cel(text: str | None, where: str) -> CelExpr | None:
         if text is None:
             return None
         try:
-            return compile_cel(text)
+            return compile_cel(text, budget=cel_budget, max_nesting=cel_nesting)
         except CelCompileError as exc:
             issues.append(BlueprintIssue(where, f"CEL does not compile: {exc}"))
             return None

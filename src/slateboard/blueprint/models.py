@@ -178,6 +178,22 @@ class Limits(_Strict):
     max_patch_bytes: int = Field(1 << 20, ge=64)
     max_ops: int = Field(256, ge=1)
     max_depth: int = Field(64, ge=2, le=512)
+    # None (not a number) as the default keeps these out of a blueprint's JSON unless set, so
+    # the canonical digest of every blueprint written before they existed is unchanged.
+    cel_budget: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000_000,
+        description="Most estimated steps one CEL evaluation (an invariant, rule, stage, done or fail "
+        "condition) may take; over it the expression is not run (an invariant rejects the proposal). "
+        "Default 2,000,000 (about 0.1-0.2 s).",
+    )
+    cel_nesting: int | None = Field(
+        None,
+        ge=1,
+        le=8,
+        description="Deepest nesting of CEL comprehensions (all/exists/exists_one/map/filter). Default 3.",
+    )
 
 
 class Blueprint(_Strict):

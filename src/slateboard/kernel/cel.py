@@ -14,6 +14,7 @@ from typing import Any
 import cel
 
 from ..errors import UsageError
+from .celcost import CostModel, deep_collection_max
 
 _ALL: frozenset[str] = frozenset({"\x00all"})
 
@@ -22,10 +23,18 @@ MAX_CEL_CHARS = 4096
 past which the Rust parser panics while formatting a syntax error."""
 
 MAX_COMPREHENSION_NESTING = 3
-"""Deepest nesting of comprehension macros (``all``, ``exists``, ``exists_one``, ``map``,
-``filter``) in one expression. Each level multiplies the evaluation cost by a collection's
-size, and CEL evaluation has no step budget of its own: seven nested ``.all()`` cost seconds
-per commit. A static bound keeps evaluation deterministic (a timeout would not replay)."""
+"""Default deepest nesting of comprehension macros (``all``, ``exists``, ``exists_one``,
+``map``, ``filter``) in one expression (a blueprint may raise it, ``limits.cel_nesting``).
+Each level multiplies the cost by a collection's size; the evaluation budget bounds the
+product, and this cap keeps the budget's estimate close to the real cost."""
+
+DEFAULT_CEL_BUDGET = 2_000_000
+"""Default evaluation budget of one CEL evaluation, in estimated steps (see ``celcost``; a
+step is about one AST node evaluated, 50-100 ns of the Rust evaluator): a two-level
+comprehension over 700 items fits (~0.1 s); seven nested ``.all()`` over 10 items (23 million
+steps, 3.5 s) does not."""
+
+BUDGET_EXCEEDED = "CEL evaluation budget exceeded"
 
 _MACROS = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
 _TOKENS = re.compile(r"\"\"\"|'''|[\"'()]|\\.")
@@ -70,15 +79,25 @@ class CelResult:
 
     value: Any = None
     error: str | None = None
+    over_budget: bool = False
+    """True when the expression was not evaluated because its estimated cost is over budget."""
 
 
 @dataclass(frozen=True, slots=True)
 class CelExpr:
-    """A compiled CEL expression and the variable names it refers to."""
+    """A compiled CEL expression, the variable names it refers to, and its evaluation budget.
+
+    ``budget`` bounds the estimated steps of one evaluation (None: unbounded); over it the
+    expression is not run and the result is an error with ``over_budget`` set. The estimate
+    depends only on the expression and the values, so the same state always gets the same
+    answer (decisions replay).
+    """
 
     source: str
     program: Any
     variables: frozenset[str]
+    cost: CostModel
+    budget: int | None = DEFAULT_CEL_BUDGET
 
     def uses(self, name: str) -> bool:
         """True when the expression may mention variable ``name`` (so callers may skip costly ones).
@@ -87,8 +106,26 @@ class CelExpr:
         """
         return self.variables is _ALL or name in self.variables
 
+    def estimate(self, context: dict[str, Any] | SharedContext) -> int:
+        """The estimated steps of evaluating with ``context`` (see ``celcost``)."""
+        values = context.values if isinstance(context, SharedContext) else context
+        if self.variables is not _ALL:
+            # Only what the expression names counts: a large unused variable costs nothing.
+            values = {k: v for k, v in values.items() if k in self.variables}
+        if isinstance(context, SharedContext):
+            return self.cost.estimate(values, context.deep_max)
+        return self.cost.estimate(values)
+
     def evaluate(self, context: dict[str, Any] | SharedContext) -> CelResult:
-        """Evaluate with ``context``; never raises."""
+        """Evaluate with ``context`` within the budget; never raises."""
+        if self.budget is not None and self.cost.loops:
+            steps = self.estimate(context)
+            if steps > self.budget:
+                return CelResult(
+                    error=f"{BUDGET_EXCEEDED}: about {steps:,} steps, over the budget of {self.budget:,} "
+                    "(limits.cel_budget)",
+                    over_budget=True,
+                )
         try:
             return CelResult(self.program.execute(context.context if isinstance(context, SharedContext) else context))
         except KeyError as exc:
@@ -117,22 +154,38 @@ class SharedContext:
 
     def __init__(self, variables: dict[str, Any]) -> None:
         self.context = cel.Context(variables=variables)
+        self.values = dict(variables)
+        self._deep: dict[str, int] = {}
 
     def set(self, name: str, value: Any) -> None:
         """Bind (or rebind) one variable."""
         self.context.add_variable(name, value)
+        self.values[name] = value
+        self._deep.pop(name, None)
+
+    def deep_max(self, name: str) -> int:
+        """The longest collection inside variable ``name``, computed once per binding (the
+        budget's estimate needs it; ``root`` is large and shared by many evaluations)."""
+        if name not in self._deep:
+            self._deep[name] = deep_collection_max(self.values[name])
+        return self._deep[name]
 
 
-def compile_cel(source: str) -> CelExpr:
-    """Compile a CEL expression; raises CelCompileError with a one-line message."""
+def compile_cel(
+    source: str, *, budget: int | None = DEFAULT_CEL_BUDGET, max_nesting: int = MAX_COMPREHENSION_NESTING
+) -> CelExpr:
+    """Compile a CEL expression whose evaluations are bounded by ``budget`` estimated steps
+    (None: unbounded) and whose comprehensions nest at most ``max_nesting`` deep; raises
+    CelCompileError with a one-line message."""
     if not isinstance(source, str) or not source.strip():
         raise CelCompileError("expression is empty")
     if len(source) > MAX_CEL_CHARS:
         raise CelCompileError(f"expression is {len(source)} characters long, over the limit of {MAX_CEL_CHARS}")
     nesting = comprehension_nesting(source)
-    if nesting > MAX_COMPREHENSION_NESTING:
+    if nesting > max_nesting:
         raise CelCompileError(
-            f"comprehensions (all/exists/map/filter) nest {nesting} deep, over the limit of {MAX_COMPREHENSION_NESTING}"
+            f"comprehensions (all/exists/map/filter) nest {nesting} deep, over the limit of {max_nesting}"
+            " (limits.cel_nesting)"
         )
     try:
         program = cel.compile(source)
@@ -146,4 +199,4 @@ def compile_cel(source: str) -> CelExpr:
         names = frozenset(program.variables())
     except Exception:
         names = _ALL
-    return CelExpr(source, program, names)
+    return CelExpr(source, program, names, CostModel(source, nesting), budget)

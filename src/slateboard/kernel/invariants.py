@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .canonical import JSON
-from .cel import CelExpr, SharedContext
+from .cel import BUDGET_EXCEEDED, CelExpr, SharedContext
 from .patch import Effect
 from .pointer import MISSING, Pattern, Tokens, expand, format_pointer, is_array_index, resolve
 
@@ -113,6 +113,9 @@ def _evaluate(
         if expr.uses("root"):
             plain["root"] = state
         result = expr.test(plain)
+    if result.over_budget and result.error is not None:
+        # Deterministic (an estimate from the state, not a clock), so it replays like any rejection.
+        return result.error.replace(BUDGET_EXCEEDED, f"{BUDGET_EXCEEDED} in invariant {inv.name!r}", 1)
     if result.error is not None:
         return f"could not be evaluated: {result.error}"
     if result.value is True:
