@@ -1,9 +1,10 @@
-"""D4, D16, D17: ``slateboard resume`` on ended boards and boards with function workers.
+"""D4, D13, D16, D17: ``slateboard resume`` on ended boards and boards with function workers.
 
 Before: resuming a board that ended at max_steps hung forever (its pending invocation was
 selected, ``claim`` needs a running board, the retry loop never ended); resuming a finished
 board appended one more run-end record each time; and resume did not put the blueprint's
-directory on ``sys.path`` as ``run`` does, so its function workers could not be imported.
+directory on ``sys.path`` as ``run`` does, so its function workers could not be imported. A run/resume that lost its compare-and-set to
+another one on the same board exited 1 with a raw "store error" (D13): it is a busy board.
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from reliability_testkit import Invoke
 
 from slateboard.blueprint import load_blueprint
+from slateboard.cli._errors import describe
+from slateboard.kernel import Record
 from slateboard.runtime import create_board
 from slateboard.stores import open_store
+from slateboard.stores.base import AppendResult, Conflict, LeaseLost
+from slateboard.stores.sqlite import SqliteStore
 
 WORKERS = """
 def note(view):
@@ -101,14 +107,86 @@ def test_d17_resume_imports_function_workers_from_the_blueprint_directory(projec
     assert json.loads(resumed.stdout)["version"] == 10  # the start note and nine more, all committed
 
 
+def test_d17_the_blueprint_directory_is_a_search_path_never_the_contract(project: Path, tmp_path: Path) -> None:
+    """The directory kept in board meta is not covered by the hash chain (a path on one machine,
+    and the code files in it are not hashed either): resume only searches it for function
+    workers. The contract is the stored blueprint, bound in the genesis: a blueprint file edited
+    in that directory afterwards changes nothing."""
+    store = f"sqlite:///{tmp_path / 'boards.db'}"
+
+    async def make() -> str:
+        st = await open_store(store)
+        try:
+            meta = {"blueprint_dir": str(project)}  # what `run` records
+            return await create_board(st, load_blueprint(project / "counter.yaml"), meta=meta)
+        finally:
+            await st.close()
+
+    sys.path.insert(0, str(project))
+    try:
+        board = asyncio.run(make())
+    finally:
+        sys.path.remove(str(project))
+    edited = BLUEPRINT.replace("size(state.notes) < 10", "size(state.notes) < 3")
+    (project / "counter.yaml").write_text(edited + "invariants: [{at: /notes, rule: 'size(self) <= 3'}]\n")
+    resumed = _cli("resume", board, "--json", cwd=tmp_path / "elsewhere", store=store)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["version"] == 10  # the stored contract, not the edited file
+    verified = _cli("replay", board, "--verify", cwd=tmp_path / "elsewhere", store=store)
+    assert verified.returncode == 0, verified.stderr
+
+
 def test_d13_a_board_that_moved_on_is_reported_busy_not_a_store_error() -> None:
     # What a second run/resume raised when another one appended first (reproduced by hand with
     # two `slateboard resume` processes on one board: "error: store error: board ...: record 2
     # was prepared after record 1, but the log ends at 5"). The race itself is not scheduled
     # here: a test that depends on which process wins would be flaky.
-    from slateboard.cli._errors import describe
-    from slateboard.stores.base import Conflict
-
     err = describe(Conflict("b1", "record 2 was prepared after record 1, but the log ends at 5"))
     assert err.code == 1 and err.message.startswith("the board is busy: another run or resume")
     assert "store error" not in err.message
+    lost = describe(LeaseLost("b1: the claim of invocation i1 expired and was taken by another runner"))
+    assert lost.code == 1 and lost.message.startswith("the board is busy") and "store error" not in lost.message
+
+
+def test_d13_resume_that_loses_every_append_to_another_writer_says_busy(
+    project: Path, tmp_path: Path, invoke: Invoke, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole path, deterministically: every append of this resume loses the compare-and-set
+    (as when another process keeps committing to the board first). The command exits 1 saying
+    the board is busy, never "store error" or "internal error", and the log is unchanged."""
+
+    async def make() -> tuple[str, int]:
+        st = await open_store(store_url)
+        try:
+            meta = {"blueprint_dir": str(project)}  # what `run` records
+            board = await create_board(st, load_blueprint(project / "counter.yaml"), meta=meta)
+            return board, (await st.board_info(board)).seq
+        finally:
+            await st.close()
+
+    sys.path.insert(0, str(project))
+    try:
+        board, seq = asyncio.run(make())
+    finally:
+        sys.path.remove(str(project))
+
+    async def lose(self: SqliteStore, board_id: str, record: Record, **_: object) -> AppendResult:
+        raise Conflict(
+            board_id, f"record {record.seq} was prepared after record {record.seq - 1}, but the log moved on"
+        )
+
+    monkeypatch.setattr(SqliteStore, "append", lose)
+    result = invoke("resume", board)
+    assert result.exit_code == 1, result.output
+    assert "the board is busy: another run or resume" in result.stderr, result.stderr
+    assert "store error" not in result.stderr and "internal error" not in result.stderr
+    monkeypatch.undo()
+
+    async def now() -> int:
+        st = await open_store(store_url)
+        try:
+            return (await st.board_info(board)).seq
+        finally:
+            await st.close()
+
+    assert asyncio.run(now()) == seq
