@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import SlateboardError
+
 COMPREHENSIONS: frozenset[str] = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _MAX_ELEMENTS = 1 << 16
 """Past this many candidate values for a comprehension variable the estimator stops tracking
@@ -47,8 +49,9 @@ _TOKEN = re.compile(
 _RELOPS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in"})
 
 
-class _Unparsed(Exception):
-    """The expression uses syntax this estimator does not model (the fallback applies)."""
+class _Unparsed(SlateboardError):
+    """The expression uses syntax this estimator does not model (the fallback applies); never
+    escapes this module."""
 
 
 @dataclass(frozen=True, slots=True)
