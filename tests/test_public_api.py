@@ -146,3 +146,27 @@ def test_invalid_input_is_a_usage_error_and_a_value_error() -> None:
             assert isinstance(exc, errors.UsageError) and isinstance(exc, ValueError)
         else:
             raise AssertionError("no InvalidInput raised")
+
+
+def test_issue12_narrow_errors_keep_their_standard_bases() -> None:
+    """Lookups by name raise UnknownName subclasses (UsageError and KeyError, message shown
+    plainly); bad arguments raise InvalidInput subclasses (UsageError and ValueError)."""
+    from slateboard.blueprint.compile import StateModelMissing
+    from slateboard.blueprint.templates import UnknownTemplate, load_template
+    from slateboard.kernel.anchor import AnchorError, parse_checkpoints
+
+    try:
+        load_template("nope")
+    except UnknownTemplate as exc:
+        assert isinstance(exc, errors.UnknownName) and isinstance(exc, KeyError)
+        assert isinstance(exc, errors.UsageError) and str(exc).startswith("unknown template 'nope' (templates: ")
+    else:
+        raise AssertionError("no UnknownTemplate raised")
+    assert issubclass(StateModelMissing, errors.InvalidInput) and issubclass(StateModelMissing, ValueError)
+    for line, reason in ((b"[1]", "not a checkpoint object"), (b"{", "line 1: ")):
+        try:
+            parse_checkpoints(line)
+        except AnchorError as exc:
+            assert reason in str(exc) and str(exc).count("anchor file line") == 1
+        else:
+            raise AssertionError("no AnchorError raised")

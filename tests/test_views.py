@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import slateboard.views._build as views_build
 from slateboard.blueprint import CompiledBlueprint, compile_blueprint
+from slateboard.errors import UsageError
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, Usage
 from slateboard.kernel.canonical import canonical_str
 from slateboard.kernel.pointer import MISSING, Pattern, Tokens, escape_token, parse_pointer, region_contains, resolve
@@ -24,7 +25,9 @@ from slateboard.views import (
     MAX_EXPAND,
     MAX_REJECTIONS,
     Handle,
+    UnknownWorker,
     View,
+    ViewBudgetError,
     build_view,
     kernel_view,
     parse_expand_request,
@@ -203,6 +206,18 @@ def test_unknown_worker_and_bad_budget() -> None:
         build_view(BP, "nobody", board(), 0)
     with pytest.raises(ValueError, match="at least 2"):
         build_view(BP, "all", board(), 0, budget=1)
+
+
+def test_view_errors_are_usage_errors_with_their_standard_bases() -> None:
+    """Issue 12: the narrow classes are UsageErrors and keep KeyError/ValueError for old callers;
+    an unknown worker's text is the message itself, not its repr (a plain KeyError quotes it)."""
+    with pytest.raises(UnknownWorker) as unknown:
+        build_view(BP, "nobody", board(), 0)
+    assert isinstance(unknown.value, UsageError) and isinstance(unknown.value, KeyError)
+    assert str(unknown.value).startswith("unknown worker 'nobody' (workers: ")
+    with pytest.raises(ViewBudgetError) as small:
+        build_view(BP, "all", board(), 0, budget=1)
+    assert isinstance(small.value, UsageError) and isinstance(small.value, ValueError)
 
 
 def test_no_secret_at_any_budget() -> None:

@@ -17,6 +17,12 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     │   ├── KernelBusy                [kernel]        prepare/commit/abort called out of order
     │   ├── SchedulerBusy             [scheduling]    the same, for the scheduler's schedule
     │   ├── InvalidInput              [here]          an argument or value slateboard cannot use
+    │   │   ├── ViewBudgetError       [views]         a view budget below the minimum
+    │   │   └── StateModelMissing     [blueprint]     typed_state on a blueprint without schema=
+    │   ├── UnknownName               [here]          a name that is not defined (also a KeyError)
+    │   │   ├── UnknownWorker         [views]         a worker the blueprint does not have
+    │   │   └── UnknownTemplate       [blueprint.templates] no built-in blueprint of that name
+    │   ├── AnchorError               [kernel.anchor] an unusable anchor key or anchor file
     │   ├── WorkerConfigError         [workers]       a worker that cannot be built
     │   ├── ModelConfigError          [models]        a bad model string or missing API key
     │   ├── ApprovalError             [runtime]       approving something that is not held
@@ -49,7 +55,7 @@ This module imports nothing from slateboard: every other module may import it.
 
 from __future__ import annotations
 
-__all__ = ["InvalidInput", "RunError", "SlateboardError", "StoreError", "UsageError"]
+__all__ = ["InvalidInput", "RunError", "SlateboardError", "StoreError", "UnknownName", "UsageError"]
 
 
 class SlateboardError(Exception):
@@ -66,6 +72,17 @@ class InvalidInput(UsageError, ValueError):
 
     Also a ``ValueError``, so code written against the standard exception keeps working.
     """
+
+
+class UnknownName(UsageError, KeyError):
+    """A name slateboard does not know (a worker, a template); the message lists the known ones.
+
+    Also a ``KeyError``, as a lookup by name is, so ``except KeyError`` keeps working; unlike a
+    plain ``KeyError`` its text is the message itself, not the message's repr.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 class RunError(SlateboardError):

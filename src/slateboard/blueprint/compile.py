@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel as PydanticModel
 from pydantic import ValidationError
 
-from ..errors import UsageError
+from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON, hash_json
 from ..kernel.cel import DEFAULT_CEL_BUDGET, MAX_COMPREHENSION_NESTING, CelCompileError, CelExpr, compile_cel
 from ..kernel.contract import WorkerContract
@@ -48,6 +48,10 @@ class BlueprintError(UsageError, ValueError):
         super().__init__(f"{head} ({len(issues)} issue{'s' if len(issues) != 1 else ''}):\n{lines}")
         self.issues = issues
         self.source = source
+
+
+class StateModelMissing(InvalidInput):
+    """``typed_state`` on a blueprint compiled without ``schema=<a pydantic model class>``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +96,10 @@ class CompiledBlueprint:
     def typed_state(self, state: Any) -> Any:
         """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
         was compiled with (``compile_blueprint(..., schema=Model)``); raises ValueError when the
-        blueprint has none, pydantic's ValidationError when the state does not fit it."""
+        blueprint has none (StateModelMissing), pydantic's ValidationError when the state does
+        not fit it."""
         if self.state_model is None:
-            raise ValueError("this blueprint was not compiled with schema=<a pydantic model class>")
+            raise StateModelMissing("this blueprint was not compiled with schema=<a pydantic model class>")
         return self.state_model.model_validate(state)
 
     @property

@@ -66,6 +66,8 @@ class WorkerSpec(_Strict):
     def _pins_are_reads(self) -> WorkerSpec:
         # A pinned or windowed path must be one of the worker's own read patterns, concrete (no
         # '*'): it is shown whole, so it must be a node the read contract already grants.
+        # Plain ValueError on purpose: pydantic turns it into one issue of the ValidationError
+        # that compile_blueprint reports as a BlueprintError naming the path (its protocol).
         for path in [*self.pinned, *self.windows]:
             if path not in self.reads:
                 raise ValueError(f"pinned/windowed path {path!r} is not one of the worker's reads")

@@ -18,10 +18,16 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+from ..errors import UnknownName
 from .compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from .loading import parse_blueprint_text
 
-__all__ = ["list_templates", "load_template", "template_spec", "template_text"]
+__all__ = ["UnknownTemplate", "list_templates", "load_template", "template_spec", "template_text"]
+
+
+class UnknownTemplate(UnknownName):
+    """No built-in blueprint has that name (the message lists the ones there are)."""
+
 
 _SUFFIX = ".yaml"
 
@@ -40,9 +46,10 @@ def list_templates() -> list[str]:
 
 
 def template_text(name: str) -> str:
-    """The YAML text of template ``name``; KeyError (naming the available ones) when unknown."""
+    """The YAML text of template ``name``; UnknownTemplate (a KeyError naming the available
+    ones) when unknown."""
     if name not in list_templates():
-        raise KeyError(f"unknown template {name!r} (templates: {', '.join(list_templates())})")
+        raise UnknownTemplate(f"unknown template {name!r} (templates: {', '.join(list_templates())})")
     text: str = (_directory() / f"{name}{_SUFFIX}").read_text(encoding="utf-8")
     return text
 
@@ -56,6 +63,6 @@ def template_spec(name: str) -> dict[str, Any]:
 
 
 def load_template(name: str) -> CompiledBlueprint:
-    """Template ``name`` compiled and accepted (KeyError for an unknown name; BlueprintError
+    """Template ``name`` compiled and accepted (UnknownTemplate, a KeyError, for an unknown name; BlueprintError
     listing every issue if a template were broken)."""
     return compile_blueprint(template_spec(name), source_label=f"template {name}")

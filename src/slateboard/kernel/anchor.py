@@ -81,15 +81,15 @@ def parse_checkpoints(data: bytes) -> list[Checkpoint]:
             continue
         try:
             raw = orjson.loads(line)
-            if not isinstance(raw, dict) or set(raw) != {*_FIELDS, "mac"}:
-                raise ValueError("not a checkpoint object")
-            cp = Checkpoint(**raw)
-            if not (isinstance(cp.seq, int) and isinstance(cp.version, int)) or not all(
-                isinstance(v, str) for v in (cp.board_id, cp.hash, cp.state_hash, cp.mac)
-            ):
-                raise ValueError("a field has the wrong type")
-        except (ValueError, TypeError) as exc:
+        except orjson.JSONDecodeError as exc:
             raise AnchorError(f"anchor file line {number}: {exc}") from None
+        if not isinstance(raw, dict) or set(raw) != {*_FIELDS, "mac"}:
+            raise AnchorError(f"anchor file line {number}: not a checkpoint object")
+        cp = Checkpoint(**raw)
+        if not (isinstance(cp.seq, int) and isinstance(cp.version, int)) or not all(
+            isinstance(v, str) for v in (cp.board_id, cp.hash, cp.state_hash, cp.mac)
+        ):
+            raise AnchorError(f"anchor file line {number}: a field has the wrong type")
         out.append(cp)
     return out
 

@@ -49,7 +49,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise JsonValueError("", f"not valid JSON: {name} is not a JSON number")
 
 
 # One token of JSON text for the nesting pre-scan: a string (its closing quote optional, so a
@@ -93,6 +93,8 @@ def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
         raise JsonValueError("", f"duplicate object key {exc.args[0]!r}") from None
+    except JsonValueError:
+        raise
     except json.JSONDecodeError as exc:
         raise JsonValueError("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except (ValueError, RecursionError) as exc:

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..errors import InvalidInput, UnknownName
 from ..kernel.canonical import JSON, canonical_str, sha256_hex
-from ..kernel.pointer import PointerError, parse_pointer
+from ..kernel.pointer import PointerError, escape_token, parse_pointer
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
 from ._fill import Fill, Targets
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
     from ..kernel.contract import WorkerContract
     from ..kernel.kernel import Kernel
     from ..kernel.protocol import KernelBlueprint
+
+
+class UnknownWorker(UnknownName):
+    """A view asked for a worker the blueprint does not have (the message lists its workers)."""
+
+
+class ViewBudgetError(InvalidInput):
+    """A view budget that is not an integer of at least ``MIN_BUDGET`` characters."""
+
 
 MIN_BUDGET = 2
 """The smallest budget a view can honour: the empty object ``{}``."""
@@ -232,15 +242,17 @@ def build_view(
     ``rejections`` may hold any records: only this worker's rejected proposals are shown, newest
     (highest ``seq``) first. ``expand`` lists handles to page in (see parse_expand_request);
     ``recent`` lists pointers of recently changed nodes, shown with priority like the node of
-    the triggering ``event``. Raises KeyError for an unknown worker, ValueError for a budget
-    below MIN_BUDGET. See slateboard.views for the view's shape and the guarantees.
+    the triggering ``event``. Raises UnknownWorker (a KeyError) for an unknown worker,
+    ViewBudgetError (a ValueError) for a budget below MIN_BUDGET. See slateboard.views for the view's shape and the guarantees.
     """
     contract = blueprint.workers.get(worker_name)
     if contract is None:
-        raise KeyError(f"unknown worker {worker_name!r} (workers: {', '.join(sorted(blueprint.workers)) or 'none'})")
+        raise UnknownWorker(
+            f"unknown worker {worker_name!r} (workers: {', '.join(sorted(blueprint.workers)) or 'none'})"
+        )
     limit = contract.spec.view_budget if budget is None else budget
     if not isinstance(limit, int) or limit < MIN_BUDGET:
-        raise ValueError(f"view budget must be an integer of at least {MIN_BUDGET} characters, got {limit!r}")
+        raise ViewBudgetError(f"view budget must be an integer of at least {MIN_BUDGET} characters, got {limit!r}")
     pinned, windows = contract.spec.pinned, contract.spec.windows
     budgeted = [p for p in contract.reads if p.text not in pinned and p.text not in windows]
     root = region_root(state, budgeted) if (pinned or windows) else region_root(state, contract.reads)
@@ -351,8 +363,6 @@ def kernel_view(kernel: Kernel, worker_name: str, **kwargs: Any) -> View:
 
 def visible_pointers(view: View | Mapping[str, JSON]) -> list[str]:
     """Every pointer a view's data exposes: each key and every node below it (for audits)."""
-    from ..kernel.pointer import escape_token
-
     data = view.data if isinstance(view, View) else view
     out: list[str] = []
     stack: list[tuple[str, JSON]] = list(data.items())
