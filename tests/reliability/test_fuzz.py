@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slateboard.blueprint import BlueprintError, compile_blueprint, load_blueprint
-from slateboard.kernel import Kernel, Proposal
+from slateboard.kernel import CelCompileError, Kernel, Proposal, compile_cel
 from slateboard.workers import parse_reply
 
 FUZZ = settings(
@@ -161,3 +161,46 @@ def test_fuzz_blueprint_yaml_through_loading_and_compiling(text: str) -> None:
     for patch in ([{"op": "add", "path": "/notes/-", "value": "x"}], [{"op": "replace", "path": "/n", "value": 5}]):
         decision = kernel.submit(Proposal("w", patch))
         assert decision.stage != "internal", decision.reason
+
+
+cel_piece = st.sampled_from(
+    ["self", "root", "self.notes", "root.items", "x", "y", "x.tags", "[1, 2, 3]", "{'a': [1]}", "self.m",
+     "self.notes + self.notes", "size(self.notes)", "'in'", "1", "true", "null", "self.m['a']", "x.?y"]
+)  # fmt: skip
+
+
+@st.composite
+def cel_expressions(draw: st.DrawFn) -> str:
+    """CEL built from loops over paths, literals and variables, nested and combined, sometimes cut."""
+    expr = draw(cel_piece)
+    for _ in range(draw(st.integers(min_value=0, max_value=4))):
+        macro = draw(st.sampled_from(["all", "exists", "exists_one", "map", "filter", "in", "&&", "?"]))
+        other = draw(cel_piece)
+        if macro == "in":
+            expr = f"{other} in {expr}"
+        elif macro == "&&":
+            expr = f"({expr}) && {other}"
+        elif macro == "?":
+            expr = f"{other} ? {expr} : {draw(cel_piece)}"
+        else:
+            var = draw(st.sampled_from(["x", "y"]))
+            expr = f"{other}.{macro}({var}, {expr})"
+    if draw(st.integers(min_value=0, max_value=9)) == 0:
+        expr = expr[: draw(st.integers(min_value=0, max_value=len(expr)))]
+    return expr
+
+
+@FUZZ
+@given(cel_expressions(), json_value, st.integers(min_value=1, max_value=10_000))
+def test_fuzz_cel_budget_estimate_never_raises(source: str, value: Any, budget: int) -> None:
+    """D19: the budget's estimator parses any compiled expression (or falls back) and never
+    raises; an expression within its budget is evaluated, one over it is not."""
+    try:
+        expr = compile_cel(source, budget=budget, max_nesting=4)
+    except CelCompileError:
+        return
+    context = {"self": {"notes": [1, 2, value], "m": {"a": [value]}}, "root": {"items": [{"tags": value}]}}
+    steps = expr.estimate(context)
+    assert isinstance(steps, int) and steps >= 1
+    result = expr.evaluate(context)
+    assert result.over_budget == (expr.cost.loops and steps > budget)

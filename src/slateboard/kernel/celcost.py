@@ -11,11 +11,14 @@ What is counted ("steps"): one per comprehension iteration (``all``, ``exists``,
 ``exists_one``, ``map``, ``filter``) times the work of its body, and one per element a list
 membership test (``x in list``) may scan. A comprehension's range is resolved in the real
 values when it is a path (``self.items``, ``root.a.b``, ``x.children`` for an outer
-comprehension's variable, or ``.filter``/``.map`` of one); the cost of a body is the largest it
-can be for any element (so the estimate is an upper bound). A range that cannot be resolved
-(a function result, a literal, a concatenation) is assumed as large as the largest collection
-in the expression's variables or literals. Work that does not loop (arithmetic, a string
-function, a list concatenation) is bounded by the expression's length and the values' sizes.
+comprehension's variable, or ``.filter``/``.map`` of one), and the cost of a body is the
+largest it can be for any element, so for such ranges the estimate is an upper bound. A range
+that cannot be resolved (a function result, a literal, a list built inside the expression) is
+assumed as large as the largest collection in the expression's variables or literals (a
+concatenation: the sum of its parts); a list the expression builds by concatenating inside a
+loop can exceed that by a factor bounded by the expression's length. Work that does not loop
+(arithmetic, a string function, a list concatenation) is bounded by the expression's length
+and the values' sizes, and is not counted.
 
 The estimate is computed from a small parse of the expression. When that parse does not
 understand an expression the CEL library accepted, the estimate falls back to the largest
@@ -40,7 +43,7 @@ _TOKEN = re.compile(
     r"""
     (?P<ws>\s+|//[^\n]*)
     | (?P<str>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
-    | (?P<num>0[xX][0-9a-fA-F]+[uU]?|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[uU]?)
+    | (?P<num>0[xX][0-9a-fA-F]+[uU]?|\d*\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+[uU]?)
     | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
     | (?P<op>==|!=|<=|>=|&&|\|\||\.\?|\[\?|[-+*/%!<>?:.,()\[\]{}])
     """,
