@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import NOTES_YAML
+from cli_testkit import NOTES_YAML
 
 
 def approval_blueprint() -> str:

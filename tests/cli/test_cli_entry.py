@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import HERE, NOTES_YAML, Invoke
+from cli_testkit import HERE, NOTES_YAML, Invoke
 
 EXE = Path(sys.executable).with_name("slateboard")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INVALID_YAML, NOTES_YAML, Invoke, assert_no_boards
+from cli_testkit import INVALID_YAML, NOTES_YAML, Invoke, assert_no_boards
 
 
 def one_line_error(result: Any, code: int = 1) -> str:

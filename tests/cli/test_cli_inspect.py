@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from conftest import Invoke
+from cli_testkit import Invoke
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import GARBAGE_YAML, NO_TASK_YAML, Invoke, assert_no_boards
+from cli_testkit import GARBAGE_YAML, NO_TASK_YAML, Invoke, assert_no_boards
 
 
 def test_run_json_prints_the_run_result(invoke: Invoke, notes_file: Path) -> None:

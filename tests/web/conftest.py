@@ -3,22 +3,10 @@ HTTP (uvicorn in a thread), the ``slateboard serve`` command in a subprocess, an
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import select
-import signal
-import socket
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,15 +17,9 @@ pytest.importorskip("fastapi", reason="the dashboard tests need the web extra (p
 pytest.importorskip("uvicorn", reason="the dashboard tests need the web extra (pip install 'slateboard[web]')")
 pytest.importorskip("sse_starlette", reason="the dashboard tests need the web extra (pip install 'slateboard[web]')")
 
+from web_testkit import Boards, Served, ThreadServer, serve_cli, sse_events  # noqa: F401  (re-exported for the fixtures below)
+
 from slateboard.stores import open_store
-
-
-@dataclass
-class Boards:
-    """A SQLite store file and the id of one board run to its end in it."""
-
-    url: str
-    board_id: str
 
 
 @pytest.fixture
@@ -55,34 +37,6 @@ async def finished(store_url: str) -> Boards:
     return Boards(store_url, board_id)
 
 
-class ThreadServer:
-    """The dashboard app served by uvicorn on a free loopback port, in a thread of its own."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    def __enter__(self) -> ThreadServer:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the dashboard server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
-        self.sock.close()
-
-
 @pytest.fixture
 def live_server(store_url: str) -> Iterator[ThreadServer]:
     """The app over ``store_url`` (opened by the app's own lifespan, in the server's loop)."""
@@ -90,64 +44,3 @@ def live_server(store_url: str) -> Iterator[ThreadServer]:
 
     with ThreadServer(create_app(store_url, poll_s=0.05)) as server:
         yield server
-
-
-async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any, str | None]]:
-    """(event, parsed data, id) for each server-sent event of a streaming response."""
-    kind, data, ident = "message", [], None
-    async for line in response.aiter_lines():
-        if line == "":
-            if data:
-                yield kind, json.loads("\n".join(data)), ident
-            kind, data, ident = "message", [], None
-        elif line.startswith(":"):
-            continue
-        else:
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "event":
-                kind = value
-            elif field == "data":
-                data.append(value)
-            elif field == "id":
-                ident = value
-
-
-@dataclass
-class Served:
-    """A ``slateboard serve`` subprocess and the URL it printed."""
-
-    proc: subprocess.Popen[str]
-    url: str
-    first_line: str
-
-
-@contextlib.contextmanager
-def serve_cli(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """Run ``slateboard serve --port 0 ARGS`` in a subprocess until the block ends (then SIGINT)."""
-    code = "from slateboard.cli import main; main()"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--port", "0", "--no-open", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        line = proc.stdout.readline() if ready else ""
-        if "http://" not in line:
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-            raise RuntimeError(f"slateboard serve did not start: {line!r} {err!r}")
-        url = line.split(" on ", 1)[1].split(" ", 1)[0].rstrip("/")
-        yield Served(proc, url, line)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)

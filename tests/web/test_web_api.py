@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Boards, ThreadServer, sse_events
 from web_boards import NOTES, make_board, make_team_board, new_board, note, run_board
+from web_testkit import Boards, ThreadServer, sse_events
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import state_hash

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from conftest import Boards
+from web_testkit import Boards
 
 from slateboard.stores import open_store
 from slateboard.stores.base import Store

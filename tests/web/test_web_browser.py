@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import serve_cli
 from web_boards import make_board, new_board, run_board
+from web_testkit import serve_cli
 
 from slateboard.stores import open_store
 

@@ -9,8 +9,8 @@ import threading
 
 import httpx
 import pytest
-from conftest import Boards, serve_cli
 from typer.testing import CliRunner
+from web_testkit import Boards, serve_cli
 
 from slateboard.cli import app
 

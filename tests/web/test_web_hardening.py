@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Boards, ThreadServer, sse_events
 from typer.testing import CliRunner
+from web_testkit import Boards, ThreadServer, sse_events
 
 from slateboard.cli import app as cli_app
 from slateboard.stores import open_store
