@@ -527,6 +527,9 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid.add_row("version", str(result.version))
     counts = ", ".join(f"{outcomes[k]} {k}" for k in ("accepted", "rejected", "noop", "action") if outcomes[k])
     grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))
+    accepted = Counter(r.worker for r in records if r.outcome == "accepted")
+    if accepted:
+        grid.add_row("accepted", ", ".join(f"{w} {n}" for w, n in accepted.items()))
     if stages:
         grid.add_row("rejected by stage", ", ".join(f"{s} {n}" for s, n in sorted(stages.items())))
         # What the kernel refused and why: each distinct reason once, with how often.
