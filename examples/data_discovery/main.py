@@ -34,6 +34,7 @@ import csv_profiles  # noqa: E402
 
 from slateboard import CompiledBlueprint, Runner, RunResult, create_board, load_blueprint, open_store  # noqa: E402
 from slateboard.models import Model  # noqa: E402
+from slateboard.progress import run_with_progress  # noqa: E402
 
 BLUEPRINT = HERE / "blueprint.yaml"
 TASK = "Why did retention drop in March 2024?"
@@ -70,7 +71,9 @@ async def run(
         inputs = {"dataset": str(data.resolve()) if data is not None else ""}
         board = await create_board(st, blueprint(), task=task, inputs=inputs)
         functions: dict[str, Callable[..., Any]] = {"catalog": csv_profiles.catalog, "profiler": csv_profiles.profile}
-        result = await Runner(st, board, model=model, functions=functions, max_steps=max_steps).run()
+        runner = Runner(st, board, model=model, functions=functions, max_steps=max_steps)
+        # On a terminal: what the board is doing and for how long (nothing when piped).
+        result = await run_with_progress(runner, "data discovery board")
     finally:
         await st.close()
     answer = result.answer if isinstance(result.answer, str) else ""

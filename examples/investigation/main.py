@@ -34,6 +34,7 @@ from pathlib import Path
 from slateboard import Agent, Runner, Team, create_board, open_store
 from slateboard.blueprint.templates import load_template
 from slateboard.models import Model
+from slateboard.progress import progress, run_with_progress
 
 HERE = Path(__file__).resolve().parent
 METRICS = HERE / "metrics.csv"
@@ -108,7 +109,9 @@ async def run_template(task: str, *, model: Model | str = "local", store: str, m
     st = await open_store(store)
     try:
         board = await create_board(st, load_template("investigation"), task=task)
-        result = await Runner(st, board, model=model, max_steps=max_steps).run()
+        runner = Runner(st, board, model=model, max_steps=max_steps)
+        # On a terminal: what the board is doing and for how long (nothing when piped).
+        result = await run_with_progress(runner, "investigation board")
     finally:
         await st.close()
     answer = result.answer if isinstance(result.answer, str) else ""
@@ -135,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     store = args.store or default_store()
     if args.mode == "team":
-        outcome = asyncio.run(run_team(args.task, model=args.model, store=store, max_rounds=args.max_rounds))
+        with progress(f"investigation team: up to {args.max_rounds} rounds"):
+            outcome = asyncio.run(run_team(args.task, model=args.model, store=store, max_rounds=args.max_rounds))
     else:
         outcome = asyncio.run(run_template(args.task, model=args.model, store=store, max_steps=args.max_steps))
     print_outcome(outcome, as_json=args.json)

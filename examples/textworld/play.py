@@ -22,6 +22,7 @@ from pathlib import Path
 from slateboard import open_store
 from slateboard.envs import play_on_board
 from slateboard.envs.textworld import CI_GAMES, DEFAULT_SEED, TextWorldGame, textworld_available
+from slateboard.progress import progress as progress_line
 
 GAMES = {spec.challenge.removeprefix("tw-").split("_")[0]: spec for spec in CI_GAMES}
 
@@ -75,14 +76,15 @@ async def main() -> None:
     try:
         who = "the walkthrough" if args.walkthrough else f"model {args.model}"
         print(f"playing {game.name} with {who}, at most {args.steps} commands ...")
-        episode = await play_on_board(
-            game,
-            store,
-            model=args.model,
-            walkthrough=args.walkthrough,
-            max_commands=args.steps,
-            verifier=args.verifier,
-        )
+        with progress_line(f"playing {game.name} with {who}"):  # on a terminal: what and for how long
+            episode = await play_on_board(
+                game,
+                store,
+                model=args.model,
+                walkthrough=args.walkthrough,
+                max_commands=args.steps,
+                verifier=args.verifier,
+            )
     finally:
         game.close()
         await store.close()

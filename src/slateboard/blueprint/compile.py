@@ -24,8 +24,11 @@ from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_in
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
+from ._salvage import Salvaged, prune_schema, salvage
 from .loading import BlueprintTextError, parse_blueprint_text
 from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec
+
+_META_REFUSAL = "state schema is not valid JSON Schema"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +157,6 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
     return compile_blueprint(data, source_label=label)
 
 
-def _loc_to_pointer(loc: tuple[Any, ...]) -> str:
-    parts = []
-    for item in loc:
-        if item == "state_schema":
-            item = "schema"
-        parts.append("/" + escape_token(str(item)))
-    return "".join(parts)
-
-
 def compile_blueprint(
     data: Blueprint | dict[str, Any],
     *,
@@ -190,6 +184,7 @@ def compile_blueprint(
 
 
 def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> CompiledBlueprint:
+    salvaged: Salvaged | None = None
     if isinstance(data, Blueprint):
         bp = data
     else:
@@ -200,18 +195,63 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
             )
         try:
             bp = Blueprint.model_validate(data)
-        except ValidationError as exc:
-            found = [BlueprintIssue(_loc_to_pointer(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+        except ValidationError:
+            # Report the shape errors together with what the later checks find in the parts
+            # the shape errors leave intact (one report, not one phase per attempt).
+            salvaged = salvage(data)
+            shape = [BlueprintIssue(path, message) for path, message in salvaged.shape]
+            if salvaged.blueprint is None:
+                raise BlueprintError(shape, source_label) from None
+            later = _check(salvaged.blueprint, salvaged)
+            found = shape + [BlueprintIssue(salvaged.original(i.path), i.message) for i in later.issues]
             raise BlueprintError(found, source_label) from None
-    issues: list[BlueprintIssue] = []
+    result = _check(bp, None)
+    if result.compiled is None or result.issues:
+        raise BlueprintError(result.issues, source_label)
+    return result.compiled
 
-    schema: SchemaIndex | None
+
+@dataclass
+class _Checked:
+    issues: list[BlueprintIssue]
+    compiled: CompiledBlueprint | None = None
+
+
+def _schema_index(bp: Blueprint, issues: list[BlueprintIssue]) -> tuple[SchemaIndex | None, SchemaIndex | None]:
+    """(the state schema compiled, an index of its locations for the contract checks). When the
+    schema is invalid the first is None, every invalid keyword is named, and the second is the
+    schema without those keywords (None if even that does not compile)."""
     try:
-        schema = SchemaIndex(bp.state_schema)
+        return SchemaIndex(bp.state_schema), None
     except SchemaError as exc:
-        # Keep going: the checks that do not need the schema still report their issues.
-        issues.append(BlueprintIssue("/schema", str(exc)))
-        schema = None
+        pruned, found = prune_schema(bp.state_schema)
+        if not found or not str(exc).startswith(_META_REFUSAL):
+            issues.append(BlueprintIssue("/schema", str(exc)))
+        for where, message in found:
+            at = f" at {where}" if where else ""
+            issues.append(BlueprintIssue("/schema", f"{_META_REFUSAL}{at}: {message}"))
+        if not found:
+            return None, None
+        try:
+            return None, SchemaIndex(pruned)
+        except SchemaError:
+            return None, None
+
+
+def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
+    """Every acceptance check on a shape-valid blueprint; the compiled blueprint when all pass.
+    ``salvaged`` (the blueprint had shape errors and is what remains of it) keeps the checks off
+    the parts that were removed."""
+    issues: list[BlueprintIssue] = []
+    schema_broken = salvaged is not None and salvaged.schema_broken
+    workers_broken = salvaged is not None and salvaged.workers_broken
+
+    schema: SchemaIndex | None = None
+    locations: SchemaIndex | None = None
+    if not schema_broken:
+        schema, locations = _schema_index(bp, issues)
+        # Keep going when the schema is invalid: the checks that do not need it still report.
+        locations = schema or locations
     try:
         check_json_value(bp.initial_state, JsonLimits(max_bytes=1 << 62, max_depth=bp.limits.max_depth))
     except JsonValueError as exc:
@@ -248,7 +288,7 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
             p = pattern(w, f"{base}/writes/{i}")
             if p is None:
                 continue
-            if schema is not None and not pattern_locations(schema, p.tokens):
+            if locations is not None and not pattern_locations(locations, p.tokens):
                 issues.append(
                     BlueprintIssue(
                         f"{base}/writes/{i}",
@@ -268,7 +308,7 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
                 BlueprintIssue(f"{base}/untrusted", "an untrusted worker needs a blueprint 'quarantine' region")
             )
         workers[name] = WorkerContract(name, spec, tuple(reads), tuple(writes), frozenset(spec.ops))
-    if not bp.workers:
+    if not bp.workers and not workers_broken:
         issues.append(BlueprintIssue("/workers", "a blueprint needs at least one worker"))
 
     stage_names = [s.name for s in bp.stages]
@@ -281,7 +321,7 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
     rules: list[CompiledRule] = []
     for i, rule in enumerate(bp.rules):
         where = f"/rules/{i}"
-        if rule.invoke not in bp.workers:
+        if rule.invoke not in bp.workers and not workers_broken:
             known = ", ".join(sorted(bp.workers)) or "none"
             issues.append(BlueprintIssue(f"{where}/invoke", f"unknown worker {rule.invoke!r} (workers: {known})"))
         if rule.stage is not None and rule.stage not in stage_names:
@@ -302,7 +342,7 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
                 )
             )
             p = None
-        if p is not None and schema is not None and not pattern_locations(schema, p.tokens):
+        if p is not None and locations is not None and not pattern_locations(locations, p.tokens):
             issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches no location of the state schema"))
         expr = cel(inv.rule, f"{where}/rule")
         if p is not None and expr is not None:
@@ -317,11 +357,12 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
     if task_tokens is not None and len(task_tokens.tokens) != 1:
         issues.append(BlueprintIssue("/task", f"the task pointer {bp.task!r} must name one top-level member"))
 
-    if issues or schema is None:
-        raise BlueprintError(issues, source_label)
-
-    for v in schema.validate_state(bp.initial_state):
-        issues.append(BlueprintIssue("/initial_state" + v.path, f"{v.message} (schema {v.schema_path})"))
+    if schema is not None:
+        # The initial state needs only the schema: checked even when other parts have issues.
+        for v in schema.validate_state(bp.initial_state):
+            issues.append(BlueprintIssue("/initial_state" + v.path, f"{v.message} (schema {v.schema_path})"))
+    if issues or schema is None or salvaged is not None:
+        return _Checked(issues)
     compiled = CompiledBlueprint(
         spec=bp,
         schema=schema,
@@ -335,17 +376,14 @@ def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> Comp
         quarantine=quarantine,
         digest=hash_json(bp.to_json()),
     )
-    if not issues:
-        for failure in check_all_invariants(compiled, compiled.initial_state()):
-            issues.append(
-                BlueprintIssue(
-                    f"/invariants/{failure.index}",
-                    f"initial state violates it at {failure.path or '/'}: {failure.reason}",
-                )
+    for failure in check_all_invariants(compiled, compiled.initial_state()):
+        issues.append(
+            BlueprintIssue(
+                f"/invariants/{failure.index}",
+                f"initial state violates it at {failure.path or '/'}: {failure.reason}",
             )
-    if issues:
-        raise BlueprintError(issues, source_label)
-    return compiled
+        )
+    return _Checked(issues, None if issues else compiled)
 
 
 def _within(p: Pattern, region: Pattern) -> bool:

@@ -7,8 +7,8 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -224,20 +224,3 @@ def short(text: str | None, limit: int = 80) -> str:
         return ""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-@contextmanager
-def progress(what: str, *, err: Console | None = None) -> Iterator[None]:
-    """A progress line on stderr while a long command works: on a terminal a rich spinner with
-    ``what`` and the elapsed time, removed when done; off a terminal (pipes, CI) nothing, so
-    error output stays one line. stdout is left alone for the command's output."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    err = err or Console(file=sys.stderr, highlight=False)
-    if not err.is_terminal:
-        yield
-        return
-    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        bar.add_task(what, total=None)
-        yield

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from ..progress import progress
 from ._common import (
     JsonOption,
     StoreOption,
@@ -124,7 +125,8 @@ def textworld_command(
                 files = files[:games]
         else:
             err.print(f"generating {len(specs)} game(s) (seed {seed}) ...")
-            files = generate_games(specs, seed=seed, cache_dir=cache)
+            with progress(f"eval textworld: generating {len(specs)} game(s) (seed {seed})"):
+                files = generate_games(specs, seed=seed, cache_dir=cache)
     except (TextWorldMissing, FileNotFoundError) as exc:
         raise CliError(str(exc)) from exc
     except RuntimeError as exc:
@@ -139,25 +141,33 @@ def textworld_command(
         except ModelConfigError as exc:
             err.print(f"no tokenizer ({exc}); calls without provider usage are estimated (chars/4)")
 
-    def progress(ep: EpisodeResult) -> None:
-        where = f" board {ep.board_id}" if ep.board_id else ""
-        err.print(f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens{where}")
+    total = len(files) * len(chosen)
+    what = f"eval textworld: {len(files)} game(s) x {len(chosen)} system(s), model {model}"
+    with progress(f"{what}: 0/{total} episodes") as line:
+        played = 0
 
-    async def go() -> SuiteResult:
-        async with opened_store(store) as opened:
-            return await run_suite(
-                files,
-                systems=chosen,
-                model=model,
-                steps=steps,
-                store=opened,
-                seed=seed,
-                on_episode=progress,
-                verifier=verifier,  # checked against VERIFIERS above
-                tokenizer=tokenizer,
-            )
+        def report_episode(ep: EpisodeResult) -> None:
+            nonlocal played
+            played += 1
+            where = f" board {ep.board_id}" if ep.board_id else ""
+            line.print(f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens{where}")
+            line.update(f"{what}: {played}/{total} episodes")
 
-    suite = run_async(go)
+        async def go() -> SuiteResult:
+            async with opened_store(store) as opened:
+                return await run_suite(
+                    files,
+                    systems=chosen,
+                    model=model,
+                    steps=steps,
+                    store=opened,
+                    seed=seed,
+                    on_episode=report_episode,
+                    verifier=verifier,  # checked against VERIFIERS above
+                    tokenizer=tokenizer,
+                )
+
+        suite = run_async(go)
     if as_json:
         print_json(suite.to_json())
     else:

@@ -8,6 +8,7 @@ import inspect
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any
@@ -16,6 +17,7 @@ import typer
 import yaml
 from rich.table import Table
 
+from ..progress import ProgressLine, progress
 from ._common import (
     JsonOption,
     StoreOption,
@@ -23,9 +25,9 @@ from ._common import (
     console,
     opened_store,
     print_json,
-    progress,
     resolve_board,
     run_async,
+    short,
     template_entries,
     templates_module,
 )
@@ -164,9 +166,42 @@ def bench_command(
     if not script.is_file():
         raise CliError(f"benchmark script not found: {script}")
     sys.stdout.flush()
-    proc = subprocess.run([sys.executable, str(script), *ctx.args], check=False)
-    if proc.returncode:
-        raise typer.Exit(proc.returncode)
+    command = [sys.executable, str(script), *ctx.args]
+    held = ""
+    with progress(f"bench {name.value}: running {script.name}") as line:
+        if line.active:
+            code, held = _bench(command, name.value, line)
+        else:
+            code = subprocess.run(command, check=False).returncode
+    # Written once the progress line is gone, so the two never overdraw each other.
+    sys.stdout.write(held)
+    sys.stdout.flush()
+    if code:
+        raise typer.Exit(code)
+
+
+def _bench(command: list[str], name: str, line: ProgressLine) -> tuple[int, str]:
+    """Run the benchmark under a progress line: its stderr goes above the line as it comes, its
+    stdout (the results, maybe JSON) is held and returned unchanged with the exit code, and its
+    newest stdout line is shown in the progress line meanwhile."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    assert proc.stdout is not None and proc.stderr is not None  # both piped above
+    errors = proc.stderr
+
+    def relay() -> None:
+        for text in errors:
+            line.print(text.rstrip("\n"))
+
+    relayer = threading.Thread(target=relay, daemon=True)
+    relayer.start()
+    held: list[str] = []
+    for text in proc.stdout:
+        held.append(text)
+        if text.strip():
+            line.update(f"bench {name}: {short(text, 60)}")
+    code = proc.wait()
+    relayer.join()
+    return code, "".join(held)
 
 
 # -- human approval -------------------------------------------------------------------------------

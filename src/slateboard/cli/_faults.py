@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..progress import progress
 from ._common import JsonOption, run_async
 from ._errors import EXIT_USAGE, CliError
 
@@ -56,11 +57,13 @@ def faults_command(
     except FaultsError as exc:
         raise CliError(str(exc), code=EXIT_USAGE) from None
 
-    def progress(line: str) -> None:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+    what = f"faults: {n} injection(s) x {len(chosen_faults)} fault(s) on {', '.join(chosen_systems)}"
+    with progress(what) as bar:
 
-    report = run_async(
-        lambda: run_suite(n, seed, chosen_systems, chosen_faults, store=store, progress=None if as_json else progress)
-    )
+        def report_cell(line: str) -> None:
+            bar.update(f"faults: {' '.join(line.split())}")
+            if not as_json:
+                bar.print(line)
+
+        report = run_async(lambda: run_suite(n, seed, chosen_systems, chosen_faults, store=store, progress=report_cell))
     emit(report, as_json=as_json, out=out, stdout=sys.stdout)

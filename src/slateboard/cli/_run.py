@@ -22,6 +22,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from ..progress import follow
 from ._common import (
     JsonOption,
     StoreOption,
@@ -486,24 +487,9 @@ def _resolve(compiled: CompiledBlueprint, model: str | None) -> Model | None:
 
 
 async def _run_with_display(runner: Any, display: RunDisplay) -> RunResult:
-    import asyncio
-
-    events = runner.events()
-
-    async def consume() -> None:
-        async for event in events:
-            display.feed(event)
-
     out = console()
     with Live(display, console=out, refresh_per_second=8, transient=False, redirect_stderr=False):
-        consumer = asyncio.create_task(consume())
-        try:
-            result: RunResult = await runner.run()
-        except BaseException:
-            consumer.cancel()
-            raise
-        await consumer
-    return result
+        return await follow(runner, display.feed)
 
 
 def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: str | None, *, has_answer: bool) -> None:
@@ -527,6 +513,9 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid.add_row("version", str(result.version))
     counts = ", ".join(f"{outcomes[k]} {k}" for k in ("accepted", "rejected", "noop", "action") if outcomes[k])
     grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))
+    accepted = Counter(r.worker for r in records if r.outcome == "accepted")
+    if accepted:
+        grid.add_row("accepted", ", ".join(f"{w} {n}" for w, n in accepted.items()))
     if stages:
         grid.add_row("rejected by stage", ", ".join(f"{s} {n}" for s, n in sorted(stages.items())))
         # What the kernel refused and why: each distinct reason once, with how often.

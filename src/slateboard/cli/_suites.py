@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from ..progress import progress
 from ._common import JsonOption, StoreOption, console, console_err, print_json, run_async
 from ._errors import EXIT_USAGE, CliError
 
@@ -129,12 +130,20 @@ def _run(
     err = console_err()
     err.print(f"{suite}: {len(games)} game(s), {len(jobs)} episode(s); results in {path}")
 
-    def progress(row: dict[str, Any]) -> None:
-        what = row["error"] or f"{row['outcome']}, {row['commands']} steps, {row['tokens']} tokens"
-        err.print(f"{row['game']} {row['system']} ({row['setting']}): {what}", markup=False)
+    head = f"eval {suite}: {len(jobs)} episode(s), model {model}"
+    with progress(f"{head}: 0/{len(jobs)} done") as line:
+        played = 0
 
-    rows = run_async(lambda: run_matrix(jobs, path, store_url=store, workers=workers, on_row=progress))
-    report = write_report(rows, root, plots=plots, meta={"suite": suite, "model": model, "steps": steps})
+        def report_row(row: dict[str, Any]) -> None:
+            nonlocal played
+            played += 1
+            what = row["error"] or f"{row['outcome']}, {row['commands']} steps, {row['tokens']} tokens"
+            line.print(f"{row['game']} {row['system']} ({row['setting']}): {what}")
+            line.update(f"{head}: {played}/{len(jobs)} done")
+
+        rows = run_async(lambda: run_matrix(jobs, path, store_url=store, workers=workers, on_row=report_row))
+        line.update(f"eval {suite}: writing the report under {root}")
+        report = write_report(rows, root, plots=plots, meta={"suite": suite, "model": model, "steps": steps})
     if as_json:
         print_json({k: v for k, v in report.items() if k != "rows"})
     else:
@@ -156,7 +165,8 @@ def _pinned(games: list[GameRef], file: Path) -> list[GameRef]:
     if file.is_file():
         kept = {g["name"]: g for g in json.loads(file.read_text(encoding="utf-8"))}
     known = [GameRef.from_json(kept[g.name]) if g.name in kept else g for g in games]
-    pinned = run_async(lambda: pin_gold(known))
+    with progress(f"eval: pinning the gold paths of {len(known)} game(s)"):
+        pinned = run_async(lambda: pin_gold(known))
     file.parent.mkdir(parents=True, exist_ok=True)
     merged = {**kept, **{g.name: g.to_json() for g in pinned}}
     file.write_text(json.dumps(list(merged.values()), indent=1) + "\n", encoding="utf-8")
@@ -298,7 +308,8 @@ def register(app: typer.Typer) -> None:
         rows = load_results(results)
         if not rows:
             raise CliError(f"no results in {results}")
-        report = write_report(rows, out, plots=plots, meta={"results": str(results)})
+        with progress(f"eval report: statistics and figures of {len(rows)} result(s) into {out}"):
+            report = write_report(rows, out, plots=plots, meta={"results": str(results)})
         if as_json:
             print_json({k: v for k, v in report.items() if k != "rows"})
         else:

