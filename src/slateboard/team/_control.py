@@ -19,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..kernel.canonical import JSON
+from ..kernel.circuit import HALT, CircuitAction
 from ..kernel.record import Record, Usage
 from ..models import Model
 from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
 from ._agent import Agent, run_agent
-from ._board import DECIDER_WORKER, SYSTEM_WORKER
+from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, SYSTEM_WORKER, USER_AUTHOR
 from ._coordinate import (
     CoordinatorDecision,
     coordinator_prompt,
@@ -38,11 +39,14 @@ __all__ = [
     "CONTROL_WORKER",
     "COORDINATOR_DECIDED",
     "DECIDE_INVOCATION",
+    "DEFAULT_MAX_REPEATS",
     "Choice",
     "Progress",
     "Tally",
     "TeamControl",
     "decide_invocation",
+    "echo_check",
+    "round_id",
     "round_invocation",
 ]
 
@@ -54,6 +58,8 @@ COORDINATOR_DECIDED = "blackboard.coordinator_decided"
 """The ``meta.event`` of control records (and the event the run emits)."""
 DECIDE_INVOCATION = "decide"
 """Id of the decider's invocation."""
+DEFAULT_MAX_REPEATS = 5
+"""An agent's contributions in a row with the same content before the run halts (``repeat``)."""
 _RAW_LOG = 2000
 _RAW_META = 300
 
@@ -228,3 +234,55 @@ class Progress:
             elif rec.kind == "proposal" and rec.worker == SYSTEM_WORKER:
                 posted = True
         return cls(rounds, last, posted, answer is not None)
+
+
+# -- the classic board's stuck detector ---------------------------------------------------------
+def _text(entry: Mapping[str, JSON]) -> str:
+    content = entry.get("content")
+    return content.strip() if isinstance(content, str) else ""
+
+
+def echo_check(public: Sequence[Mapping[str, JSON]], *, repeats: int, alternations: int) -> CircuitAction | None:
+    """The stuck detector of the classic board, for what the circuit policy cannot see there:
+    every entry gets a fresh id and timestamp, so a board whose agents only repeat themselves
+    never repeats a state. Looks at the agents' public contributions (not the problem, not
+    system entries):
+
+    * **repeat**: the latest contribution's author posted the same content (whitespace aside)
+      ``repeats`` times in a row (its own contributions; others' in between do not count) ->
+      halt;
+    * **alternation**: the last ``alternations`` contributions alternate between two agents
+      (A-B-A-B...) and each repeats the content its author posted two contributions before ->
+      halt.
+
+    ``repeats``/``alternations`` below 2 switch a check off. Pure: the same board gives the
+    same action (a ``circuit`` halt, logged like the circuit policy's), or None."""
+    posts = [e for e in public if e.get("author") not in (USER_AUTHOR, SYSTEM_AUTHOR)]
+    if not posts:
+        return None
+    author = posts[-1].get("author")
+    mine = [e for e in posts if e.get("author") == author][-repeats:] if repeats >= 2 else []
+    if len(mine) == repeats and len({_text(e) for e in mine}) == 1:
+        ids: list[JSON] = [e.get("id") for e in mine]
+        return CircuitAction(
+            HALT,
+            str(author),
+            f"repeat: {author!r} posted the same contribution {repeats} times in a row "
+            f"(entries {', '.join(str(i) for i in ids)}, max_repeats={repeats})",
+            {"trigger": "repeat", "entries": ids, "max_repeats": repeats},
+        )
+    tail = posts[-alternations:] if alternations >= 2 else []
+    if len(tail) == alternations and alternations >= 4:
+        authors = [e.get("author") for e in tail]
+        turns = len(set(authors)) == 2 and all(authors[i] != authors[i - 1] for i in range(1, len(authors)))
+        if turns and all(_text(tail[i]) == _text(tail[i - 2]) for i in range(2, len(tail))):
+            pair = sorted(str(a) for a in set(authors))
+            ids = [e.get("id") for e in tail]
+            return CircuitAction(
+                HALT,
+                str(author),
+                f"alternation: {pair[0]!r} and {pair[1]!r} repeated each other's last contributions "
+                f"{alternations} times in turn (entries {ids[0]}..{ids[-1]}, max_alternations={alternations})",
+                {"trigger": "alternation", "workers": list(pair), "entries": ids},
+            )
+    return None

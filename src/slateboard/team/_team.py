@@ -63,11 +63,13 @@ from ._control import (
     CONTROL_WORKER,
     COORDINATOR_DECIDED,
     DECIDE_INVOCATION,
+    DEFAULT_MAX_REPEATS,
     Choice,
     Progress,
     Tally,
     TeamControl,
     decide_invocation,
+    echo_check,
     round_id,
     round_invocation,
 )
@@ -381,7 +383,12 @@ class Team:
         self.approval_paths: tuple[str, ...] = tuple(
             approval_paths if approval_paths is not None else (("/public/*",) if approval is not None else ())
         )
-        self.circuit: dict[str, Any] = dict(circuit or {})
+        settings = dict(circuit or {})
+        repeats = settings.pop("max_repeats", DEFAULT_MAX_REPEATS)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
+            raise ValueError(f"circuit max_repeats must be an integer >= 0 (0: off), got {repeats!r}")
+        self.max_repeats: int = repeats
+        self.circuit: dict[str, Any] = settings
         self._models: dict[str, Model] = {}
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
         # Fail fast on bad names, circuit settings or approval paths: the board's blueprint
@@ -439,7 +446,10 @@ class Team:
         ``approval`` pauses the run at a held entry (``end_reason`` ``paused: ...``): approve it
         with ``slateboard.runtime.approval.approve`` and ``resume`` the board. ``circuit``
         overrides the circuit policy's thresholds (the blueprint's ``circuit`` keys, e.g.
-        ``stuck_after``, ``max_consecutive_invalid``, ``on_invalid``). Reserved agent names (``user``, ``system``, ``__*``) and names over
+        ``stuck_after``, ``max_consecutive_invalid``, ``on_invalid``, ``max_alternations``) and
+        the classic board's stuck detector: ``max_repeats`` (default 5, 0: off) contributions in
+        a row with the same content by one agent halt the run, as do ``max_alternations`` (default
+        6) contributions of two agents repeating each other in turn. Reserved agent names (``user``, ``system``, ``__*``) and names over
         200 characters raise ValueError; loomflow keywords slateboard does not take raise
         ``UnsupportedOption`` naming the equivalent.
         """
@@ -894,6 +904,7 @@ class _BlackboardRun:
         if rec.outcome == "accepted":
             entry = self.public()[-1]
             await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
+            await self._echo()
         elif rec.outcome == "held":
             await self._settle_approvals()
         else:
@@ -951,7 +962,20 @@ class _BlackboardRun:
                 agent=str(entry.get("author")),
                 content=str(entry.get("content"))[:_PREVIEW],
             )
+        if len(self.public()) > before:
+            await self._echo()
         return waiting
+
+    async def _echo(self) -> None:
+        """The classic board's stuck detector (``echo_check``) after a contribution: a halt is
+        logged as a ``circuit`` record, like the circuit policy's, and ends the run."""
+        spec = self.session.blueprint.spec.circuit
+        action = echo_check(self.public(), repeats=self.team.max_repeats, alternations=spec.max_alternations)
+        if action is None or self.session.halted:
+            return
+        await self.transact(
+            lambda: self.kernel.action(CIRCUIT_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
+        )
 
     # -- system entries, the decider, the end -------------------------------------------------
     async def _post_error(self, round_num: int, message: str) -> None:
