@@ -1,20 +1,29 @@
-"""``Team.blackboard``: the classic coordinator/agents/decider loop, run on the kernel.
+"""``Team.blackboard``: the classic coordinator/agents/decider loop, run on the runtime's engine.
 
 Each ``run(prompt)`` creates a board from the built-in blueprint (slateboard.team._board) with
-the problem as its first public entry, then plays rounds:
+the problem as its first public entry, loads it into a ``runtime.session.BoardSession`` (the
+step engine, circuit policy and approvals every Runner uses) and plays rounds:
 
-1. the budget is checked; an exhausted budget interrupts the run (no decider, no answer);
-2. the coordinator (an Agent answering ``{"terminate", "next_agent", "instruction"}``, or
-   round-robin when there is none) decides; the decision is logged as a ``control`` record;
+1. the circuit policy's halt and the budget are checked: a halted run ends ``circuit: ...``,
+   an exhausted budget interrupts it (neither runs the decider, neither answers);
+2. the control unit (``team._control.TeamControl``: the coordinator Agent answering
+   ``{"terminate", "next_agent", "instruction"}``, or round-robin when there is none) decides;
+   the decision is logged as a ``control`` record whose append also pushes the chosen agent's
+   turn onto the board's agenda (invocation ``round-<n>``);
 3. terminate ends the loop; no agent (or an unreadable answer) skips the round; an unknown
    agent makes the system post an ``error`` entry and skips the round;
-4. the chosen agent's worker proposes appending its entry; the kernel decides and the record
-   is appended to the store before the state is committed;
+4. the turn is claimed from the store (a lease) and taken through ``StepEngine.step``: the
+   agent's view, its worker, the kernel's decision, one append that logs the record and
+   completes the turn, commit; then the circuit policy, and the classic board's stuck
+   detector (``echo_check``). A rejected turn is not retried: the next round decides. An entry
+   held for approval (``approval=``/``approval_paths=``) is decided through
+   ``runtime.approval`` and committed by the session, or pauses the run;
 
 until the coordinator terminates or ``max_rounds`` rounds were played. Then the decider (an
 Agent, or the fallback: last ``answer`` entry, else last contribution, else "") writes
-``/answer`` through the kernel. The board's log is the audit trail: it verifies with
-``slateboard.kernel.replay`` and can be read with the same tools as any other board.
+``/answer`` in its own turn. The board's log is the audit trail: it verifies with
+``slateboard.kernel.replay`` and can be read with the same tools as any other board; and it is
+enough to go on: ``Team.resume(board_id)`` continues a run that died from what it logged.
 """
 
 from __future__ import annotations
