@@ -379,3 +379,64 @@ def test_approval_arguments_are_checked() -> None:
     team = Team.blackboard({"a": Agent("x")}, approval=lambda r: True)
     assert team.approval_paths == ("/public/*",)
     assert json.loads(json.dumps(team.board_spec()))["approval"] == ["/public/*"]
+
+
+async def test_a_retry_the_circuit_policy_queues_carries_its_feedback_into_the_next_turn(store: Store) -> None:
+    huge = "x" * (1 << 20)
+    model = ScriptedModel([huge, huge, huge, "ok"])
+    team = Team.blackboard({"a": Agent("x", model=model)}, max_rounds=4, store=store, circuit={"on_invalid": "retry"})
+    result = await team.run("task")
+    records = await store.read_records(result.board_id)
+    [action] = actions_in(records)
+    assert action.kind == "retry_with_feedback" and action.worker == "a" and action.feedback
+    # The policy's queued turn is cancelled by round 4's decision, whose turn carries its feedback.
+    cancelled = await store.agenda(result.board_id, ("cancelled",))
+    assert [(i.worker, i.rule) for i in cancelled] == [("a", "circuit")]
+    [turn] = [i for i in await store.agenda(result.board_id, ("done",)) if i.id == "round-4"]
+    assert turn.feedback == action.feedback
+    assert "Your previous contribution was refused" in str(model.calls[3].messages[-1].content)
+    assert [e["content"] for e in result.public[1:]] == ["ok"] and result.end_reason == "max_rounds"
+
+
+async def test_a_resumed_run_sees_the_logged_spend_in_its_budget(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    from slateboard.team import Budget
+
+    def team(replies: list[Any]) -> Team:
+        return Team.blackboard(
+            {"a": Agent("x", model=ScriptedModel(replies))},
+            max_rounds=10,
+            store=url,
+            clock=fixed_clock,
+            budget=Budget(max_calls=3),
+        )
+
+    reference = await team(["A1", "A2", "A3"]).run("task")
+    assert reference.end_reason == "budget:max_calls (3 of 3 model calls made)" and reference.rounds == 3
+    events = Events()
+    with pytest.raises(Crash):
+        await team(["A1", crash]).run("task", on_event=events)
+    result = await team(["A2", "A3"]).resume(events.items[0].board_id)
+    assert result.end_reason == reference.end_reason and result.rounds == 3
+    assert result.state == reference.state and result.interrupted
+
+
+async def test_a_paused_entry_is_put_to_the_approval_policy_on_resume(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    paused = await Team.blackboard(
+        {"a": Agent("x", model=ScriptedModel(["A1"]))}, max_rounds=2, store=url, approval_paths=["/public/*"]
+    ).run("task")
+    assert paused.end_reason.startswith("paused:")
+    asked: list[int | None] = []
+
+    def policy(request: ApprovalRequest) -> bool:
+        asked.append(request.round)
+        return True
+
+    events = Events()
+    result = await Team.blackboard(
+        {"a": Agent("x", model=ScriptedModel(["A2"]))}, max_rounds=2, store=url, approval=policy
+    ).resume(paused.board_id, on_event=events)
+    assert asked == [1, 2] and [e["content"] for e in result.public[1:]] == ["A1", "A2"]
+    assert result.end_reason == "max_rounds" and result.output == "A2" and not result.interrupted
+    assert [c["content"] for c in events.of("blackboard.contribution")] == ["A1", "A2"]

@@ -752,7 +752,9 @@ class _BlackboardRun:
             )
         await self.open()
         history = self.session.history
-        if self.session.ended_at_head:
+        # A run paused at a held entry goes on when this team has a policy to decide it.
+        decidable = team.approval is not None and bool(waiting_approvals(history))
+        if self.session.ended_at_head and not decidable:
             # The run ended (its last record is the run-end record): nothing to redo (D4/D16).
             self.rounds = self.spend().rounds
             run_meta = history[-1].meta
