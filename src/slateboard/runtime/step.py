@@ -55,6 +55,10 @@ committed on the same board meanwhile; 64 in a row means something is wrong)."""
 
 STALE_KEY = "stale"
 """Key in an invocation's ``meta`` counting how often a stale proposal re-queued it."""
+ONCE_KEY = "once"
+"""Key in an invocation's ``meta``: when true, a rejected (not stale) proposal completes the
+invocation instead of re-queuing it for a retry: its control unit decides what runs next
+(``Team.blackboard``'s rounds)."""
 STAGE_RECORD_KIND = "stage"
 """Kind of the action records of a stage's lifecycle (``meta.event`` is ``stage.changed``,
 ``meta.transition`` one of entered, completed, terminated)."""
@@ -504,8 +508,8 @@ class StepEngine:
         blueprint's ``circuit.max_stale_requeues`` times (counted in the invocation's ``meta``);
         past that the invocation fails: an ``invocation.failed`` action record follows the stale
         record, so the loss is in the log and the run's end reason names it. An invalid one is
-        retried with its rejection as feedback until the circuit policy's threshold takes over;
-        anything else completes the invocation. ``reply`` (the worker's) is passed through to
+        retried with its rejection as feedback until the circuit policy's threshold takes over
+        (unless its ``meta`` sets ``ONCE_KEY``); anything else completes the invocation. ``reply`` (the worker's) is passed through to
         the outcome."""
         retries = self.blueprint.spec.circuit.max_consecutive_invalid
         stale_limit = self.blueprint.spec.circuit.max_stale_requeues
@@ -518,7 +522,12 @@ class StepEngine:
             stale = rec.stage == "stale"
             requeued = stored and (
                 (stale and stale_count < stale_limit)
-                or (rec.outcome == "rejected" and not stale and inv.attempts + 1 < retries)
+                or (
+                    rec.outcome == "rejected"
+                    and not stale
+                    and not inv.meta.get(ONCE_KEY)
+                    and inv.attempts + 1 < retries
+                )
             )
             if not requeued:
                 return AgendaChanges(push=pushed, complete=(inv.id,) if stored else ())

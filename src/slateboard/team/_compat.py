@@ -54,7 +54,8 @@ _SHARED: dict[str, str] = {
     "living_plan": "not available; the board is the shared plan",
     "run_until": "the coordinator's terminate decision, max_rounds or budget=",
     "auto_extract": "not available",
-    "approval_handler": "use slateboard's Runner with approval gates (blueprints) for human approval",
+    "approval_handler": "approval= on Team.blackboard (a callable deciding each held contribution; approval_paths= "
+    "chooses what is held), or a blueprint's approval gates with the Runner",
     "output_schema": "a board blueprint with a state schema (slateboard.blueprint) gives typed output",
     "effort": "not available; choose the model instead",
     "strict_effort": "not available; choose the model instead",

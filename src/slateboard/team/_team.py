@@ -1,20 +1,29 @@
-"""``Team.blackboard``: the classic coordinator/agents/decider loop, run on the kernel.
+"""``Team.blackboard``: the classic coordinator/agents/decider loop, run on the runtime's engine.
 
 Each ``run(prompt)`` creates a board from the built-in blueprint (slateboard.team._board) with
-the problem as its first public entry, then plays rounds:
+the problem as its first public entry, loads it into a ``runtime.session.BoardSession`` (the
+step engine, circuit policy and approvals every Runner uses) and plays rounds:
 
-1. the budget is checked; an exhausted budget interrupts the run (no decider, no answer);
-2. the coordinator (an Agent answering ``{"terminate", "next_agent", "instruction"}``, or
-   round-robin when there is none) decides; the decision is logged as a ``control`` record;
+1. the circuit policy's halt and the budget are checked: a halted run ends ``circuit: ...``,
+   an exhausted budget interrupts it (neither runs the decider, neither answers);
+2. the control unit (``team._control.TeamControl``: the coordinator Agent answering
+   ``{"terminate", "next_agent", "instruction"}``, or round-robin when there is none) decides;
+   the decision is logged as a ``control`` record whose append also pushes the chosen agent's
+   turn onto the board's agenda (invocation ``round-<n>``);
 3. terminate ends the loop; no agent (or an unreadable answer) skips the round; an unknown
    agent makes the system post an ``error`` entry and skips the round;
-4. the chosen agent's worker proposes appending its entry; the kernel decides and the record
-   is appended to the store before the state is committed;
+4. the turn is claimed from the store (a lease) and taken through ``StepEngine.step``: the
+   agent's view, its worker, the kernel's decision, one append that logs the record and
+   completes the turn, commit; then the circuit policy, and the classic board's stuck
+   detector (``echo_check``). A rejected turn is not retried: the next round decides. An entry
+   held for approval (``approval=``/``approval_paths=``) is decided through
+   ``runtime.approval`` and committed by the session, or pauses the run;
 
 until the coordinator terminates or ``max_rounds`` rounds were played. Then the decider (an
 Agent, or the fallback: last ``answer`` entry, else last contribution, else "") writes
-``/answer`` through the kernel. The board's log is the audit trail: it verifies with
-``slateboard.kernel.replay`` and can be read with the same tools as any other board.
+``/answer`` in its own turn. The board's log is the audit trail: it verifies with
+``slateboard.kernel.replay`` and can be read with the same tools as any other board; and it is
+enough to go on: ``Team.resume(board_id)`` continues a run that died from what it logged.
 """
 
 from __future__ import annotations
@@ -23,28 +32,32 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..blueprint.compile import compile_blueprint
+from ..errors import UsageError
 from ..kernel.canonical import JSON
+from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import Record, Usage
 from ..models import Model, resolve_model
-from ..runtime.accounting import Accounts
+from ..runtime.approval import Held, approve, refuse
+from ..runtime.boards import RUN_ENDED, RUN_RECORD_KIND, RunnerError, status_for, waiting_approvals
 from ..runtime.events import RunEvent
 from ..runtime.result import TokenUsage, usage_by
-from ..runtime.step import Solo, StepEngine
-from ..scheduling.agenda import Agenda
+from ..runtime.session import BoardSession
+from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
-from ..scheduling.rules import Scheduler
 from ..stores import open_store
-from ..stores.base import Store
+from ..stores.base import AgendaChanges, Store
 from ..workers.base import Worker, WorkerReply
-from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, render_board, run_agent
+from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, render_board
 from ._board import (
     SYSTEM_AUTHOR,
     SYSTEM_WORKER,
@@ -54,22 +67,33 @@ from ._board import (
     make_entry,
 )
 from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
-from ._coordinate import (
-    DEFAULT_COORDINATOR_INSTRUCTIONS,
-    CoordinatorDecision,
-    coordinator_prompt,
-    coordinator_schema,
-    parse_coordinator_decision,
-    round_robin_decision,
+from ._control import (
+    CONTROL_KIND,
+    CONTROL_WORKER,
+    COORDINATOR_DECIDED,
+    DECIDE_INVOCATION,
+    DEFAULT_MAX_REPEATS,
+    Choice,
+    Progress,
+    Tally,
+    TeamControl,
+    decide_invocation,
+    echo_check,
+    round_id,
+    round_invocation,
 )
+from ._coordinate import DEFAULT_COORDINATOR_INSTRUCTIONS
 
 __all__ = [
     "BLACKBOARD_EVENTS",
     "BUDGET_EXCEEDED",
+    "ApprovalPolicy",
+    "ApprovalRequest",
     "Budget",
     "BudgetPolicy",
     "BudgetStatus",
     "EventCallback",
+    "ResumeError",
     "Spend",
     "Team",
     "TeamResult",
@@ -77,13 +101,14 @@ __all__ = [
 ]
 
 STARTED = "blackboard.started"
-COORDINATOR_DECIDED = "blackboard.coordinator_decided"
 NO_CONTRIBUTOR = "blackboard.no_contributor"
 UNKNOWN_AGENT = "blackboard.unknown_agent"
 INVOKING = "blackboard.invoking"
 CONTRIBUTION = "blackboard.contribution"
 REJECTED = "blackboard.rejected"
 DECIDER_FAILED = "blackboard.decider_failed"
+APPROVAL = "blackboard.approval"
+HALTED = "blackboard.halted"
 COMPLETED = "blackboard.completed"
 BUDGET_EXCEEDED = "budget.exceeded"
 BLACKBOARD_EVENTS = (
@@ -95,6 +120,8 @@ BLACKBOARD_EVENTS = (
     CONTRIBUTION,
     REJECTED,
     DECIDER_FAILED,
+    APPROVAL,
+    HALTED,
     COMPLETED,
     BUDGET_EXCEEDED,
 )
@@ -104,6 +131,34 @@ EventCallback = Callable[[RunEvent], Any]
 """Called with each event (an awaitable result is awaited)."""
 
 _PREVIEW = 300
+_LEASE_S = 60.0
+"""The lease a run holds on the turn it is taking (extended while the agent's model runs)."""
+
+
+class ResumeError(UsageError, ValueError):
+    """``Team.resume`` was given a board that is not a blackboard of this team."""
+
+
+# -- approval -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """An agent's contribution held for approval before it is committed: the board, the round,
+    the agent, the ``seq`` of the logged ``held`` record, the public ``entry`` it would append
+    (None when the patch appends none), the whole ``patch`` (JSON ops), and the kernel's reason
+    (which paths need approval)."""
+
+    board_id: str
+    round: int | None
+    agent: str
+    seq: int
+    entry: dict[str, Any] | None
+    patch: list[dict[str, Any]]
+    reason: str
+
+
+ApprovalPolicy = Callable[[ApprovalRequest], "bool | tuple[bool, str] | Awaitable[bool | tuple[bool, str]]"]
+"""Decides a held contribution: True (approve) or False (refuse), optionally with a note
+``(bool, note)``; may be async."""
 
 
 # -- budget ---------------------------------------------------------------------------------------
@@ -166,8 +221,10 @@ class TeamResult:
     """The outcome of one blackboard run.
 
     ``output`` is the decider's answer ("" when the run was interrupted). ``end_reason`` is
-    ``"terminated"`` (the coordinator stopped), ``"max_rounds"``, or ``"budget:<reason>"``, in
-    which case ``interrupted`` is True and ``interruption_reason`` holds it. ``state`` is the final
+    ``"terminated"`` (the coordinator stopped), ``"max_rounds"``, ``"budget:<reason>"``,
+    ``"circuit: <reason>"`` (the circuit policy halted the run: ``halted``) or ``"paused:
+    awaiting approval of record <seq>"``; in the last three ``interrupted`` is True and
+    ``interruption_reason`` holds it. ``state`` is the final
     board state, ``rounds`` the rounds started, ``usage`` tokens per component (``coordinator``,
     ``worker``, ``decider``) and ``usage_by_agent`` per blueprint worker, both from the log.
     ``started_at``/``finished_at`` are the UTC times ``run`` started and ended; ``decider_failed``
@@ -196,6 +253,11 @@ class TeamResult:
     def value(self) -> str:
         """The answer (loomflow's ``RunResult.value``; the same string as ``output``)."""
         return self.output
+
+    @property
+    def halted(self) -> bool:
+        """True when the circuit policy halted the run (``end_reason`` says why)."""
+        return self.end_reason.startswith("circuit")
 
     @property
     def run_id(self) -> str:
@@ -262,6 +324,9 @@ class Team:
         view_budget: int = 100_000,
         constrain_coordinator: bool = True,
         name: str = "blackboard",
+        approval: ApprovalPolicy | None = None,
+        approval_paths: Sequence[str] | None = None,
+        circuit: Mapping[str, Any] | None = None,
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
@@ -314,9 +379,30 @@ class Team:
         self.view_budget = view_budget
         self.constrain_coordinator = bool(constrain_coordinator)
         self.name = name
+        if approval is not None and not callable(approval):
+            raise TypeError(f"approval must be a callable deciding an ApprovalRequest, got {type(approval).__name__}")
+        if approval_paths is not None and (
+            isinstance(approval_paths, str) or not all(isinstance(p, str) for p in approval_paths)
+        ):
+            raise TypeError(f"approval_paths must be a list of path patterns, got {approval_paths!r}")
+        if circuit is not None and not isinstance(circuit, Mapping):
+            raise TypeError(f"circuit must be a mapping of circuit policy settings, got {type(circuit).__name__}")
+        self.approval = approval
+        # An approval policy without paths holds every public contribution.
+        self.approval_paths: tuple[str, ...] = tuple(
+            approval_paths if approval_paths is not None else (("/public/*",) if approval is not None else ())
+        )
+        settings = dict(circuit or {})
+        repeats = settings.pop("max_repeats", DEFAULT_MAX_REPEATS)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
+            raise ValueError(f"circuit max_repeats must be an integer >= 0 (0: off), got {repeats!r}")
+        self.max_repeats: int = repeats
+        self.circuit: dict[str, Any] = settings
         self._models: dict[str, Model] = {}
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
-        blackboard_blueprint(list(self.agents), view_budget=view_budget)  # fail fast on bad names
+        # Fail fast on bad names, circuit settings or approval paths: the board's blueprint
+        # compiles now (BlueprintError naming the setting), not at the first run.
+        compile_blueprint(self.board_spec())
         # Resolve every model now: an unknown form or a missing API key fails here, at build
         # time, not in round 1. "local" is left to the first run (it loads weights).
         members = [*self.agents.values(), *(m for m in (coordinator, decider) if m is not None)]
@@ -343,6 +429,9 @@ class Team:
         view_budget: int = 100_000,
         constrain_coordinator: bool = True,
         name: str = "blackboard",
+        approval: ApprovalPolicy | None = None,
+        approval_paths: Sequence[str] | None = None,
+        circuit: Mapping[str, Any] | None = None,
         **unsupported: Any,
     ) -> Team:
         """A blackboard team (see the module docstring); ``agents`` may be passed positionally,
@@ -358,7 +447,18 @@ class Team:
         (``allows_step(spent)``) or a loomflow-style budget whose ``allows_step()`` takes no
         arguments. ``clock`` stamps entries (UTC). ``view_budget`` bounds each agent's view in
         characters. ``constrain_coordinator`` sends the answer's JSON schema to the
-        coordinator's model. Reserved agent names (``user``, ``system``, ``__*``) and names over
+        coordinator's model. ``approval`` (a callable, maybe async, given an ``ApprovalRequest``
+        and answering True/False or ``(bool, note)``) decides every contribution that changes a
+        path under ``approval_paths`` (default: the public board) before it is committed, through
+        the Runner's approval mechanism: the kernel logs it ``held``, the decision is an
+        ``approval`` record, a refused entry is never committed. ``approval_paths`` without
+        ``approval`` pauses the run at a held entry (``end_reason`` ``paused: ...``): approve it
+        with ``slateboard.runtime.approval.approve`` and ``resume`` the board. ``circuit``
+        overrides the circuit policy's thresholds (the blueprint's ``circuit`` keys, e.g.
+        ``stuck_after``, ``max_consecutive_invalid``, ``on_invalid``, ``max_alternations``) and
+        the classic board's stuck detector: ``max_repeats`` (default 5, 0: off) contributions in
+        a row with the same content by one agent halt the run, as do ``max_alternations`` (default
+        6) contributions of two agents repeating each other in turn. Reserved agent names (``user``, ``system``, ``__*``) and names over
         200 characters raise ValueError; loomflow keywords slateboard does not take raise
         ``UnsupportedOption`` naming the equivalent.
         """
@@ -377,6 +477,9 @@ class Team:
             view_budget=view_budget,
             constrain_coordinator=constrain_coordinator,
             name=name,
+            approval=approval,
+            approval_paths=approval_paths,
+            circuit=circuit,
             **unsupported,
         )
 
@@ -422,6 +525,26 @@ class Team:
         refuse_unsupported("Team.run", unsupported, RUN_EQUIVALENTS)
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
+        return await self._drive(lambda run: run.start(prompt), on_event)
+
+    async def resume(self, board_id: str, *, on_event: EventCallback | None = None) -> TeamResult:
+        """Go on with a run of this team that stopped (the process died, the task was cancelled,
+        an entry awaited approval) from what its board's store logged: committed rounds are not
+        played again; a turn the last decision pushed but did not finish is taken (a dead run's
+        lease on it is taken over: do not resume a board another process is still running); a
+        held entry is put to ``approval`` (or committed once approved with
+        ``slateboard.runtime.approval.approve``); then the rounds go on to the same end an
+        uninterrupted run reaches. A board whose run ended returns that run's result and
+        appends nothing. ``store`` must be the store the run used (a Store or a persistent URL);
+        the team must have the same agents (else ``ResumeError``). The budget sees the spend the
+        log holds (rounds, calls, tokens; seconds count from the resume)."""
+        if not isinstance(board_id, str) or not board_id:
+            raise TypeError(f"board_id must be a board id string, got {board_id!r}")
+        return await self._drive(lambda run: run.resume(board_id), on_event)
+
+    async def _drive(
+        self, go: Callable[[_BlackboardRun], Awaitable[TeamResult]], on_event: EventCallback | None
+    ) -> TeamResult:
         # Subscriptions made before this call belong to this run (they end with it).
         listeners, self._listeners = self._listeners, []
         callbacks = [cb for cb in (self.on_event, on_event) if cb is not None]
@@ -434,8 +557,7 @@ class Team:
         started_at = datetime.now(UTC)
         store, owned = await self._open_store()
         try:
-            run = _BlackboardRun(self, store, listeners, [watch, *callbacks])
-            result = await run.execute(prompt)
+            result = await go(_BlackboardRun(self, store, listeners, [watch, *callbacks]))
             error = failures[-1].data.get("error") if failures else None
             return dataclasses.replace(
                 result,
@@ -443,13 +565,40 @@ class Team:
                 finished_at=datetime.now(UTC),
                 decider_failed=bool(failures),
                 decider_error=str(error) if failures and error is not None else None,
-                turns=int(getattr(run, "calls", 0)),
             )
         finally:
             for q in listeners:
                 q.put_nowait(None)
             if owned:
                 await store.close()
+
+    def board_spec(self, prompt: str | None = None, *, at: datetime | None = None) -> dict[str, Any]:
+        """The blueprint (plain JSON) of this team's board: the built-in blackboard for its
+        agents, with the problem ``prompt`` as the first public entry (stamped ``at``) when
+        given; the circuit policy's thresholds (``circuit=``; an agent's
+        ``max_consecutive_invalid`` rejections in a row halt the run); the approval paths when
+        ``approval=``/``approval_paths=`` are set; rounds, not steps, bound the run."""
+        names = list(self.agents)
+        spec = blackboard_blueprint(
+            names,
+            instructions={n: a.instructions for n, a in self.agents.items()},
+            view_budget=self.view_budget,
+            name=self.name,
+        )
+        # Each round appends at most two proposals (an unknown agent's error entry, or a held
+        # entry and its approved commit), and the decider one: max_rounds governs, not max_steps.
+        spec["limits"] = {"max_steps": 2 * self.max_rounds + 2}
+        # The coordinator picks who goes next, and an agent's view already shows its recent
+        # rejections: a streak of rejections halts rather than queueing retries outside the rounds.
+        spec["circuit"] = {"on_invalid": "halt", **self.circuit}
+        if self.approval_paths:
+            spec["approval"] = list(self.approval_paths)
+        if prompt is not None:
+            problem = make_entry("e1", USER_AUTHOR, prompt, kind="problem", at=at or self.clock())
+            spec["initial_state"]["task"] = prompt
+            spec["initial_state"]["public"] = [problem]
+            spec["initial_state"]["signatures"][USER_AUTHOR] = problem["id"]
+        return spec
 
     def run_sync(self, prompt: str, *, on_event: EventCallback | None = None, **unsupported: Any) -> TeamResult:
         """``run`` from synchronous code (starts an event loop; not from inside a running one);
@@ -489,6 +638,14 @@ class TeamStream:
 
 # -- one run --------------------------------------------------------------------------------------
 class _BlackboardRun:
+    """One run (or resumed run) of a team's board, driven on a ``BoardSession``'s step engine.
+
+    Each round: the budget and the circuit policy's halt are checked; ``TeamControl`` decides;
+    the decision is logged as a ``control`` record whose append pushes the chosen agent's
+    invocation on the board's agenda; the invocation is claimed from the store (a lease) and
+    taken through ``StepEngine.step`` (view, worker, kernel, one append that completes it,
+    commit) followed by the circuit policy, as in every Runner step."""
+
     def __init__(
         self,
         team: Team,
@@ -502,12 +659,14 @@ class _BlackboardRun:
         self.callbacks = callbacks
         self.board_id = ""
         self.started = time.monotonic()
-        self.calls = 0
-        self.tokens_in = 0
-        self.tokens_out = 0
+        self.owner = f"team-{uuid.uuid4().hex[:8]}"
         self.rounds = 0
-        self.compiled: CompiledBlueprint
-        self.engine: StepEngine
+        self.tally = Tally()
+        self.takeover: set[str] = set()
+        """Invocations a dead run had claimed (``resume``): this run takes their lease over."""
+        self.session: BoardSession
+        self.control: TeamControl
+        self.decider: DeciderWorker
 
     # -- plumbing -----------------------------------------------------------------------------
     async def emit(self, kind: str, **data: JSON) -> None:
@@ -520,226 +679,358 @@ class _BlackboardRun:
                 await out
 
     def spend(self) -> Spend:
-        return Spend(self.rounds, self.calls, self.tokens_in, self.tokens_out, time.monotonic() - self.started)
-
-    def count(self, usage: Usage, calls: int = 1) -> None:
-        self.calls += calls
-        self.tokens_in += usage.tokens_in
-        self.tokens_out += usage.tokens_out
+        """What the board's log adds up to (the same fold for a fresh and a resumed run)."""
+        t = self.tally.fold(self.session.history)
+        return Spend(t.rounds, t.calls, t.tokens_in, t.tokens_out, time.monotonic() - self.started)
 
     @property
     def kernel(self) -> Kernel:
-        return self.engine.kernel
-
-    async def append(self, decision: Decision) -> None:
-        """Append a decision already prepared on the kernel (the engine's append path)."""
-        async with self.engine.lock:
-            await self.engine.transact(lambda: decision)
-
-    async def action(self, kind: str, reason: str, **kw: Any) -> None:
-        async with self.engine.lock:
-            await self.engine.transact(lambda: self.kernel.action(kind, reason, **kw))
-
-    async def propose(
-        self, worker: Worker, event: dict[str, JSON], invocation: str, meta: dict[str, JSON]
-    ) -> tuple[Record, WorkerReply]:
-        """One step of the engine for ``worker``, chosen by the coordinator: the invocation is
-        made up by this control loop (not on the store's agenda), so it is neither completed
-        nor re-queued; a rejection is shown to the agent in its next view."""
-        inv = Invocation(invocation, worker.name, 0, self.rounds, event)
-        outcome = await self.engine.step(inv, invocation, meta=meta, stored=False)
-        assert outcome.record is not None and outcome.reply is not None  # Solo: never dropped
-        return outcome.record, outcome.reply
+        return self.session.kernel
 
     def public(self) -> list[dict[str, Any]]:
         state = self.kernel.state
         assert isinstance(state, dict)
         return [e for e in state["public"] if isinstance(e, dict)]
 
-    # -- the loop -----------------------------------------------------------------------------
-    async def execute(self, prompt: str) -> TeamResult:
+    async def open(self) -> None:
+        """Load the board into a session whose workers are the team's agents and decider."""
         team = self.team
-        names = list(team.agents)
-        spec = blackboard_blueprint(
-            names,
-            instructions={n: a.instructions for n, a in team.agents.items()},
-            view_budget=team.view_budget,
-            name=team.name,
-        )
-        problem = make_entry("e1", USER_AUTHOR, prompt, kind="problem", at=team.clock())
-        spec["initial_state"]["task"] = prompt
-        spec["initial_state"]["public"] = [problem]
-        spec["initial_state"]["signatures"][USER_AUTHOR] = problem["id"]
-        self.compiled = compile_blueprint(spec)
-        workers = {
-            n: AgentWorker(n, a, team.model_for(a), state=lambda: self.kernel.state, clock=team.clock)
-            for n, a in team.agents.items()
+        state: Callable[[], JSON] = lambda: self.session.kernel.state  # noqa: E731
+        workers: dict[str, Worker] = {
+            n: AgentWorker(n, a, team.model_for(a), state=state, clock=team.clock) for n, a in team.agents.items()
         }
-        coordinator_model = team.model_for(team.coordinator) if team.coordinator is not None else None
-        decider = DeciderWorker(
+        self.decider = DeciderWorker(
             team.decider,
             team.model_for(team.decider) if team.decider is not None else None,
             instructions=team.decider_instructions,
-            state=lambda: self.kernel.state,
+            state=state,
         )
+        workers[self.decider.name] = self.decider
+        # serve=(): build no worker from the blueprint, use the team's; no engine events (the
+        # run emits the blackboard.* events); no worker timeout (the seed has none).
+        self.session = BoardSession(self.store, self.board_id, workers=workers, serve=(), emit=_quiet)
+        self.session.engine.worker_timeout = None
+        await self.session.load()
+        self.control = TeamControl(
+            list(team.agents),
+            {n: a.instructions for n, a in team.agents.items()},
+            coordinator=team.coordinator,
+            model=team.model_for(team.coordinator) if team.coordinator is not None else None,
+            instructions=team.coordinator_instructions,
+            constrain=team.constrain_coordinator,
+        )
+
+    async def transact(self, prepare: Callable[[], Decision | None], changes: Any = None) -> Record:
+        """One append through the engine (compare-and-set, then commit or abort)."""
+        async with self.session.lock:
+            done = await self.session.engine.transact(prepare, changes)
+        assert isinstance(done, Transacted)  # Solo: nothing is ever dropped
+        return done.record
+
+    # -- starting and resuming ----------------------------------------------------------------
+    async def start(self, prompt: str) -> TeamResult:
+        team = self.team
+        compiled = compile_blueprint(team.board_spec(prompt, at=team.clock()))
         info = await self.store.create_board(
-            self.compiled.spec.to_json(),
-            self.compiled.initial_state(),
+            compiled.spec.to_json(),
+            compiled.initial_state(),
             name=team.name,
-            meta={"architecture": "blackboard", "agents": list(names)},
+            meta={"architecture": "blackboard", "agents": list(team.agents)},
         )
         self.board_id = info.board_id
-        # The blackboard runs on the step engine every runner uses (one writer: Solo), with no
-        # worker timeout (the seed has none); the coordinator below is its control loop.
-        self.engine = StepEngine(self.store, self.board_id, concurrency=Solo(), worker_timeout=None)
-        accounts = Accounts(tail_size=1, keep_history=False)  # no approvals, no circuit policy
-        self.engine.reset(self.compiled, Kernel(self.compiled), Scheduler(self.compiled), Agenda(), accounts)
-        self.engine.workers = {**workers, decider.name: decider}
+        return await self._guarded(Progress(), resumed=False)
+
+    async def resume(self, board_id: str) -> TeamResult:
+        team = self.team
+        self.board_id = board_id
+        info = await self.store.board_info(board_id)
+        agents = info.meta.get("agents") if isinstance(info.meta, dict) else None
+        if info.meta.get("architecture") != "blackboard" or agents != list(team.agents):
+            raise ResumeError(
+                f"board {board_id} is not a blackboard of this team: its agents are {agents!r}, "
+                f"the team's are {list(team.agents)!r}"
+            )
+        await self.open()
+        history = self.session.history
+        # A run paused at a held entry goes on when this team has a policy to decide it.
+        decidable = team.approval is not None and bool(waiting_approvals(history))
+        if self.session.ended_at_head and not decidable:
+            # The run ended (its last record is the run-end record): nothing to redo (D4/D16).
+            self.rounds = self.spend().rounds
+            run_meta = history[-1].meta
+            final = run_meta.get("final")
+            state = self.kernel.state
+            answer = state.get("answer") if isinstance(state, dict) else None
+            return await self._result(
+                history[-1].reason or "",
+                answer if isinstance(answer, str) else (final if isinstance(final, str) else ""),
+                interrupted=run_meta.get("interrupted") is True,
+            )
+        claimed = await self.store.agenda(board_id, ("claimed",))
+        self.takeover = {i.id for i in claimed}
+        if info.status != "running":
+            await self.store.set_status(board_id, "running", "resumed")
+        state = self.kernel.state
+        answer = state.get("answer") if isinstance(state, dict) else None
+        return await self._guarded(Progress.of(history, answer), resumed=True)
+
+    async def _guarded(self, progress: Progress, *, resumed: bool) -> TeamResult:
         try:
-            return await self._loop(names, workers, coordinator_model, decider)
+            if not resumed:
+                await self.open()
+            return await self._run(progress, resumed=resumed)
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.store.set_status(self.board_id, "failed", "the run raised an exception")
             raise
 
-    async def _loop(
-        self,
-        names: list[str],
-        workers: dict[str, AgentWorker],
-        coordinator_model: Model | None,
-        decider: DeciderWorker,
-    ) -> TeamResult:
+    # -- the rounds ---------------------------------------------------------------------------
+    async def _run(self, progress: Progress, *, resumed: bool) -> TeamResult:
         team = self.team
-        await self.emit(
-            STARTED,
-            agents=list(names),
-            has_coordinator=team.coordinator is not None,
-            has_decider=team.decider is not None,
-        )
-        end_reason = "max_rounds"
-        for round_num in range(1, team.max_rounds + 1):
-            status = await team.budget.allows_step(self.spend())
-            if status.blocked:
-                return await self._interrupt(round_num, status)
-            self.rounds = round_num
-            decision = await self._coordinate(round_num, names, coordinator_model)
-            await self.emit(
-                COORDINATOR_DECIDED,
-                round=round_num,
-                terminate=decision.terminate,
-                next_agent=decision.next_agent,
-                raw=decision.raw[:_PREVIEW],
-            )
-            if decision.terminate:
-                end_reason = "terminated"
-                break
-            if decision.next_agent is None:
-                why = "no JSON decision could be read" if not decision.parsed else "the coordinator named no agent"
-                await self.emit(NO_CONTRIBUTOR, round=round_num, reason=why)
-                continue
-            if decision.next_agent not in workers:
-                await self._post_error(
-                    round_num, f"Coordinator picked unknown agent {decision.next_agent!r}; skipping."
-                )
-                await self.emit(UNKNOWN_AGENT, round=round_num, agent_name=decision.next_agent)
-                continue
-            agent = decision.next_agent
-            await self.emit(INVOKING, round=round_num, agent=agent)
-            event: dict[str, JSON] = {
-                "kind": "coordinator",
-                "round": round_num,
-                "agent": agent,
-                "instruction": decision.instruction,
-            }
-            outcome, reply = await self.propose(
-                workers[agent], event, f"round-{round_num}", {"round": round_num, "control": decision.raw[:_PREVIEW]}
-            )
-            self.count(reply.usage)
-            if outcome.outcome == "accepted":
-                entry = self.public()[-1]
-                await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
-            else:
+        names = list(team.agents)
+        started: dict[str, JSON] = {
+            "agents": list(names),
+            "has_coordinator": team.coordinator is not None,
+            "has_decider": team.decider is not None,
+        }
+        if resumed:
+            started.update(resumed=True, round=progress.rounds)
+        await self.emit(STARTED, **started)
+        self.rounds = progress.rounds
+        end_reason = "terminated" if progress.terminated else "max_rounds"
+        # A resumed run first finishes what the dead one left: an approved or held entry, the
+        # error entry of an unknown agent's round, the turn its last decision pushed.
+        stop = await self._settle_approvals()
+        if stop is not None:
+            return await self._stop(stop)
+        last_agent = progress.last.get("next_agent")
+        if not progress.error_posted and isinstance(last_agent, str) and last_agent not in team.agents:
+            await self._post_error(progress.rounds, f"Coordinator picked unknown agent {last_agent!r}; skipping.")
+        pending = [i for i in self.session.agenda.eligible() if i.worker in team.agents and i.rule == "coordinator"]
+        for inv in pending:
+            await self.emit(INVOKING, round=progress.rounds, agent=inv.worker)
+            await self._turn(inv, progress.rounds)
+        if not progress.terminated and not progress.decided:
+            for round_num in range(progress.rounds + 1, team.max_rounds + 1):
+                stop = self._halted()
+                if stop is not None:
+                    return await self._stop(stop)
+                status = await team.budget.allows_step(self.spend())
+                if status.blocked:
+                    return await self._interrupt(round_num, status)
+                self.rounds = round_num
+                choice = await self._coordinate(round_num)
+                decision = choice.decision
                 await self.emit(
-                    REJECTED,
+                    COORDINATOR_DECIDED,
                     round=round_num,
-                    agent=agent,
-                    stage=outcome.stage,
-                    reason=(outcome.reason or "")[:_PREVIEW],
-                    error=reply.error,
+                    terminate=decision.terminate,
+                    next_agent=decision.next_agent,
+                    raw=decision.raw[:_PREVIEW],
                 )
-        final = await self._decide(decider)
+                if decision.terminate:
+                    end_reason = "terminated"
+                    break
+                if decision.next_agent is None:
+                    why = "no JSON decision could be read" if not decision.parsed else "the coordinator named no agent"
+                    await self.emit(NO_CONTRIBUTOR, round=round_num, reason=why)
+                    continue
+                if decision.next_agent not in team.agents:
+                    await self._post_error(
+                        round_num, f"Coordinator picked unknown agent {decision.next_agent!r}; skipping."
+                    )
+                    await self.emit(UNKNOWN_AGENT, round=round_num, agent_name=decision.next_agent)
+                    continue
+                await self.emit(INVOKING, round=round_num, agent=decision.next_agent)
+                turn = self.session.agenda.get(round_id(round_num))
+                assert turn is not None  # pushed with the control record
+                await self._turn(turn, round_num)
+        stop = self._halted()
+        if stop is not None:
+            return await self._stop(stop)
+        final = await self._decide()
         await self.emit(COMPLETED, final=final[:_PREVIEW], board_size=len(self.public()))
         return await self._finish(end_reason, final)
 
-    async def _coordinate(self, round_num: int, names: list[str], model: Model | None) -> CoordinatorDecision:
-        team = self.team
-        usage = Usage(component="coordinator")
-        if team.coordinator is None or model is None:
-            decision = round_robin_decision(names, round_num)
-        else:
-            roles = {n: a.instructions for n, a in team.agents.items()}
-            prompt = coordinator_prompt(team.coordinator_instructions, roles, render_board(self.public()))
-            schema = coordinator_schema(names) if team.constrain_coordinator else None
-            reply = await run_agent(team.coordinator, model, prompt, json_schema=schema)
-            usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "coordinator")
-            self.count(usage)
-            if reply.error is not None:
-                decision = CoordinatorDecision(False, None, None, f"(coordinator failed: {reply.error})", parsed=False)
-            else:
-                decision = parse_coordinator_decision(reply.text)
-        if decision.terminate:
-            reason = "terminate"
-        elif decision.next_agent is None:
-            reason = "no contributor" if decision.parsed else "unreadable decision: no contributor"
-        else:
-            reason = f"next agent: {decision.next_agent}"
-        await self.action(
-            "control",
-            f"round {round_num}: {reason}",
-            worker="__coordinator",
-            invocation=f"round-{round_num}",
-            meta={
-                "event": COORDINATOR_DECIDED,
-                "round": round_num,
-                "terminate": decision.terminate,
-                "next_agent": decision.next_agent,
-                "instruction": decision.instruction,
-                "parsed": decision.parsed,
-                "raw": decision.raw[:2000],
-            },
-            usage=usage,
-        )
-        return decision
+    def _halted(self) -> str | None:
+        """Why the board cannot go on: a circuit halt, or a held entry awaiting approval."""
+        return self.session.halted
 
+    async def _coordinate(self, round_num: int) -> Choice:
+        """Ask the control unit, then log its decision: one ``control`` record whose append also
+        pushes the chosen agent's turn on the agenda (and cancels leftover work: a turn the
+        circuit policy queued for an agent carries its feedback into that agent's next turn)."""
+        choice = await self.control.choose(round_num, render_board(self.public()))
+        agent = choice.decision.next_agent
+        leftovers = [i for i in self.session.agenda.eligible() if i.id != DECIDE_INVOCATION]
+        feedback = next((i.feedback for i in leftovers if i.worker == agent and i.feedback), None)
+        turn = (
+            round_invocation(choice, round_num, self.session.scheduler.allocate_order(), feedback=feedback)
+            if agent is not None and agent in self.team.agents and not choice.decision.terminate
+            else None
+        )
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                CONTROL_KIND,
+                f"round {round_num}: {choice.reason}",
+                worker=CONTROL_WORKER,
+                invocation=round_id(round_num),
+                meta=choice.record_meta(round_num),
+                usage=choice.usage,
+            )
+
+        def changes(_d: Decision, _pushed: Sequence[Invocation]) -> AgendaChanges:
+            return AgendaChanges(cancel=[i.id for i in leftovers], push=(turn,) if turn is not None else ())
+
+        await self.transact(prepare, changes)
+        return choice
+
+    async def _claim(self, inv: Invocation) -> Invocation:
+        """Lease ``inv`` from the store (taking over a dead run's lease when resuming)."""
+        now = time.time() + _LEASE_S if inv.id in self.takeover else None
+        self.takeover.discard(inv.id)
+        claim = await self.store.claim(self.board_id, owner=self.owner, lease_s=_LEASE_S, invocation_id=inv.id, now=now)
+        if claim is None:
+            raise RunnerError(
+                f"board {self.board_id}: invocation {inv.id} of {inv.worker} could not be claimed "
+                "(another process holds its lease: is this board run elsewhere?)"
+            )
+        return self.session.adopt(claim.invocation) or claim.invocation
+
+    async def _step(self, inv: Invocation) -> tuple[Record, WorkerReply]:
+        """Claim and run one invocation through the step engine (then the circuit policy)."""
+        claimed = await self._claim(inv)
+        meta = {k: v for k, v in claimed.meta.items() if k != ONCE_KEY}
+        outcome = await self.session.engine.step(
+            claimed, str(meta.get("control", claimed.id)), owner=self.owner, lease_s=_LEASE_S, meta=meta
+        )
+        assert outcome.record is not None and outcome.reply is not None  # Solo: never dropped
+        return outcome.record, outcome.reply
+
+    async def _turn(self, inv: Invocation, round_num: int) -> None:
+        """The chosen agent's turn: one step, then its events (and the approval, when held)."""
+        agent = inv.worker
+        rec, reply = await self._step(inv)
+        if rec.outcome == "accepted":
+            entry = self.public()[-1]
+            await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
+            await self._echo()
+        elif rec.outcome == "held":
+            await self._settle_approvals()
+        else:
+            await self.emit(
+                REJECTED,
+                round=round_num,
+                agent=agent,
+                stage=rec.stage,
+                reason=(rec.reason or "")[:_PREVIEW],
+                error=reply.error,
+            )
+
+    # -- approvals ----------------------------------------------------------------------------
+    async def _settle_approvals(self) -> str | None:
+        """Decide held entries with the team's ``approval`` callback (``runtime.approval``'s
+        approve/refuse: an ``approval`` record each), then commit approved entries as every
+        runner does (``BoardSession.approved_first``). Returns why the run must stop (an entry
+        still awaits a decision: no callback), else None."""
+        session = self.session
+        approval = self.team.approval
+        for held in waiting_approvals(session.history):
+            if approval is None:
+                break
+            request = _approval_request(self.board_id, held, session.history)
+            verdict = approval(request)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            approved, note = _verdict(verdict)
+            decide = approve if approved else refuse
+            await decide(self.store, self.board_id, held.seq, by="approval", note=note)
+            await session.refresh()  # the decision was appended beside the engine: catch up
+            await self.emit(
+                APPROVAL,
+                round=request.round,
+                agent=held.worker,
+                seq=held.seq,
+                decision="approved" if approved else "refused",
+                note=note,
+            )
+            if not approved:
+                await self.emit(
+                    REJECTED,
+                    round=request.round,
+                    agent=held.worker,
+                    stage="approval",
+                    reason=f"refused by the approval policy{': ' + note if note else ''}"[:_PREVIEW],
+                    error=None,
+                )
+        before = len(self.public())
+        waiting = await session.approved_first()
+        for entry in self.public()[before:]:
+            await self.emit(
+                CONTRIBUTION,
+                round=self.rounds,
+                agent=str(entry.get("author")),
+                content=str(entry.get("content"))[:_PREVIEW],
+            )
+        if len(self.public()) > before:
+            await self._echo()
+        return waiting
+
+    async def _echo(self) -> None:
+        """The classic board's stuck detector (``echo_check``) after a contribution: a halt is
+        logged as a ``circuit`` record, like the circuit policy's, and ends the run."""
+        spec = self.session.blueprint.spec.circuit
+        action = echo_check(self.public(), repeats=self.team.max_repeats, alternations=spec.max_alternations)
+        if action is None or self.session.halted:
+            return
+        await self.transact(
+            lambda: self.kernel.action(CIRCUIT_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
+        )
+
+    # -- system entries, the decider, the end -------------------------------------------------
     async def _post_error(self, round_num: int, message: str) -> None:
         entry_id = f"e{len(self.public()) + 1}"
         entry = make_entry(entry_id, SYSTEM_AUTHOR, message, kind="error", at=self.team.clock())
-        proposal = Proposal(
-            SYSTEM_WORKER,
-            [
-                {"op": "add", "path": "/public/-", "value": entry},
-                {"op": "add", "path": f"/signatures/{SYSTEM_AUTHOR}", "value": entry_id},
-            ],
-            viewed_version=self.kernel.version,
-            invocation=f"round-{round_num}",
-            event={"kind": "coordinator", "round": round_num},
-            usage=Usage(component="system"),
-            meta={"round": round_num},
-        )
-        await self.append(self.kernel.prepare(proposal))
 
-    async def _decide(self, decider: DeciderWorker) -> str:
-        event: dict[str, JSON] = {"kind": "decide", "rounds": self.rounds}
-        outcome, reply = await self.propose(decider, event, "decide", {"rounds": self.rounds})
-        if decider.agent is not None:
-            self.count(reply.usage)
+        def prepare() -> Decision:
+            return self.kernel.prepare(
+                Proposal(
+                    SYSTEM_WORKER,
+                    [
+                        {"op": "add", "path": "/public/-", "value": entry},
+                        {"op": "add", "path": f"/signatures/{SYSTEM_AUTHOR}", "value": entry_id},
+                    ],
+                    viewed_version=self.kernel.version,
+                    invocation=round_id(round_num),
+                    event={"kind": "coordinator", "round": round_num},
+                    usage=Usage(component="system"),
+                    meta={"round": round_num},
+                )
+            )
+
+        await self.transact(prepare)
+
+    async def _decide(self) -> str:
+        """The decider's turn (its invocation pushed on the agenda, claimed, one step); on a
+        resumed run whose answer is already committed, that answer."""
+        state = self.kernel.state
+        answer = state.get("answer") if isinstance(state, dict) else None
+        if isinstance(answer, str):
+            return answer
+        inv = self.session.agenda.get(DECIDE_INVOCATION)
+        if inv is None:
+            inv = decide_invocation(self.rounds, self.session.scheduler.allocate_order())
+            await self.store.push_invocations(self.board_id, [inv])
+            self.session.agenda.push(inv)
+        rec, reply = await self._step(inv)
         if reply.error is not None:
             await self.emit(DECIDER_FAILED, error=reply.error[:_PREVIEW])
         ops = reply.patch if isinstance(reply.patch, list) else []
         value = ops[0].get("value") if ops and isinstance(ops[0], dict) else None
         final = value if isinstance(value, str) else ""
-        if outcome.outcome == "rejected":
-            await self.emit(REJECTED, round=None, agent=decider.name, stage=outcome.stage, reason=outcome.reason)
+        if rec.outcome == "rejected":
+            await self.emit(REJECTED, round=None, agent=self.decider.name, stage=rec.stage, reason=rec.reason)
         return final
 
     async def _interrupt(self, round_num: int, status: BudgetStatus) -> TeamResult:
@@ -754,13 +1045,26 @@ class _BlackboardRun:
         )
         return await self._finish(reason, "", interrupted=True)
 
+    async def _stop(self, reason: str) -> TeamResult:
+        """End the run early: the circuit policy halted it, or an entry awaits approval."""
+        halt = next((r for r in reversed(self.session.history) if r.kind == CIRCUIT_KIND), None)
+        details = halt.meta.get("details") if halt is not None and reason.startswith("circuit") else None
+        trigger = details.get("trigger") if isinstance(details, dict) else None
+        await self.emit(HALTED, round=self.rounds, reason=reason[:_PREVIEW], trigger=trigger)
+        return await self._finish(reason, "", interrupted=True)
+
     async def _finish(self, end_reason: str, final: str, *, interrupted: bool = False) -> TeamResult:
-        await self.action(
-            "run",
-            end_reason,
-            meta={"event": "run.ended", "rounds": self.rounds, "final": final[:_PREVIEW], "interrupted": interrupted},
-        )
-        await self.store.set_status(self.board_id, "done", end_reason)
+        meta: dict[str, JSON] = {
+            "event": RUN_ENDED,
+            "rounds": self.rounds,
+            "final": final[:_PREVIEW],
+            "interrupted": interrupted,
+        }
+        await self.transact(lambda: self.kernel.action(RUN_RECORD_KIND, end_reason, meta=meta))
+        await self.store.set_status(self.board_id, status_for(end_reason), end_reason)
+        return await self._result(end_reason, final, interrupted=interrupted)
+
+    async def _result(self, end_reason: str, final: str, *, interrupted: bool) -> TeamResult:
         records = await self.store.read_records(self.board_id)
         return TeamResult(
             output=final,
@@ -772,4 +1076,44 @@ class _BlackboardRun:
             interruption_reason=end_reason if interrupted else None,
             usage=usage_by(records, "component"),
             usage_by_agent=usage_by([r for r in records if r.kind == "proposal"], "worker"),
+            turns=Tally().fold(records).calls,
         )
+
+
+def _quiet(kind: str, **data: JSON) -> None:
+    """The engine's run events are not the team's (it emits the ``blackboard.*`` ones)."""
+    return None
+
+
+def _approval_request(board_id: str, held: Held, records: Sequence[Record]) -> ApprovalRequest:
+    """What an approval callback is shown of a held record."""
+    rec = next((r for r in records if r.seq == held.seq), None)
+    try:
+        ops = json.loads(held.patch) if held.patch else []
+    except ValueError:
+        ops = []
+    patch = [op for op in ops if isinstance(op, dict)] if isinstance(ops, list) else []
+    entry = next(
+        (op.get("value") for op in patch if op.get("path") == "/public/-" and isinstance(op.get("value"), dict)),
+        None,
+    )
+    event = rec.event if rec is not None and isinstance(rec.event, dict) else {}
+    round_num = event.get("round")
+    return ApprovalRequest(
+        board_id=board_id,
+        round=round_num if isinstance(round_num, int) else None,
+        agent=held.worker,
+        seq=held.seq,
+        entry=dict(entry) if isinstance(entry, dict) else None,
+        patch=patch,
+        reason=held.reason,
+    )
+
+
+def _verdict(value: Any) -> tuple[bool, str]:
+    """An approval callback's answer: a bool, or ``(bool, note)``."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], bool):
+        return value[0], str(value[1] or "")
+    if isinstance(value, bool):
+        return value, ""
+    raise TypeError(f"an approval callback must return a bool or (bool, note), got {type(value).__name__}")
