@@ -175,6 +175,12 @@ class Limits(_Strict):
         default_factory=dict,
         description="Prices per model name (a record's meta.model); '*' prices records of any other model.",
     )
+    max_refusals: int = Field(
+        2,
+        ge=0,
+        description="Times a worker whose held proposal a human refused is asked again, with the refusal as "
+        "feedback, before its invocation fails (logged as an invocation.failed record).",
+    )
     max_patch_bytes: int = Field(1 << 20, ge=64)
     max_ops: int = Field(256, ge=1)
     max_depth: int = Field(64, ge=2, le=512)
