@@ -34,7 +34,7 @@ from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
-from ..scheduling.control import AgendaOrder, ControlUnit, Selection
+from ..scheduling.control import AgendaOrder, ControlUnit, Selection, restore_control
 from ..scheduling.invocation import Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
@@ -210,6 +210,8 @@ class Runner:
                 self._control_name, list(self.blueprint.workers), model=self.model, state=lambda: self.kernel.state
             )
             self._control_name = None
+        # The control unit continues where the board's log says it is (issue 18), not at its start.
+        restore_control(self.control, self.session.history)
         self._opened = True
 
     # -- the loop -------------------------------------------------------------------------------
@@ -312,6 +314,7 @@ class Runner:
             # Another runner holds it (or a dead one whose lease has not expired yet): resync
             # the agenda from the store and try again shortly.
             session.agenda = Agenda(await self.store.agenda(self.board_id))
+            restore_control(self.control, session.history)  # the choice did not happen: back to the log's
             await asyncio.sleep(min(1.0, self.lease_s / 4))
             return
         if claim.invocation.id != inv.id:
