@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from slateboard.cli import app
 from slateboard.runtime import Runner, RunnerProcess, create_board, submit, wait
 from slateboard.scheduling.control import RoundRobin, last_chosen, restore_control
 from slateboard.stores import Store, open_store
@@ -198,3 +201,24 @@ async def test_submit_rejects_an_unknown_control_unit() -> None:
     with pytest.raises(ValueError, match="needs a model"):
         await submit(store, BP, control="coordinator")
     await store.close()
+
+
+def test_the_cli_submits_a_board_with_its_control_unit(tmp_path: Path) -> None:
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps(BP), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    cli = CliRunner()
+    done = cli.invoke(app, ["submit", str(path), "--store", url, "--control", "round-robin", "--json"])
+    assert done.exit_code == 0, done.output
+    board = json.loads(done.stdout)["board_id"]
+
+    async def meta() -> Any:
+        store = await open_store(url)
+        try:
+            return (await store.board_info(board)).meta
+        finally:
+            await store.close()
+
+    assert asyncio.run(meta())["control"] == "round-robin"
+    bad = cli.invoke(app, ["submit", str(path), "--store", url, "--control", "lottery"])
+    assert bad.exit_code == 2 and "--control: expected one of agenda, round-robin, coordinator" in bad.stderr
