@@ -28,7 +28,7 @@ from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused,
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
-from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, view_payload
+from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
 from .tools import Tool, ToolResult, as_tool
 
 if TYPE_CHECKING:
@@ -283,6 +283,7 @@ class LLMWorker:
             return self._failed(exc, raw, usages, calls, diagnostics, started)
         assert parsed is not None
         diagnostics.update({"decoding": used, "parse": parsed.how, "finish_reason": finish})
+        diagnostics["prompt_parts"] = self._parts(system, user, usages)
         if calls:
             diagnostics["tool_calls"] = calls
             diagnostics["tool_log"] = tool_log
@@ -297,6 +298,15 @@ class LLMWorker:
             diagnostics=diagnostics,
             raw=raw,
         )
+
+    @staticmethod
+    def _parts(system: Sequence[PromptBlock], user: Sequence[PromptBlock], usages: Sequence[Usage]) -> JSON:
+        """The prompt split into view / format / instruction (issue 18): characters per part (they
+        add up to the prompt's), and the first call's prompt tokens shared out over them in that
+        proportion (they add up to the model's count; later tool-call turns are not split)."""
+        chars = prompt_parts(system, user)
+        tokens = usages[0].tokens_in if usages else 0
+        return {"chars": dict(chars), "tokens": dict(split_tokens(tokens, chars)), "prompt_tokens": tokens}
 
     async def _generate(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
         # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
