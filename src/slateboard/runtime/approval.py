@@ -23,10 +23,10 @@ from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
 from ..kernel.record import Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
-from ..stores.base import AgendaChanges, Conflict, Store
+from ..stores.base import AgendaChanges, Store
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
-from .step import FAILED_RECORD_KIND, MAX_CONFLICTS, append_decision
+from .step import FAILED_RECORD_KIND, append_decision, cas_retry
 
 __all__ = ["REFUSALS_KEY", "ApprovalError", "Held", "approve", "held_proposals", "refuse"]
 
@@ -124,10 +124,11 @@ async def _after_refusal(
 
 
 async def _log_failed(store: Store, board_id: str, inv: Invocation, why: str) -> None:
-    """Append the ``invocation.failed`` record for ``inv`` (after its refusal): read back the
-    board at its head and retry when another writer appended meanwhile."""
+    """Append the ``invocation.failed`` record for ``inv`` (after its refusal), at the board's
+    head: each attempt reads the board back, so a lost compare-and-set is simply retried."""
     reason = f"invocation {inv.id} of {inv.worker} failed: {why}"
-    for _ in range(MAX_CONFLICTS):
+
+    async def attempt(_conflicts: int) -> None:
         loaded = await store.load_board(board_id)
         kernel: Kernel = kernel_from(compile_blueprint(loaded.blueprint), loaded)
         prepared = kernel.action(
@@ -137,9 +138,9 @@ async def _log_failed(store: Store, board_id: str, inv: Invocation, why: str) ->
             invocation=inv.id,
             meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
         )
-        try:
-            await append_decision(store, board_id, kernel, prepared, AgendaChanges())
-        except Conflict:
-            continue
-        return
-    raise RunnerError(f"board {board_id}: could not log that invocation {inv.id} failed (the board kept moving)")
+        await append_decision(store, board_id, kernel, prepared, AgendaChanges())
+
+    async def caught_up() -> None:
+        return None  # the next attempt loads the board afresh
+
+    await cas_retry(attempt, caught_up, retry=True)

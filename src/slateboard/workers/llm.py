@@ -25,6 +25,7 @@ from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
+from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
@@ -155,7 +156,13 @@ class LLMWorker:
         if self.decoding == "none":
             return None, "none"
         if self.decoding == "contract":
-            state = self.state() if self.state is not None else self._sketch(view)
+            # The live state, as this worker may read it: a quarantined region its contract does
+            # not name must not reach its reply schema either (existing keys, indexes).
+            state = (
+                readable_state(self.blueprint, self._name, self.state())
+                if self.state is not None
+                else self._sketch(view)
+            )
             derived = proposal_schema(
                 self.blueprint,
                 self._name,
