@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from slateboard.cli import app
+from slateboard.models import ScriptedModel
 from slateboard.runtime import Runner, RunnerProcess, create_board, submit, wait
 from slateboard.scheduling.control import RoundRobin, last_chosen, restore_control
 from slateboard.stores import Store, open_store
@@ -222,3 +223,38 @@ def test_the_cli_submits_a_board_with_its_control_unit(tmp_path: Path) -> None:
     assert asyncio.run(meta())["control"] == "round-robin"
     bad = cli.invoke(app, ["submit", str(path), "--store", url, "--control", "lottery"])
     assert bad.exit_code == 2 and "--control: expected one of agenda, round-robin, coordinator" in bad.stderr
+
+
+def prefer_later_workers(messages: Any) -> str:
+    """A coordinator's answer: c's invocation when there is one, else b's, else a's."""
+    text = "\n".join(m.content for m in messages)
+    for worker in ("c", "b", "a"):
+        if f"worker={worker} " in text:
+            return json.dumps({"choice": worker, "terminate": False, "reason": f"{worker} first"})
+    return json.dumps({"choice": 1, "terminate": False, "reason": "the first"})
+
+
+def coordinator_model() -> ScriptedModel:
+    return ScriptedModel([prefer_later_workers], cycle=True, name="scripted-coordinator")
+
+
+async def test_a_coordinator_board_runs_in_its_order_and_its_tokens_are_logged(shared_store: Store) -> None:
+    board = await create_board(shared_store, BP)
+    model = coordinator_model()
+    result = await Runner(shared_store, board, functions=functions([]), control="coordinator", model=model).run()
+    expected = await committed(shared_store, board)
+    assert expected[:3] == ["c", "c", "b"] and expected != ["a", "a", "a", "a", "b", "c", "c"]
+
+    board = await submit(shared_store, BP, control="coordinator", model="python:test_control_resume:coordinator_model")
+    process = RunnerProcess(shared_store, concurrency=2, functions=functions([]), lease_s=5, grace_s=1)
+    await serve_until_ended(shared_store, board, [process])
+    assert await committed(shared_store, board) == expected
+    records = await shared_store.read_records(board)
+    spent = [r for r in records if r.kind == "spend"]
+    assert spent and all(r.usage.component == "coordinator" for r in spent)
+    ended = await wait(shared_store, board)
+    assert ended.usage["coordinator"].tokens_in == sum(r.usage.tokens_in for r in spent) > 0
+    assert sum(u.tokens_in + u.tokens_out for u in ended.usage.values()) == sum(
+        r.usage.tokens_in + r.usage.tokens_out for r in records
+    )
+    assert result.usage["coordinator"].tokens_in > 0
