@@ -8,12 +8,16 @@ end reason names the lost work."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
 from slateboard.blueprint import compile_blueprint
+from slateboard.cli import app
 from slateboard.kernel import replay
 from slateboard.models import ScriptedModel
 from slateboard.runtime import Runner, approve, create_board, held_proposals, refuse
@@ -146,3 +150,19 @@ async def test_past_max_refusals_the_invocation_fails_with_a_record_and_the_end_
     assert end_status(info.status, info.reason, answered=result.answer is not None) == "exhausted"
     await verified(store, board)
     await store.close()
+
+
+def test_the_cli_says_the_worker_is_asked_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+
+    async def paused() -> str:
+        store = await open_store(url)
+        board = await create_board(store, BP)
+        await Runner(store, board, functions={"writer": writer}, model=ScriptedModel([answer("x")])).run()
+        await store.close()
+        return board
+
+    board = asyncio.run(paused())
+    shown = CliRunner().invoke(app, ["refuse", board, "--store", url, "--note", "no"])
+    assert shown.exit_code == 0, shown.output
+    assert "decider will be asked again with the refusal as feedback (refusal 1)" in " ".join(shown.stdout.split())
