@@ -258,3 +258,14 @@ async def test_a_coordinator_board_runs_in_its_order_and_its_tokens_are_logged(s
         r.usage.tokens_in + r.usage.tokens_out for r in records
     )
     assert result.usage["coordinator"].tokens_in > 0
+
+
+async def test_runner_processes_serving_different_workers_keep_the_boards_order(shared_store: Store) -> None:
+    expected = await runner_order(shared_store, "round-robin")
+    board = await submit(shared_store, BP, control="round-robin")
+    fleet = [
+        RunnerProcess(shared_store, concurrency=2, functions=functions([]), lease_s=5, worker_names=names)
+        for names in (["a", "b"], ["c"])
+    ]
+    await serve_until_ended(shared_store, board, fleet)
+    assert await committed(shared_store, board) == expected

@@ -65,7 +65,7 @@ from ..kernel.record import Usage
 from ..models import Model, ModelError, resolve_model
 from ..models.errors import ModelConfigError
 from ..scheduling.control import AgendaOrder, ControlUnit, restore_control
-from ..scheduling.invocation import CLAIMED, PENDING, Invocation
+from ..scheduling.invocation import PENDING, Invocation
 from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import BoardInfo, Claim, LeaseLost, Store, StoreError, StoreUnavailable
 from ..workers.base import WorkerConfigError
@@ -434,16 +434,18 @@ class RunnerProcess:
         """Ask the board's control unit, restored from the board's records, which of the board's
         invocations (pending or claimed, by anyone) runs now. Every runner asks the same unit
         about the same committed board, so all get the same answer: ours -> run it; a pending
-        one -> give ours back and claim that one; one claimed elsewhere -> hold ours until that
-        one is committed (at most a third of the lease, then give it back), catch up and ask
-        again. So the board runs one invocation at a time, in the unit's order. None when there
+        one this runner serves -> give ours back and claim that one; one claimed elsewhere (or
+        of a worker served elsewhere) -> hold ours until that one is committed (at most a third
+        of the lease, then give it back), catch up and ask again. So the board runs one invocation at a time, in the unit's order. None when there
         is nothing for this claim to run (or the unit ended the board)."""
         board = session.board_id
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.lease_s / 3
         current: Invocation | None = inv
         while current is not None:
-            active = [i for i in await self.store.agenda(board) if i.worker in session.workers]
+            # Every active invocation of the board, also those of workers this runner does not
+            # serve: the unit's order is the board's, whoever serves it.
+            active = await self.store.agenda(board)
             restore_control(control, session.history)
             selection = await control.select(active, session.summary())
             await self._note_control_spend(session, control, selection.reason)
@@ -456,7 +458,7 @@ class RunnerProcess:
                 return None
             if chosen.id == current.id:
                 return current, selection.reason
-            if chosen.status == PENDING:
+            if chosen.status == PENDING and chosen.worker in session.workers:
                 await self._give_back(session, current, f"the control unit picked {chosen.id}")
                 claim = await self.store.claim(board, owner=self.owner, lease_s=self.lease_s, invocation_id=chosen.id)
                 if claim is None:
@@ -464,10 +466,10 @@ class RunnerProcess:
                     return None
                 self.stats.claims += 1
                 return session.adopt(claim.invocation) or claim.invocation, selection.reason
-            # Its turn is another runner's (or another task's here): wait for that commit.
-            while any(i.id == chosen.id for i in await self.store.agenda(board, (CLAIMED,))):
+            # Its turn is another runner's (running it, or serving its worker): wait for that commit.
+            while any(i.id == chosen.id for i in await self.store.agenda(board)):
                 if loop.time() >= deadline or self._stop.is_set():
-                    await self._give_back(session, current, f"{chosen.id} still runs elsewhere")
+                    await self._give_back(session, current, f"{chosen.id} is not committed yet")
                     return None
                 await asyncio.sleep(0.01)
             current = await session.begin(current)
