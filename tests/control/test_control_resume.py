@@ -119,8 +119,19 @@ async def test_a_killed_run_resumes_the_round_robin_where_it_was(tmp_path: Path)
 
 
 # -- runner processes ---------------------------------------------------------------------------
-def pg_dsn() -> str | None:
-    return os.environ.get("SLATEBOARD_TEST_PG")
+PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def pg_skip_reason(dsn: str) -> str | None:
+    """None when the PostgreSQL server at ``dsn`` answers, else why the case is skipped."""
+    try:
+        import psycopg
+
+        with psycopg.connect(dsn, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # any failure means: no server for this case
+        return f"PostgreSQL at {dsn} does not answer ({type(exc).__name__}: {exc})"
+    return None
 
 
 @pytest.fixture(params=["memory", "postgresql"])
@@ -130,10 +141,10 @@ async def shared_store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
         yield store
         await store.close()
         return
-    dsn = pg_dsn()
-    if not dsn:
-        print("SLATEBOARD_TEST_PG is not set: the PostgreSQL case needs a server")
-        pytest.skip("SLATEBOARD_TEST_PG is not set: the PostgreSQL case needs a server")
+    dsn = os.environ.get("SLATEBOARD_TEST_PG") or PG_DEFAULT
+    if reason := pg_skip_reason(dsn):
+        print(reason)
+        pytest.skip(reason)
     psycopg = pytest.importorskip("psycopg")
     schema = f"sbt_ctl_{uuid.uuid4().hex[:12]}"
     store = await open_store(f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}")
