@@ -8,8 +8,8 @@ from typing import Any
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.runtime import Runner, create_board
-from slateboard.runtime.step import quarantine_hidden, readable_state
 from slateboard.stores import open_store
+from slateboard.views import quarantine_hidden, readable_state
 
 BP: dict[str, Any] = {
     "name": "quarantine-reads",

@@ -26,7 +26,7 @@ from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._salvage import Salvaged, prune_schema, salvage
 from .loading import BlueprintTextError, parse_blueprint_text
-from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec
+from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 
 _META_REFUSAL = "state schema is not valid JSON Schema"
 
@@ -68,6 +68,24 @@ class CompiledRule:
     when: CelExpr | None
 
 
+RETENTION_FUNCTION = "slateboard.workers.retention:prune"
+"""The function reference of the system workers a blueprint's ``retention`` bounds create (the
+worker factory builds them as ``workers.retention.RetentionWorker``)."""
+RETENTION_PRIORITY = 1000
+"""Priority of their invocations: pruning runs before other queued work."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRetention:
+    """A retention bound: the system ``worker`` keeps the last ``keep_last`` items of the array
+    at ``path`` (its tokens in ``tokens``)."""
+
+    worker: str
+    path: str
+    tokens: tuple[str, ...]
+    keep_last: int
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledStage:
     """A stage with compiled entry/exit conditions."""
@@ -95,6 +113,9 @@ class CompiledBlueprint:
     state_model: type[PydanticModel] | None = None
     fail: CelExpr | None = None
     """The blueprint's ``fail`` condition (compiled at acceptance like ``done``)."""
+    retention: dict[str, CompiledRetention] = field(default_factory=dict)
+    """The blueprint's retention bounds, by the name of the system worker that applies each
+    (that worker and the rule that wakes it are in ``workers`` and ``rules`` too)."""
 
     def typed_state(self, state: Any) -> Any:
         """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
@@ -331,6 +352,22 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         if p is not None:
             rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
 
+    retention: dict[str, CompiledRetention] = {}
+    for i, ret in enumerate(bp.retention):
+        compiled_ret = _retention(ret, i, bp, schema, pattern, issues)
+        if compiled_ret is None:
+            continue
+        bound, contract, rule_spec = compiled_ret
+        if bound.worker in workers or bound.worker in retention:
+            issues.append(BlueprintIssue(f"/retention/{i}/name", f"worker name {bound.worker!r} is taken"))
+            continue
+        retention[bound.worker] = bound
+        workers[bound.worker] = contract
+        trigger = pattern(rule_spec.on.path, f"/retention/{i}/path")
+        when = cel(rule_spec.when, f"/retention/{i}")
+        if trigger is not None:
+            rules.append(CompiledRule(len(bp.rules) + i, rule_spec.name or bound.worker, rule_spec, trigger, when))
+
     invariants: list[CompiledInvariant] = []
     for i, inv in enumerate(bp.invariants):
         where = f"/invariants/{i}"
@@ -375,6 +412,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         approval=approval,
         quarantine=quarantine,
         digest=hash_json(bp.to_json()),
+        retention=retention,
     )
     for failure in check_all_invariants(compiled, compiled.initial_state()):
         issues.append(
@@ -404,3 +442,47 @@ __all__ = [
     "compile_blueprint",
     "load_blueprint",
 ]
+
+
+def _retention(
+    ret: RetentionSpec,
+    i: int,
+    bp: Blueprint,
+    schema: SchemaIndex | None,
+    pattern: Any,
+    issues: list[BlueprintIssue],
+) -> tuple[CompiledRetention, WorkerContract, RuleSpec] | None:
+    """A retention bound's system worker (reads the array, may only remove its items) and the
+    rule that wakes it when an append leaves the array longer than ``keep_last``."""
+    where = f"/retention/{i}"
+    p: Pattern | None = pattern(ret.path, f"{where}/path")
+    if p is None:
+        return None
+    if not p.tokens or any(t in ("*", "**", "-") for t in p.tokens):
+        issues.append(BlueprintIssue(f"{where}/path", f"{ret.path!r} must name one array (no wildcards)"))
+        return None
+    items = Pattern.parse(ret.path + "/*")
+    if schema is not None and not pattern_locations(schema, items.tokens):
+        issues.append(BlueprintIssue(f"{where}/path", f"{ret.path!r} is not an array of the state schema"))
+        return None
+    name = ret.name or f"retention:{ret.path}"
+    spec = WorkerSpec(
+        instruction=f"system: keep the last {ret.keep_last} items of {ret.path}",
+        function=RETENTION_FUNCTION,
+        reads=[ret.path],
+        writes=[ret.path + "/*"],
+        ops=["remove"],
+    )
+    contract = WorkerContract(name, spec, (p,), (items,), frozenset(spec.ops))
+    # size(state["a"]["b"]) > N: the array's members may be any keys, so index them as strings.
+    accessor = "state" + "".join(f"[{json.dumps(t)}]" for t in p.tokens)
+    rule = RuleSpec.model_validate(
+        {
+            "name": name,
+            "on": {"op": "add", "path": ret.path + "/-"},
+            "when": f"size({accessor}) > {ret.keep_last}",
+            "invoke": name,
+            "priority": RETENTION_PRIORITY,
+        }
+    )
+    return CompiledRetention(name, ret.path, tuple(p.tokens), ret.keep_last), contract, rule

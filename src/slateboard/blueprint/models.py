@@ -100,6 +100,17 @@ class RuleSpec(_Strict):
     stage: str | None = Field(None, description="The rule fires only while this stage is active.")
 
 
+class RetentionSpec(_Strict):
+    """A bound on an array of the state, against board pollution: once it holds more than
+    ``keep_last`` items, a system worker removes the oldest (the first) ones. The removal is a
+    proposal like any other: checked by the kernel against the system worker's contract, logged,
+    replayed; never a silent edit."""
+
+    path: str = Field(description="Pointer of the array (no wildcards), e.g. '/notes'.")
+    keep_last: int = Field(ge=1, description="Items kept: the newest (last) ones.")
+    name: str | None = Field(None, description="The system worker's name (default: retention:<path>).")
+
+
 class InvariantSpec(_Strict):
     """A CEL rule that every committed state must satisfy at schema location ``at``.
 
@@ -177,6 +188,12 @@ class Limits(_Strict):
         default_factory=dict,
         description="Prices per model name (a record's meta.model); '*' prices records of any other model.",
     )
+    max_refusals: int = Field(
+        2,
+        ge=0,
+        description="Times a worker whose held proposal a human refused is asked again, with the refusal as "
+        "feedback, before its invocation fails (logged as an invocation.failed record).",
+    )
     max_patch_bytes: int = Field(1 << 20, ge=64)
     max_ops: int = Field(256, ge=1)
     max_depth: int = Field(64, ge=2, le=512)
@@ -219,9 +236,28 @@ class Blueprint(_Strict):
     task: str = Field("/task", description="Pointer of the top-level state member that receives a run's task text.")
     approval: list[str] = Field(default_factory=list, description="Patterns whose changes need human approval.")
     quarantine: str | None = Field(None, description="Pattern of the region untrusted workers write.")
+    retention: list[RetentionSpec] = Field(
+        default_factory=list,
+        description="Bounds on arrays (keep the last N items), applied by system workers as logged proposals.",
+    )
     limits: Limits = Field(default_factory=Limits)
     circuit: CircuitSpec = Field(default_factory=CircuitSpec)
 
     def to_json(self) -> dict[str, Any]:
         """The blueprint as plain JSON (with ``schema`` as the key for the state schema)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        out = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # Terms added after boards were first stored are left out at their defaults, so a
+        # blueprint that does not use them keeps the digest its stored logs were started with.
+        for key, default in _LATE_DEFAULTS:
+            if out.get(key) == default:
+                del out[key]
+        limits = out.get("limits")
+        if isinstance(limits, dict):
+            for key, default in _LATE_LIMIT_DEFAULTS:
+                if limits.get(key) == default:
+                    del limits[key]
+        return out
+
+
+_LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []),)
+_LATE_LIMIT_DEFAULTS: tuple[tuple[str, Any], ...] = (("max_refusals", 2),)

@@ -227,7 +227,8 @@ def refuse_command(
     note: Annotated[str, typer.Option("--note", help="Why (logged).")] = "",
     store: StoreOption = None,
 ) -> None:
-    """Refuse a held proposal: log the decision; its patch is never committed."""
+    """Refuse a held proposal: log the decision; its patch is never committed, and its worker is
+    asked again with the refusal as feedback (up to the blueprint's limits.max_refusals)."""
     _decide(board, record, by, note, store, approved=False)
 
 
@@ -248,6 +249,14 @@ def _decide(board: str, record: int | None, by: str, note: str, url: str | None,
                 rec = await (approve if approved else refuse)(st, info.board_id, seq, by=by, note=note)
             except ApprovalError as exc:
                 raise CliError(str(exc)) from None
-            return f"{rec.reason} (logged as record {rec.seq}); resume with: slateboard resume {info.board_id}"
+            done = f"{rec.reason} (logged as record {rec.seq})"
+            if not approved:
+                asked = rec.meta.get("asked_again")
+                done += (
+                    f"; {rec.worker} will be asked again with the refusal as feedback (refusal {rec.meta.get('refusals')})"
+                    if asked
+                    else f"; {rec.worker} is not asked again: its invocation failed (refusal {rec.meta.get('refusals')})"
+                )
+            return f"{done}; resume with: slateboard resume {info.board_id}"
 
     console().print(run_async(go))

@@ -185,7 +185,7 @@ def log_command(
             r.worker or "-",
             r.stage or "-",
             str(r.version),
-            str(r.usage.tokens_in + r.usage.tokens_out),
+            tokens_cell(r),
             Text(r.reason or "") if patches else cell(r.reason),
         ]
         if patches:
@@ -193,6 +193,17 @@ def log_command(
         table.add_row(*row)
     out.print(table)
     finish()
+
+
+def tokens_cell(r: Record) -> str:
+    """A record's tokens; for an LLM proposal also its prompt tokens split into view, format and
+    instruction (``meta.prompt_parts``): ``412 (v300 f90 i22)``."""
+    total = str(r.usage.tokens_in + r.usage.tokens_out)
+    parts = r.meta.get("prompt_parts")
+    split = parts.get("tokens") if isinstance(parts, dict) else None
+    if not isinstance(split, dict) or not any(split.values()):
+        return total
+    return f"{total} (v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)})"
 
 
 async def read_intact(st: Any, board_id: str, last_seq: int) -> tuple[list[Record], tuple[int, str] | None]:

@@ -159,13 +159,27 @@ def submit_command(
         int | None,
         typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
     ] = None,
+    control: Annotated[
+        str | None,
+        typer.Option(
+            "--control",
+            help="Control unit the runner processes ask which invocation runs next: agenda, round-robin or "
+            "coordinator (recorded with the board).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a board for runner processes (slateboard worker) and print its id.
 
     The model string is recorded with the board; runner processes use it unless they override it.
     """
+    from ..scheduling.units import CONTROL_UNITS
     from ._run import _inputs
+
+    if control is not None and control not in CONTROL_UNITS:
+        raise CliError(f"--control: expected one of {', '.join(CONTROL_UNITS)}, got {control!r}", code=EXIT_USAGE)
+    if control == "coordinator" and model is None:
+        raise CliError("--control coordinator needs --model (the coordinator asks a model)", code=EXIT_USAGE)
 
     compiled, path = load_blueprint_or_template(blueprint)
     add_import_paths(Path.cwd(), path.parent if path is not None else None)
@@ -175,7 +189,9 @@ def submit_command(
         from ..runtime import submit
 
         async with opened_store(store) as st:
-            return await submit(st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps)
+            return await submit(
+                st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control
+            )
 
     board_id = run_async(go)
     if as_json:

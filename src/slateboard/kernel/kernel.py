@@ -141,6 +141,9 @@ class Kernel:
         self._changes: deque[tuple[int, list[tuple[Tokens, int | None]]]] = deque(maxlen=STALE_WINDOW)
         # Patches a human approved (worker, canonical patch text), each usable once.
         self._approved: dict[tuple[str, str], int] = {}
+        # Patches a human refused (worker, canonical patch text) -> seq of the held record: never
+        # held again (a person is not asked twice about the same change), rejected instead.
+        self._refused: dict[tuple[str, str], int] = {}
         self._pending: Decision | None = None
 
     # -- public API -------------------------------------------------------------------------
@@ -194,7 +197,14 @@ class Kernel:
         if held is not None:
             applied.undo()
             self.state = applied.root
-            rec = self._record(proposal, "held", patch_text, "approval", held, before, before)
+            refused = self._refused.get((proposal.worker, patch_text)) if patch_text is not None else None
+            if refused is not None:
+                # Nothing changes and no one is asked: a no-op (not a rejection to retry), so a
+                # worker that has nothing but the refused patch ends its invocation here.
+                why = f"this exact patch was refused by a human (held record {refused}); nothing changed"
+                rec = self._record(proposal, "noop", patch_text, "approval", why, before, before)
+            else:
+                rec = self._record(proposal, "held", patch_text, "approval", held, before, before)
             return self._hold(Decision(rec))
         if after == before:
             applied.undo()
@@ -286,11 +296,14 @@ class Kernel:
     def note_approval(self, record: Record) -> None:
         """Track approvals from the log: an ``approval`` action that approves a held record makes
         that exact patch (same worker, same canonical text) acceptable once; the accepted record
-        that uses it consumes it. Rebuilding a kernel from a log calls this for every record."""
-        if record.kind == "approval" and record.meta.get("decision") == "approved":
+        that uses it consumes it. One that refuses it makes that exact patch a no-op (stage
+        ``approval``) whenever the worker proposes it again, instead of held for a person again.
+        Rebuilding a kernel from a log calls this for every record."""
+        if record.kind == "approval" and record.meta.get("decision") in ("approved", "refused"):
             worker, patch, held = record.meta.get("worker"), record.meta.get("patch"), record.meta.get("record")
             if isinstance(worker, str) and isinstance(patch, str) and isinstance(held, int):
-                self._approved[(worker, patch)] = held
+                kept = self._approved if record.meta.get("decision") == "approved" else self._refused
+                kept[(worker, patch)] = held
         elif record.outcome == "accepted" and record.worker is not None and record.patch is not None:
             self._approved.pop((record.worker, record.patch), None)
 

@@ -4,19 +4,34 @@ A proposal that passes every stage but changes a path under an approval pattern 
 outcome ``held`` (stage ``approval``) and the board is paused. ``approve`` logs an ``approval``
 action naming the held record and its exact patch; the next run of the board (in this process
 or another) commits that patch without calling the worker again. ``refuse`` logs the refusal;
-the held patch is never committed. Both leave the board ``running`` so it can be resumed.
+the held patch is never committed (if the worker proposes that exact patch again the kernel
+logs it as a no-op at stage ``approval`` rather than asking a person twice), and in the same append the worker is queued again
+with the refusal as feedback, so the board does not end without an answer just because a
+person said no. That is bounded: past the blueprint's ``limits.max_refusals`` refusals in a row
+for one line of work, the invocation fails with a logged ``invocation.failed`` record (named in
+the run's end reason; nothing is lost silently). Both leave the board ``running`` so it can be
+resumed.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..blueprint.compile import compile_blueprint
 from ..errors import UsageError
+from ..kernel.canonical import JSON
+from ..kernel.kernel import Kernel
 from ..kernel.record import Record
+from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..stores.base import AgendaChanges, Store
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
-from .step import append_decision
+from .events import INVOCATION_FAILED
+from .step import FAILED_RECORD_KIND, append_decision, cas_retry
 
-__all__ = ["ApprovalError", "Held", "approve", "held_proposals", "refuse"]
+__all__ = ["REFUSALS_KEY", "ApprovalError", "Held", "approve", "held_proposals", "refuse"]
+
+REFUSALS_KEY = "refusals"
+"""Key in an invocation's ``meta`` counting the refusals its line of work has had so far."""
 
 
 class ApprovalError(UsageError, ValueError):
@@ -49,14 +64,83 @@ async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str,
             f"board {board_id}: record {seq} is not a held proposal awaiting a decision (waiting: {waiting})"
         )
     try:
-        kernel = kernel_from(compile_blueprint(loaded.blueprint), loaded)
+        blueprint = compile_blueprint(loaded.blueprint)
+        kernel = kernel_from(blueprint, loaded)
     except RunnerError as exc:
         raise ApprovalError(str(exc)) from None
     reason = f"{by} {decision} record {seq}" + (f": {note}" if note else "")
-    meta = {"record": seq, "decision": decision, "by": by, "worker": held.worker, "patch": held.patch}
+    meta: dict[str, JSON] = {"record": seq, "decision": decision, "by": by, "worker": held.worker, "patch": held.patch}
+    changes = AgendaChanges()
+    failed: Invocation | None = None
+    if decision == "refused":
+        invocation = next((r.invocation for r in records if r.seq == seq), None)
+        changes, failed, count = await _after_refusal(
+            store, board_id, held, invocation, reason, kernel.version, blueprint.spec.limits.max_refusals
+        )
+        meta[REFUSALS_KEY] = count
+        meta["asked_again"] = failed is None and bool(changes)
     prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
     # The same append as every step (one compare-and-set, then commit or abort); a lost
     # compare-and-set means the board moved while we decided: the caller may simply retry.
-    await append_decision(store, board_id, kernel, prepared, AgendaChanges())
+    await append_decision(store, board_id, kernel, prepared, changes)
+    if failed is not None:
+        await _log_failed(store, board_id, failed, f"a human refused its proposal {meta[REFUSALS_KEY]} time(s)")
     await store.set_status(board_id, "running", reason)
     return prepared.record
+
+
+async def _after_refusal(
+    store: Store, board_id: str, held: Held, invocation: str | None, reason: str, version: int, limit: int
+) -> tuple[AgendaChanges, Invocation | None, int]:
+    """The agenda changes a refusal brings: the worker queued again with the refusal as feedback
+    (or, if the same worker and binding are already pending, that invocation given the
+    feedback), while the refusals of this line of work stay within ``limit``; past it, the
+    invocation that proposed the refused patch, to be logged as failed. Also the refusal count."""
+    everything = await store.agenda(board_id, (PENDING, CLAIMED, DONE, CANCELLED))
+    origin = next((i for i in everything if i.id == invocation), None)
+    before = origin.meta.get(REFUSALS_KEY, 0) if origin is not None else 0
+    count = (before if isinstance(before, int) else 0) + 1
+    if count > limit:
+        lost = origin or Invocation(invocation or f"held-{held.seq}", held.worker, 0, 0)
+        return AgendaChanges(), lost, count
+    feedback = f"{reason}. The refused patch (do not propose it again): {held.patch}"
+    key_of = origin.key if origin is not None else Invocation("", held.worker, 0, 0).key
+    waiting = next((i for i in everything if i.status == PENDING and i.key == key_of), None)
+    if waiting is not None:
+        nudged = replace(waiting, feedback=feedback, meta={**waiting.meta, REFUSALS_KEY: count})
+        return AgendaChanges(requeue=(nudged,)), None, count
+    again = Invocation(
+        f"refused-{held.seq}",
+        held.worker,
+        origin.priority if origin is not None else 0,
+        max((i.order for i in everything), default=-1) + 1,
+        {"op": "approval", "path": "", "version": version},
+        "approval",
+        origin.binding if origin is not None else (),
+        feedback=feedback,
+        meta={REFUSALS_KEY: count},
+    )
+    return AgendaChanges(push=(again,)), None, count
+
+
+async def _log_failed(store: Store, board_id: str, inv: Invocation, why: str) -> None:
+    """Append the ``invocation.failed`` record for ``inv`` (after its refusal), at the board's
+    head: each attempt reads the board back, so a lost compare-and-set is simply retried."""
+    reason = f"invocation {inv.id} of {inv.worker} failed: {why}"
+
+    async def attempt(_conflicts: int) -> None:
+        loaded = await store.load_board(board_id)
+        kernel: Kernel = kernel_from(compile_blueprint(loaded.blueprint), loaded)
+        prepared = kernel.action(
+            FAILED_RECORD_KIND,
+            reason,
+            worker=inv.worker,
+            invocation=inv.id,
+            meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+        )
+        await append_decision(store, board_id, kernel, prepared, AgendaChanges())
+
+    async def caught_up() -> None:
+        return None  # the next attempt loads the board afresh
+
+    await cas_retry(attempt, caught_up, retry=True)

@@ -30,6 +30,15 @@ Guarantees (with a PostgreSQL store):
   invocations get ``grace_s`` seconds to finish; the rest are cancelled and their claims given
   back at once (not left to expire).
 
+- **The board's control unit decides.** For a board submitted with ``control``
+  (``round-robin``, ``coordinator``; default agenda order, which is the claim order already) a
+  runner that claimed one of its invocations catches up, restores the unit from the board's
+  records (``scheduling.control.restore_control``) and asks it which of the board's invocations
+  runs now; when the unit picks another one the claim is given back and that one is claimed
+  instead, or, when the pick is running elsewhere, the claim waits for that commit (bounded).
+  So the board runs one invocation at a time in the unit's order: the order of commits is the
+  order the single-process ``Runner`` gives, and it continues across runners and restarts.
+
 Model strings: the board's meta ``model`` (set by ``submit``) unless the runner overrides it.
 Besides the providers of ``slateboard.models`` a runner resolves ``python:MODULE:NAME``: NAME is
 a Model, or a callable returning one (how tests and benchmarks plug scripted models into real
@@ -52,9 +61,12 @@ from typing import TYPE_CHECKING, Any
 from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
 from ..errors import RunError
 from ..kernel.canonical import JSON
+from ..kernel.record import Usage
 from ..models import Model, ModelError, resolve_model
 from ..models.errors import ModelConfigError
-from ..scheduling.invocation import Invocation
+from ..scheduling.control import AgendaOrder, ControlUnit, restore_control
+from ..scheduling.invocation import PENDING, Invocation
+from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import BoardInfo, Claim, LeaseLost, Store, StoreError, StoreUnavailable
 from ..workers.base import WorkerConfigError
 from ..workers.factory import make_workers
@@ -124,18 +136,27 @@ async def submit(
     name: str | None = None,
     board_id: str | None = None,
     max_steps: int | None = None,
+    control: str | None = None,
 ) -> str:
     """Create a running board for runner processes and return its id.
 
     ``model`` (a model string) is recorded in the board's meta: runner processes build the
     board's LLM workers on it unless they override it. It is resolved first, and every worker
     built once, so a bad model string or function reference fails before the board exists.
-    ``max_steps`` (recorded too) overrides the blueprint's limit."""
+    ``max_steps`` (recorded too) overrides the blueprint's limit. ``control`` (recorded too: one
+    of ``agenda``, ``round-robin``, ``coordinator``) is the control unit every runner process
+    asks which of the board's invocations runs next."""
     compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
     make_workers(compiled, model=resolve_runner_model(model))
     meta: dict[str, JSON] = {"submitted_at": time.time()}
     if model is not None:
         meta["model"] = model
+    if control is not None:
+        if control not in CONTROL_UNITS:
+            raise ValueError(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
+        if control == "coordinator" and model is None:
+            raise ValueError("the coordinator control unit needs a model: submit with model=...")
+        meta["control"] = control
     if max_steps is not None:
         if max_steps < 1:
             raise ValueError("max_steps must be >= 1")
@@ -255,6 +276,9 @@ class RunnerProcess:
         self._sessions: OrderedDict[str, BoardSession] = OrderedDict()
         self._loading: dict[str, asyncio.Lock] = {}
         self._models: dict[str, Model | None] = {}
+        self._controls: dict[str, ControlUnit] = {}
+        """The control unit of each cached board whose runs are not in agenda order."""
+        self._control_spent: dict[str, Usage] = {}
 
     def stop(self) -> None:
         """Ask ``serve`` to stop gracefully (safe to call from a signal handler in the loop)."""
@@ -386,7 +410,93 @@ class RunnerProcess:
             else:
                 self.log_line(f"board {session.board_id}: {claimed.id} was committed elsewhere; skipped")
             return
-        outcome = await session.step(inv, f"claimed by {self.owner}", owner=self.owner, lease_s=self.lease_s)
+        reason = f"claimed by {self.owner}"
+        control = self._controls.get(session.board_id)
+        if control is not None:
+            picked = await self._pick(session, control, inv)
+            if picked is None:
+                return
+            inv, reason = picked
+        await self._step(session, inv, reason)
+
+    async def _give_back(self, session: BoardSession, inv: Invocation, why: str) -> None:
+        """End our lease on ``inv`` now, so it is pending again for whoever the unit picks."""
+        with contextlib.suppress(LeaseLost):
+            await self.store.heartbeat(session.board_id, inv.id, owner=self.owner, lease_s=-self.lease_s)
+        await self.store.release_expired()
+        if session.agenda.cancel(inv.id) is not None:
+            session.agenda.push(inv)  # pending again, exactly as the store has it (no attempt counted)
+        log.debug("board %s: claim on %s given back (%s)", session.board_id, inv.id, why)
+
+    async def _pick(
+        self, session: BoardSession, control: ControlUnit, inv: Invocation
+    ) -> tuple[Invocation, str] | None:
+        """Ask the board's control unit, restored from the board's records, which of the board's
+        invocations (pending or claimed, by anyone) runs now. Every runner asks the same unit
+        about the same committed board, so all get the same answer: ours -> run it; a pending
+        one this runner serves -> give ours back and claim that one; one claimed elsewhere (or
+        of a worker served elsewhere) -> hold ours until that one is committed (at most a third
+        of the lease, then give it back), catch up and ask again. So the board runs one invocation at a time, in the unit's order. None when there
+        is nothing for this claim to run (or the unit ended the board)."""
+        board = session.board_id
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lease_s / 3
+        current: Invocation | None = inv
+        while current is not None:
+            # Every active invocation of the board, also those of workers this runner does not
+            # serve: the unit's order is the board's, whoever serves it.
+            active = await self.store.agenda(board)
+            restore_control(control, session.history)
+            selection = await control.select(active, session.summary())
+            await self._note_control_spend(session, control, selection.reason)
+            selection.check(active)
+            chosen = selection.invocation
+            if chosen is None:
+                await self._give_back(session, current, "the control unit ends the board")
+                if await session.finish(f"control: {selection.reason}") is not None:
+                    self._ended(session)
+                return None
+            if chosen.id == current.id:
+                return current, selection.reason
+            if chosen.status == PENDING and chosen.worker in session.workers:
+                await self._give_back(session, current, f"the control unit picked {chosen.id}")
+                claim = await self.store.claim(board, owner=self.owner, lease_s=self.lease_s, invocation_id=chosen.id)
+                if claim is None:
+                    self.log_line(f"board {board}: {chosen.id}, picked by its control unit, was taken; skipped")
+                    return None
+                self.stats.claims += 1
+                return session.adopt(claim.invocation) or claim.invocation, selection.reason
+            # Its turn is another runner's (running it, or serving its worker): wait for that commit.
+            while any(i.id == chosen.id for i in await self.store.agenda(board)):
+                if loop.time() >= deadline or self._stop.is_set():
+                    await self._give_back(session, current, f"{chosen.id} is not committed yet")
+                    return None
+                await asyncio.sleep(0.01)
+            current = await session.begin(current)
+            if current is None and session.ended_at_head:
+                self._ended(session)
+        return None
+
+    async def _note_control_spend(self, session: BoardSession, control: ControlUnit, reason: str) -> None:
+        """Log what a model-based unit's last choice spent, as the single-board Runner does."""
+        usage = getattr(control, "usage", None)
+        if not isinstance(usage, Usage):
+            return
+        before = self._control_spent.get(session.board_id) or Usage(component=usage.component)
+        delta = Usage(
+            usage.tokens_in - before.tokens_in,
+            usage.tokens_out - before.tokens_out,
+            round(max(0.0, usage.latency_ms - before.latency_ms), 3),
+            usage.component or "control",
+        )
+        self._control_spent[session.board_id] = usage
+        model = getattr(getattr(control, "model", None), "name", None)
+        await session.note_spend(
+            delta, f"control unit chose: {reason}"[:500], model=model if isinstance(model, str) else None
+        )
+
+    async def _step(self, session: BoardSession, inv: Invocation, reason: str) -> None:
+        outcome = await session.step(inv, reason, owner=self.owner, lease_s=self.lease_s)
         if outcome.record is None:
             self.stats.dropped += 1
             self.log_line(f"board {session.board_id}: result for {inv.id} dropped ({outcome.dropped})")
@@ -438,6 +548,9 @@ class RunnerProcess:
                 emit=self._emitter(board_id),
             )
             await session.load()
+            control = self._control_for(info.meta, session)
+            if control is not None:
+                self._controls[board_id] = control
             self._sessions[board_id] = session
             while len(self._sessions) > self.max_sessions:
                 oldest = next(iter(self._sessions))
@@ -449,6 +562,27 @@ class RunnerProcess:
 
     def _evict(self, board_id: str) -> None:
         self._sessions.pop(board_id, None)
+        self._controls.pop(board_id, None)
+        self._control_spent.pop(board_id, None)
+
+    def _control_for(self, meta: Mapping[str, JSON], session: BoardSession) -> ControlUnit | None:
+        """The board's control unit (its meta ``control``, set by ``submit``); None for agenda
+        order, which the store's claim order already is. RunnerError for a unit it cannot build."""
+        name = meta.get("control")
+        if name is None or name == "agenda":
+            return None
+        if not isinstance(name, str):
+            raise RunnerError(f"board {session.board_id}: its control unit is not a name: {name!r}")
+        try:
+            unit = make_control(
+                name,
+                list(session.blueprint.workers),
+                model=self._model_for(meta),
+                state=lambda: session.kernel.state,
+            )
+        except ValueError as exc:
+            raise RunnerError(f"board {session.board_id}: {exc}") from None
+        return None if isinstance(unit, AgendaOrder) else unit
 
     def _model_for(self, meta: Mapping[str, JSON]) -> Model | None:
         chosen = self.model if self.model is not None else meta.get("model")

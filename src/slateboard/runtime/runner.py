@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
@@ -34,8 +34,9 @@ from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
-from ..scheduling.control import AgendaOrder, ControlUnit, Selection
+from ..scheduling.control import AgendaOrder, ControlUnit, Selection, restore_control
 from ..scheduling.invocation import Invocation
+from ..scheduling.parallel import default_parallelism
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import Store
@@ -104,7 +105,9 @@ class Runner:
     ``model`` overrides the model of every LLM worker; ``functions`` supplies function workers
     (by worker name or "module:callable" reference); ``workers`` replaces built workers outright.
     ``control`` is a control unit, or its name (``agenda``, ``round-robin``, ``coordinator``:
-    built for the board when it is opened; the coordinator uses ``model``).
+    built for the board when it is opened; the coordinator uses ``model``). ``parallel`` bounds
+    the invocations in flight; ``"auto"`` takes what the board's contracts allow
+    (``scheduling.parallel.default_parallelism``: every worker at once when no two can conflict).
     """
 
     def __init__(
@@ -117,14 +120,14 @@ class Runner:
         tools: Mapping[str, Sequence[Any]] | None = None,
         workers: Mapping[str, Worker] | None = None,
         control: ControlUnit | str | None = None,
-        parallel: int = 1,
+        parallel: int | Literal["auto"] = 1,
         worker_timeout: float = 120.0,
         lease_s: float = 60.0,
         max_steps: int | None = None,
         owner: str | None = None,
     ) -> None:
-        if parallel < 1:
-            raise ValueError("parallel must be >= 1")
+        if parallel != "auto" and parallel < 1:
+            raise ValueError("parallel must be >= 1 or 'auto'")
         self.store = store
         self.board_id = board_id
         self.model = model
@@ -135,7 +138,8 @@ class Runner:
             raise ValueError(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
         self._control_name = control if isinstance(control, str) else None
         self.control: ControlUnit = control if control is not None and not isinstance(control, str) else AgendaOrder()
-        self.parallel = parallel
+        self._auto_parallel = parallel == "auto"
+        self.parallel: int = 1 if parallel == "auto" else parallel
         self.worker_timeout = worker_timeout
         self.lease_s = lease_s
         self.max_steps_override = max_steps
@@ -210,6 +214,10 @@ class Runner:
                 self._control_name, list(self.blueprint.workers), model=self.model, state=lambda: self.kernel.state
             )
             self._control_name = None
+        # The control unit continues where the board's log says it is (issue 18), not at its start.
+        restore_control(self.control, self.session.history)
+        if self._auto_parallel:
+            self.parallel = default_parallelism(self.blueprint)
         self._opened = True
 
     # -- the loop -------------------------------------------------------------------------------
@@ -312,6 +320,7 @@ class Runner:
             # Another runner holds it (or a dead one whose lease has not expired yet): resync
             # the agenda from the store and try again shortly.
             session.agenda = Agenda(await self.store.agenda(self.board_id))
+            restore_control(self.control, session.history)  # the choice did not happen: back to the log's
             await asyncio.sleep(min(1.0, self.lease_s / 4))
             return
         if claim.invocation.id != inv.id:

@@ -42,7 +42,7 @@ from ..scheduling.invocation import CLAIMED, PENDING, Invocation
 from ..scheduling.rules import Scheduled, Scheduler
 from ..scheduling.stages import STAGE_ENTERED
 from ..stores.base import AgendaChanges, AgendaError, Conflict, DuplicateInvocationCommit, LeaseLost, Store, StoreError
-from ..views import View, build_view
+from ..views import View, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
 from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
@@ -569,57 +569,6 @@ class StepEngine:
             if self.after_step is not None:
                 await self.after_step(rec)
             return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply)
-
-
-_WILDCARDS = ("*", "**", "-")
-
-
-def quarantine_hidden(blueprint: CompiledBlueprint, worker: str) -> tuple[str, ...] | None:
-    """The tokens of the quarantine region a worker's view must not show, or None when it may
-    read it: only a worker whose read contract names the region (a pattern starting with the
-    region's literal path, e.g. the sanitiser's ``/quarantine``) reads it; ``/**`` or ``/*``
-    does not name it, so a trusted worker with a broad contract never sees injected text."""
-    region = blueprint.quarantine
-    contract = blueprint.workers.get(worker)
-    if region is None or contract is None:
-        return None
-    base: list[str] = []
-    for token in region.tokens:
-        if token in _WILDCARDS:
-            break
-        base.append(token)
-    if not base:
-        return None  # a region with no literal root cannot be cut out of the state
-    for p in contract.reads:
-        tokens = tuple(p.tokens)
-        if len(tokens) >= len(base) and tokens[: len(base)] == tuple(base):
-            return None
-    return tuple(base)
-
-
-def readable_state(blueprint: CompiledBlueprint, worker: str, state: JSON) -> JSON:
-    """``state`` as ``worker``'s view may show it: without the quarantine region unless the
-    worker's read contract names it (``quarantine_hidden``). Copies only the path it cuts."""
-    hidden = quarantine_hidden(blueprint, worker)
-    if hidden is None:
-        return state
-
-    def cut(node: JSON, rest: tuple[str, ...]) -> JSON:
-        if isinstance(node, dict):
-            key = rest[0]
-            if key not in node:
-                return node
-            if len(rest) == 1:
-                return {k: v for k, v in node.items() if k != key}
-            return {**node, key: cut(node[key], rest[1:])}
-        if isinstance(node, list) and rest[0].isdigit() and int(rest[0]) < len(node):
-            i = int(rest[0])
-            if len(rest) == 1:
-                return node[:i] + node[i + 1 :]
-            return [*node[:i], cut(node[i], rest[1:]), *node[i + 1 :]]
-        return node
-
-    return cut(state, hidden)
 
 
 async def _nothing() -> None:

@@ -5,6 +5,12 @@ A control unit never produces board content; it only picks one of the eligible i
 that an implementation may call a model (the coordinator) or do other I/O; the built-in units
 here are pure and deterministic. A runner must treat a Selection naming an invocation that is
 not among the eligible ones as invalid (``Selection.check`` does that).
+
+A unit's state lives in the board's log, not in the process: every proposal a control unit
+chose carries ``meta.control`` (the reason the runner logs), so ``restore_control(unit,
+records)`` puts a unit where the log says it is (round robin: whose turn was last). A resumed
+run, or another runner process serving the same board, continues the unit's order instead of
+starting over.
 """
 
 from __future__ import annotations
@@ -14,7 +20,21 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..kernel.canonical import JSON
+from ..kernel.record import Record
 from .invocation import Invocation
+
+CONTROL_META = "control"
+"""Key of a proposal record's ``meta`` holding why a control unit chose its invocation."""
+
+
+def last_chosen(records: Sequence[Record], workers: Sequence[str]) -> str | None:
+    """The worker of the newest proposal in ``records`` that a control unit chose (its meta has
+    ``control``; an approved patch committed for a human does not count) among ``workers``."""
+    names = set(workers)
+    for rec in reversed(records):
+        if rec.kind == "proposal" and rec.worker in names and CONTROL_META in rec.meta:
+            return rec.worker
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +179,13 @@ class RoundRobin:
             first, f"round robin: no listed worker has work; agenda order: {first.id} ({first.worker})"
         )
 
+    def resume(self, records: Sequence[Record]) -> None:
+        """Take the position the board's log says: the last worker a control unit chose there
+        (``last_chosen``), or the start when none was chosen yet. The log, not this object, is
+        the truth: a choice whose invocation never committed (its claim failed, its runner
+        died, another runner's pick was running) does not move the position."""
+        self._last = last_chosen(records, self.workers)
+
     def to_json(self) -> dict[str, JSON]:
         """The unit's restorable state."""
         return {"workers": list(self.workers), "last": self._last}
@@ -167,3 +194,19 @@ class RoundRobin:
     def from_json(cls, data: Mapping[str, Any]) -> RoundRobin:
         """Inverse of to_json."""
         return cls(list(data["workers"]), last=data.get("last"))
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A control unit whose state can be rebuilt from the board's records."""
+
+    def resume(self, records: Sequence[Record]) -> None:
+        """Take the state the records say the unit is in."""
+        ...
+
+
+def restore_control(unit: ControlUnit, records: Sequence[Record]) -> None:
+    """Put ``unit`` where the board's ``records`` say it is (``Resumable.resume``); a stateless
+    unit (agenda order) or one that keeps no state in the log is left alone."""
+    if isinstance(unit, Resumable):
+        unit.resume(records)

@@ -68,7 +68,8 @@ values is copied.
 
 Public API: ``build_view``, ``kernel_view`` (the same over a Kernel's committed state),
 ``parse_expand_request``, ``visible_pointers`` (every pointer a view's data exposes, for
-audits), ``View``, ``Handle``.
+audits), ``View``, ``Handle``; ``readable_state`` / ``quarantine_hidden`` (read isolation for the
+quarantine region, which ``build_view`` applies).
 """
 
 from ._build import (
@@ -84,6 +85,7 @@ from ._build import (
     visible_pointers,
 )
 from ._model import Handle, View
+from ._quarantine import quarantine_hidden, readable_state
 
 __all__ = [
     "EVENT_KEYS",
@@ -97,5 +99,7 @@ __all__ = [
     "build_view",
     "kernel_view",
     "parse_expand_request",
+    "quarantine_hidden",
+    "readable_state",
     "visible_pointers",
 ]

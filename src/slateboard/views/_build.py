@@ -17,6 +17,7 @@ from ..kernel.schema import pattern_locations
 from ._fill import Fill, Targets
 from ._measure import Meter, clip_json, clip_str, json_size, shorten
 from ._model import Handle, View
+from ._quarantine import readable_state
 from ._region import RNode, find, region_root
 
 if TYPE_CHECKING:
@@ -242,14 +243,18 @@ def build_view(
     ``rejections`` may hold any records: only this worker's rejected proposals are shown, newest
     (highest ``seq``) first. ``expand`` lists handles to page in (see parse_expand_request);
     ``recent`` lists pointers of recently changed nodes, shown with priority like the node of
-    the triggering ``event``. Raises UnknownWorker (a KeyError) for an unknown worker,
-    ViewBudgetError (a ValueError) for a budget below MIN_BUDGET. See slateboard.views for the view's shape and the guarantees.
+    the triggering ``event``. The quarantine region is never shown unless the worker's read
+    contract names it (``readable_state``). Raises UnknownWorker (a KeyError) for an unknown
+    worker, ViewBudgetError (a ValueError) for a budget below MIN_BUDGET. See slateboard.views
+    for the view's shape and the guarantees.
     """
     contract = blueprint.workers.get(worker_name)
     if contract is None:
         raise UnknownWorker(
             f"unknown worker {worker_name!r} (workers: {', '.join(sorted(blueprint.workers)) or 'none'})"
         )
+    # Read isolation: the quarantine region is cut out unless the contract names it (issue 18).
+    state = readable_state(blueprint, worker_name, state)
     limit = contract.spec.view_budget if budget is None else budget
     if not isinstance(limit, int) or limit < MIN_BUDGET:
         raise ViewBudgetError(f"view budget must be an integer of at least {MIN_BUDGET} characters, got {limit!r}")

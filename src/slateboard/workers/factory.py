@@ -11,6 +11,7 @@ from ..models import Model, resolve_model
 from .base import Worker, WorkerConfigError
 from .function import FunctionWorker, resolve_function
 from .llm import Decoding, LLMWorker
+from .retention import RetentionWorker
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ def make_worker(
         known = ", ".join(sorted(blueprint.workers)) or "none"
         raise WorkerConfigError(f"unknown worker {name!r} (workers: {known})")
     spec = contract.spec
+    bound = blueprint.retention.get(name)
+    if bound is not None:
+        # A system worker of a retention bound: built from the bound, never overridden.
+        return RetentionWorker(bound, state=state, max_ops=blueprint.spec.limits.max_ops)
     own_tools = tools.get(name, ()) if isinstance(tools, Mapping) else (tools or ())
     found = _function_for(name, spec.function, functions or {}) if (spec.function or functions) else None
     if found is not None and spec.model is None:

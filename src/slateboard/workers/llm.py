@@ -25,10 +25,11 @@ from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
+from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
-from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, view_payload
+from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
 from .tools import Tool, ToolResult, as_tool
 
 if TYPE_CHECKING:
@@ -155,7 +156,13 @@ class LLMWorker:
         if self.decoding == "none":
             return None, "none"
         if self.decoding == "contract":
-            state = self.state() if self.state is not None else self._sketch(view)
+            # The live state, as this worker may read it: a quarantined region its contract does
+            # not name must not reach its reply schema either (existing keys, indexes).
+            state = (
+                readable_state(self.blueprint, self._name, self.state())
+                if self.state is not None
+                else self._sketch(view)
+            )
             derived = proposal_schema(
                 self.blueprint,
                 self._name,
@@ -283,6 +290,7 @@ class LLMWorker:
             return self._failed(exc, raw, usages, calls, diagnostics, started)
         assert parsed is not None
         diagnostics.update({"decoding": used, "parse": parsed.how, "finish_reason": finish})
+        diagnostics["prompt_parts"] = self._parts(system, user, usages)
         if calls:
             diagnostics["tool_calls"] = calls
             diagnostics["tool_log"] = tool_log
@@ -297,6 +305,15 @@ class LLMWorker:
             diagnostics=diagnostics,
             raw=raw,
         )
+
+    @staticmethod
+    def _parts(system: Sequence[PromptBlock], user: Sequence[PromptBlock], usages: Sequence[Usage]) -> JSON:
+        """The prompt split into view / format / instruction (issue 18): characters per part (they
+        add up to the prompt's), and the first call's prompt tokens shared out over them in that
+        proportion (they add up to the model's count; later tool-call turns are not split)."""
+        chars = prompt_parts(system, user)
+        tokens = usages[0].tokens_in if usages else 0
+        return {"chars": dict(chars), "tokens": dict(split_tokens(tokens, chars)), "prompt_tokens": tokens}
 
     async def _generate(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
         # telemetry hook (issue 17): a GenAI "chat {model}" span per model call

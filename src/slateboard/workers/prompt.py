@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OVERHEAD_KINDS",
+    "PROMPT_PARTS",
     "PromptBlock",
     "build_messages",
     "example_patch",
@@ -41,6 +42,8 @@ __all__ = [
     "join_blocks",
     "prompt_accounting",
     "prompt_blocks",
+    "prompt_parts",
+    "split_tokens",
     "view_payload",
     "writable_lines",
 ]
@@ -327,4 +330,52 @@ def prompt_accounting(system: Sequence[PromptBlock], user: Sequence[PromptBlock]
             out["view_framing"] = out.get("view_framing", 0) + max(0, len(text) - view_values)
         else:
             out[kind] = out.get(kind, 0) + len(text)
+    return out
+
+
+PROMPT_PARTS: dict[str, str] = {
+    "view": "view",
+    "event": "view",
+    "format": "format",
+    "schema": "format",
+    "tools": "format",
+    "role": "instruction",
+    "feedback": "instruction",
+}
+"""Which of the three accounting parts each block kind belongs to: the ``view`` (the board as the
+worker sees it, and the event that woke it), the output ``format`` (patch rules, writable paths
+and their schemas, the example, tool descriptions) and the ``instruction`` (the worker's role and
+the feedback on its last proposals). A kind not listed counts as instruction."""
+
+
+def prompt_parts(system: Sequence[PromptBlock], user: Sequence[PromptBlock]) -> dict[str, int]:
+    """Characters of the prompt per part (``PROMPT_PARTS``: view, format, instruction), counted
+    over the message texts exactly as ``join_blocks`` lays them out: each block owns the line
+    break before it (so adding a block grows only its own part), and the parts add up to the
+    length of the system text plus the user text."""
+    parts = {"view": 0, "format": 0, "instruction": 0}
+    for blocks in (system, user):
+        items: list[tuple[str, str]] = []
+        for kind, text in blocks:
+            items.append((kind, text))
+            if kind == "role":
+                items.append((kind, ""))  # the blank line after the role (``join_blocks``)
+        for n, (kind, text) in enumerate(items):
+            part = PROMPT_PARTS.get(kind, "instruction")
+            parts[part] += len(text) + (1 if n > 0 else 0)
+    return parts
+
+
+def split_tokens(tokens: int, chars: dict[str, int]) -> dict[str, int]:
+    """``tokens`` (a call's prompt tokens, as the model counted them) split over the parts in
+    proportion to their characters, largest remainders first, so the parts add up to ``tokens``
+    exactly (an estimate of each part's share; the total is the model's)."""
+    total = sum(chars.values())
+    if total <= 0 or tokens <= 0:
+        return {k: 0 for k in chars}
+    exact = {k: tokens * v / total for k, v in chars.items()}
+    out = {k: int(x) for k, x in exact.items()}
+    left = tokens - sum(out.values())
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[:left]:
+        out[k] += 1
     return out
