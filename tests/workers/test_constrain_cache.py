@@ -61,3 +61,15 @@ def test_values_referred_to_in_the_state_are_never_served_from_the_cache() -> No
     assert offered({"notes": ["x"]}) == {"enum": ["x"]}
     assert offered({"notes": ["x", "y"]}) == {"enum": ["x", "y"]}
     assert len(_schema._cache) == 0
+
+
+def test_the_views_handles_are_added_to_a_cached_schema_not_baked_into_it() -> None:
+    bp = compile_blueprint(NOTES)
+    _schema._cache.clear()
+    first = proposal_schema(bp, "w", {"notes": ["a"]}, handles=["/notes#[0:1]"])
+    second = proposal_schema(bp, "w", {"notes": ["a", "b"]}, handles=["/notes#[0:2]"])
+    bare = proposal_schema(bp, "w", {"notes": ["a", "b"]})
+    assert first is not None and second is not None and bare is not None and len(_schema._cache) == 1
+    assert first.schema["properties"]["expand"]["items"] == {"enum": ["/notes#[0:1]"]}
+    assert second.schema["properties"]["expand"]["items"] == {"enum": ["/notes#[0:2]"]}
+    assert "expand" not in bare.schema["properties"]

@@ -15,6 +15,7 @@ from ._values import _changing, _container_bounds, _new_item_schema
 
 if TYPE_CHECKING:
     from ...kernel.protocol import KernelBlueprint
+    from ...kernel.schema import SchemaIndex
 
 PATCH_KEY = "patch"
 """The member of the wrapper object that holds the patch array."""
@@ -132,28 +133,34 @@ def proposal_schema(
     if not groups:
         return None
     key: Hashable = None
+    derived: ConstrainedSchema | None = None
     if not any(REFERS_TO in k for k in frags):
         key = (
-            blueprint.digest, worker, max_ops, max_enum, include_test, tuple(handles), string_max_length,
-            json_safe_strings, tuple((op, k, tuple(members)) for (op, k), members in groups.items()),
+            blueprint.digest, worker, max_ops, max_enum, include_test, string_max_length, json_safe_strings,
+            tuple((op, k, tuple(members)) for (op, k), members in groups.items()),
         )  # fmt: skip
-        hit = _cache.get(key)
-        if hit is not None:
+        derived = _cache.get(key)
+        if derived is not None:
             _cache.move_to_end(key)
-            # A fresh top-level dict: callers may pop members (``$defs``) off what they get.
-            return replace(hit, schema=dict(hit.schema))
-    derived = _assemble(schema, refs, groups, frags, targets, state, max_ops, max_enum, handles,
-                        string_max_length, json_safe_strings)  # fmt: skip
-    if key is not None:
-        _cache[key] = derived
-        if len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-        return replace(derived, schema=dict(derived.schema))
-    return derived
+    if derived is None:
+        derived = _assemble(schema, refs, groups, frags, targets, state, max_ops, max_enum,
+                            string_max_length, json_safe_strings)  # fmt: skip
+        if key is not None:
+            _cache[key] = derived
+            if len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+    # A fresh top-level dict (callers may pop members such as ``$defs`` off what they get), with
+    # the handles of this view (they change with every view, the rest does not).
+    wrapper = dict(derived.schema)
+    if handles:
+        props_top = dict(wrapper["properties"])
+        props_top["expand"] = {"type": "array", "maxItems": 4, "items": {"enum": list(dict.fromkeys(handles))}}
+        wrapper["properties"] = props_top
+    return replace(derived, schema=wrapper)
 
 
 def _assemble(
-    schema: Any,
+    schema: SchemaIndex,
     refs: _Refs,
     groups: dict[tuple[str, str], list[Target]],
     frags: dict[str, Any],
@@ -161,12 +168,11 @@ def _assemble(
     state: JSON,
     max_ops: int,
     max_enum: int,
-    handles: Sequence[str],
     string_max_length: int | None,
     json_safe_strings: bool,
 ) -> ConstrainedSchema:
     """The schema of the grouped targets: value schemas resolved and tightened, paths listed
-    (or as a regex), wrapped as ``{"patch": [...]}``."""
+    (or as a regex), wrapped as ``{"patch": [...]}`` (without the view's ``expand`` handles)."""
     truncated = False
     n_paths = 0
     variants: list[dict[str, Any]] = []
@@ -213,8 +219,6 @@ def _assemble(
     items: dict[str, Any] = variants[0] if len(variants) == 1 else {"anyOf": variants}
     patch = {"type": "array", "minItems": 1, "maxItems": max(1, max_ops), "items": items}
     props_top: dict[str, Any] = {PATCH_KEY: patch}
-    if handles:
-        props_top["expand"] = {"type": "array", "maxItems": 4, "items": {"enum": list(dict.fromkeys(handles))}}
     wrapper: dict[str, Any] = {
         "type": "object",
         "properties": props_top,
