@@ -276,13 +276,12 @@ class Runner:
                 if inv is None:  # the mirror no longer knows it: give the lease back, choose again
                     await self._release(claim)
                     continue
-                task = asyncio.create_task(self._invoke(inv, selection))
-                in_flight.add(task)
                 if self.parallel == 1:
-                    outcome = await task
-                    in_flight.discard(task)
-                    held = outcome.claimed
+                    # In this task: no task to create and switch to per step.
+                    held = (await self._invoke(inv, selection)).claimed
                     end_reason = session.halted
+                    continue
+                in_flight.add(asyncio.create_task(self._invoke(inv, selection)))
             if in_flight:
                 await asyncio.gather(*in_flight, return_exceptions=True)
         finally:

@@ -488,15 +488,21 @@ class StepEngine:
         self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
     ) -> WorkerReply:
         started = time.perf_counter()
-        keeper = (
-            asyncio.create_task(self._keep_lease(inv.id, owner, lease_s))
-            if owner is not None and lease_s is not None
-            else None
-        )
-        call = worker.propose(view, inv.event, feedback=inv.feedback)
+        # The lease keeper starts only once the worker has run for a third of the lease (most
+        # workers answer well before): no task is created, switched to and cancelled per step.
+        keeper: list[asyncio.Task[None]] = []
+        timer = None
+        if owner is not None and lease_s is not None:
+            every = max(lease_s / 3, 0.01)
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(
+                every, lambda: keeper.append(loop.create_task(self._keep_lease(inv.id, owner, lease_s, every)))
+            )
         try:
             with telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}):  # telemetry hook (issue 17)
-                return await (call if self.worker_timeout is None else asyncio.wait_for(call, self.worker_timeout))
+                # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
+                async with asyncio.timeout(self.worker_timeout):
+                    return await worker.propose(view, inv.event, feedback=inv.feedback)
         except TimeoutError:
             return WorkerReply(
                 "",
@@ -504,15 +510,16 @@ class StepEngine:
                 diagnostics={"error": f"worker timed out after {self.worker_timeout:g} s"},
             )
         finally:
-            if keeper is not None:
-                keeper.cancel()
+            if timer is not None:
+                timer.cancel()
+            for task in keeper:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await keeper
+                    await task
 
-    async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float) -> None:
-        every = max(lease_s / 3, 0.01)
+    async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float, every: float) -> None:
+        """Extend the lease now and every ``every`` seconds until cancelled (or lost)."""
         while True:
-            await asyncio.sleep(every)
             try:
                 await self.store.heartbeat(self.board_id, invocation_id, owner=owner, lease_s=lease_s)
             except LeaseLost:
@@ -522,6 +529,7 @@ class StepEngine:
                 return
             except StoreError as exc:
                 log.warning("board %s: heartbeat for %s failed: %s", self.board_id, invocation_id, exc)
+            await asyncio.sleep(every)
 
     async def decide(
         self,
