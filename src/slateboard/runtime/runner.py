@@ -342,15 +342,16 @@ class Runner:
             if claim is not None:
                 return claim
             info = await self.store.board_info(self.board_id)
-            if info.seq != self.kernel.seq or info.status != "running":
-                moved = (
-                    f"it is {info.status}"
-                    if info.status != "running"
-                    else f"its log is at record {info.seq}, this runner's at {self.kernel.seq}"
-                )
+            if info.status != "running":
                 raise BoardBusy(
-                    f"board {self.board_id} is busy: another runner holds invocation {chosen.id} and "
-                    f"has moved the board on ({moved}); wait for that run to end, then resume"
+                    f"board {self.board_id} is busy: another run set it {info.status} meanwhile, so"
+                    f" invocation {chosen.id} cannot be claimed; resume the board to run it again"
+                )
+            if info.seq != self.kernel.seq:
+                raise BoardBusy(
+                    f"board {self.board_id} is busy: another runner holds invocation {chosen.id} and has"
+                    f" appended to the board meanwhile (its log is at record {info.seq}, this runner's at"
+                    f" {self.kernel.seq}); wait for that run to end, then resume"
                 )
             # Leased by a runner that has not appended since this one loaded the board (perhaps
             # one that died): wait for the lease to end.
