@@ -30,6 +30,12 @@ class RunnerError(RunError, RuntimeError):
     """The run could not continue (the store failed, or the board is not runnable)."""
 
 
+class BoardBusy(RunnerError):
+    """Another runner is driving the board: it holds the lease of the invocation this runner
+    chose and has appended records this runner has not seen (or changed the board's status).
+    Nothing was appended by the runner that raises it; resume once the other run has ended."""
+
+
 @dataclass(frozen=True, slots=True)
 class Held:
     """A proposal waiting for a human: the record's seq, its worker, patch and reason."""

@@ -22,6 +22,7 @@ order (claim, then step) as the runner processes of ``runtime.distributed``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -39,14 +40,15 @@ from ..scheduling.invocation import Invocation
 from ..scheduling.parallel import default_parallelism
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
-from ..stores.base import Store
+from ..stores.base import Claim, ClaimRequest, LeaseLost, Store
 from ..workers.base import Worker
-from .boards import RunnerError, kernel_from
+from .boards import BoardBusy, RunnerError, kernel_from
 from .events import BOARD_SPENT, RUN_ENDED, RUN_STARTED, RunEvent
 from .result import RunResult
 from .session import BoardSession
+from .step import StepOutcome
 
-__all__ = ["Runner", "RunnerError", "create_board", "kernel_from"]
+__all__ = ["BoardBusy", "Runner", "RunnerError", "create_board", "kernel_from"]
 
 
 async def create_board(
@@ -248,7 +250,11 @@ class Runner:
             return await session.result(session.history[-1].reason or "")
         self._emit(RUN_STARTED, version=self.kernel.version, seq=self.kernel.seq, parallel=self.parallel)
         end_reason: str | None = await session.approved_first()
-        in_flight: set[asyncio.Task[None]] = set()
+        in_flight: set[asyncio.Task[StepOutcome]] = set()
+        # The lease on the next invocation taken in the last step's transaction (one sequential
+        # runner with the agenda-order control unit: the store leases exactly the invocation
+        # that unit selects next, so a step costs one store transaction).
+        held: Claim | None = None
         try:
             while end_reason is None:
                 end_reason = session.limit_reason()
@@ -271,20 +277,28 @@ class Runner:
                     end_reason = f"control: {selection.reason}"
                     break
                 assert selection.invocation is not None
-                inv = session.agenda.take(selection.invocation.id)
-                if inv is None:
+                # Claim, then run (the order of the runner processes): the store's lease is what
+                # makes the invocation this runner's, not the mirror.
+                claim, held = await self._claim(selection.invocation, held), None
+                inv = session.adopt(claim.invocation)
+                if inv is None:  # the mirror no longer knows it: give the lease back, choose again
+                    await self._release(claim)
                     continue
-                task = asyncio.create_task(self._invoke(inv, selection))
-                in_flight.add(task)
                 if self.parallel == 1:
-                    await task
-                    in_flight.discard(task)
+                    # In this task: no task to create and switch to per step.
+                    held = (await self._invoke(inv, selection)).claimed
                     end_reason = session.halted
+                    continue
+                in_flight.add(asyncio.create_task(self._invoke(inv, selection)))
             if in_flight:
                 await asyncio.gather(*in_flight, return_exceptions=True)
         finally:
             for task in in_flight:
                 task.cancel()
+            if held is not None:
+                # The run ends with a lease it will not use: give it back, so a resume does not
+                # wait for it to expire.
+                await self._release(held)
         reason = await session.finish(end_reason or "agenda_empty") or end_reason or "agenda_empty"
         result = await session.result(reason)
         self._emit(RUN_ENDED, reason=reason, version=result.version, records=result.records)
@@ -312,22 +326,52 @@ class Runner:
             delta, f"control unit chose: {reason}"[:500], model=model if isinstance(model, str) else None
         )
 
-    async def _invoke(self, inv: Invocation, selection: Selection) -> None:
-        """Claim the selected invocation from the store (a lease), then one step."""
-        session = self.session
-        claim = await self.store.claim(self.board_id, owner=self.owner, lease_s=self.lease_s, worker_names=[inv.worker])
-        if claim is None:
-            # Another runner holds it (or a dead one whose lease has not expired yet): resync
-            # the agenda from the store and try again shortly.
-            session.agenda = Agenda(await self.store.agenda(self.board_id))
-            restore_control(self.control, session.history)  # the choice did not happen: back to the log's
+    def _prefetch(self) -> ClaimRequest | None:
+        """What to lease with a step's record: the next invocation, when this runner will surely
+        choose the one the store would pick (sequential, agenda order); else nothing."""
+        if self.parallel != 1 or type(self.control) is not AgendaOrder:
+            return None
+        return ClaimRequest(owner=self.owner, lease_s=self.lease_s, worker_names=list(self.session.workers))
+
+    async def _claim(self, chosen: Invocation, held: Claim | None) -> Claim:
+        """The lease on ``chosen``: ``held`` when it is that invocation as the mirror has it,
+        else a claim of exactly that invocation (``held`` is given back). While another owner's
+        lease on it has not expired (a runner that died, say) this waits; once that owner has
+        appended to the board (or the board left ``running``), it raises ``BoardBusy``: a second
+        runner on a busy board never runs a step of its own."""
+        if held is not None:
+            if held.invocation.id == chosen.id and held.invocation.with_status(chosen.status) == chosen:
+                return held
+            await self._release(held)
+        while True:
+            claim = await self.store.claim(
+                self.board_id, owner=self.owner, lease_s=self.lease_s, invocation_id=chosen.id
+            )
+            if claim is not None:
+                return claim
+            info = await self.store.board_info(self.board_id)
+            if info.status != "running":
+                raise BoardBusy(
+                    f"board {self.board_id} is busy: another run set it {info.status} meanwhile, so"
+                    f" invocation {chosen.id} cannot be claimed; resume the board to run it again"
+                )
+            if info.seq != self.kernel.seq:
+                raise BoardBusy(
+                    f"board {self.board_id} is busy: another runner holds invocation {chosen.id} and has"
+                    f" appended to the board meanwhile (its log is at record {info.seq}, this runner's at"
+                    f" {self.kernel.seq}); wait for that run to end, then resume"
+                )
+            # Leased by a runner that has not appended since this one loaded the board (perhaps
+            # one that died): wait for the lease to end.
             await asyncio.sleep(min(1.0, self.lease_s / 4))
-            return
-        if claim.invocation.id != inv.id:
-            # The store's best invocation for this worker differs (another runner moved on):
-            # run the one we were leased, and put ours back for later.
-            session.agenda.requeue(inv)
-        # The mirror may not know the store's invocation (e.g. pushed by a run it has not seen):
-        # the lease is ours all the same, so it runs.
-        claimed = session.adopt(claim.invocation) or claim.invocation
-        await session.step(claimed, selection.reason, owner=self.owner, lease_s=self.lease_s)
+
+    async def _release(self, claim: Claim) -> None:
+        """Give a lease back unused (it ends now, so the invocation is claimable at once)."""
+        with contextlib.suppress(LeaseLost):
+            await self.store.heartbeat(self.board_id, claim.invocation.id, owner=self.owner, lease_s=-self.lease_s)
+
+    async def _invoke(self, inv: Invocation, selection: Selection) -> StepOutcome:
+        """One step of an invocation this runner holds the lease of."""
+        return await self.session.step(
+            inv, selection.reason, owner=self.owner, lease_s=self.lease_s, claim_next=self._prefetch()
+        )

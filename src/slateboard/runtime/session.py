@@ -47,7 +47,7 @@ from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocatio
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
 from ..status import FAIL_PREFIX, with_lost_work
-from ..stores.base import AgendaChanges, Store
+from ..stores.base import AgendaChanges, ClaimRequest, Store
 from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
 from .accounting import Accounts
@@ -394,11 +394,13 @@ class BoardSession:
         *,
         owner: str | None = None,
         lease_s: float | None = None,
+        claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
         """Run claimed invocation ``inv`` through the step engine (``StepEngine.step``), then the
         circuit policy. ``reason`` is why it was chosen (kept in the record's meta as
-        ``control``); ``owner``/``lease_s`` keep the claim's lease while the worker runs."""
-        return await self.engine.step(inv, reason, owner=owner, lease_s=lease_s)
+        ``control``); ``owner``/``lease_s`` keep the claim's lease while the worker runs;
+        ``claim_next`` leases the next invocation with the step's record (one transaction)."""
+        return await self.engine.step(inv, reason, owner=owner, lease_s=lease_s, claim_next=claim_next)
 
     async def _circuit(self, _rec: Record) -> None:
         """The circuit policy after a step: log the action it calls for (with its agenda

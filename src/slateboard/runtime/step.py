@@ -41,7 +41,18 @@ from ..scheduling.agenda import Agenda
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
 from ..scheduling.rules import Scheduled, Scheduler
 from ..scheduling.stages import STAGE_ENTERED
-from ..stores.base import AgendaChanges, AgendaError, Conflict, DuplicateInvocationCommit, LeaseLost, Store, StoreError
+from ..stores.base import (
+    AgendaChanges,
+    AgendaError,
+    AppendResult,
+    Claim,
+    ClaimRequest,
+    Conflict,
+    DuplicateInvocationCommit,
+    LeaseLost,
+    Store,
+    StoreError,
+)
 from ..views import View, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
@@ -104,13 +115,16 @@ async def cas_retry(
 class StepOutcome:
     """What one step did: the record it appended (None when dropped), whether the invocation was
     re-queued, why the result was dropped, how many compare-and-set losses it took, and the
-    worker's reply (None when the step never reached the worker)."""
+    worker's reply (None when the step never reached the worker). ``claimed`` is the next
+    invocation leased in the same transaction as the record (``step(..., claim_next=...)``),
+    or None (not asked for, nothing eligible, or the step appended nothing)."""
 
     record: Record | None
     requeued: bool = False
     dropped: str | None = None
     conflicts: int = 0
     reply: WorkerReply | None = field(default=None, compare=False)
+    claimed: Claim | None = None
 
 
 # -- the concurrency strategy -------------------------------------------------------------------
@@ -202,14 +216,16 @@ async def append_decision(
     changes: AgendaChanges,
     *,
     scheduler: Scheduler | None = None,
-) -> None:
+    claim: ClaimRequest | None = None,
+) -> AppendResult:
     """Append ``decision``'s record with ``changes`` in one store transaction (compare-and-set
     on the board's log position), then commit the kernel (and the scheduler, when it prepared
     the pushed invocations); on any failure abort both and re-raise. The kernel and scheduler
-    never move unless the store holds the record."""
+    never move unless the store holds the record. ``claim`` leases the next invocation in the
+    same transaction (``AppendResult.claim``)."""
     try:
         with telemetry.span("slateboard.store.append", {"slateboard.seq": decision.record.seq}):  # telemetry hook
-            await store.append(board_id, decision.record, agenda=changes, state=kernel.state)
+            done = await store.append(board_id, decision.record, agenda=changes, state=kernel.state, claim=claim)
     except BaseException:
         kernel.abort(decision)
         if scheduler is not None:
@@ -218,6 +234,7 @@ async def append_decision(
     kernel.commit(decision)
     if scheduler is not None:
         scheduler.commit()
+    return done
 
 
 Prepare = Callable[[], Decision | None]
@@ -229,12 +246,13 @@ Changes = Callable[[Decision, Sequence[Invocation]], AgendaChanges]
 
 @dataclass(frozen=True, slots=True)
 class Transacted:
-    """One successful append: the decision, the agenda changes committed with it, and how many
-    compare-and-set losses it took."""
+    """One successful append: the decision, the agenda changes committed with it, how many
+    compare-and-set losses it took, and the invocation leased with it (``transact(claim=...)``)."""
 
     decision: Decision
     changes: AgendaChanges
     conflicts: int
+    claimed: Claim | None = None
 
     @property
     def record(self) -> Record:
@@ -307,6 +325,7 @@ class StepEngine:
         *,
         schedule: bool = False,
         deciding: Invocation | None = None,
+        claim: ClaimRequest | None = None,
     ) -> Transacted | Dropped:
         """Decide with ``prepare``, run the rules on an accepted decision when ``schedule``,
         append the record with ``changes(decision, pushed)`` (default: push what the rules
@@ -317,7 +336,8 @@ class StepEngine:
         decided: the rules create no invocation whose worker and binding are pending or claimed,
         except that one (it completes with this record). A running invocation that misses a
         trigger this way is not starved: the trigger changed a path it reads, so its proposal
-        is stale and it runs again with a fresh view."""
+        is stale and it runs again with a fresh view. ``claim`` leases the next invocation in
+        the same store transaction as the record (``Transacted.claimed``)."""
         conc = self.concurrency
 
         async def attempt(conflicts: int) -> Transacted | Dropped:
@@ -340,7 +360,9 @@ class StepEngine:
                 )
             agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
             try:
-                await append_decision(self.store, self.board_id, self.kernel, decision, agenda, scheduler=scheduler)
+                done = await append_decision(
+                    self.store, self.board_id, self.kernel, decision, agenda, scheduler=scheduler, claim=claim
+                )
             except (DuplicateInvocationCommit, AgendaError) as exc:
                 reason = conc.refused(exc)
                 await self.catch_up()
@@ -350,7 +372,7 @@ class StepEngine:
             self.accounts.note(rec)
             if isinstance(pushed, Scheduled):
                 self.stage_events.extend((e.kind, e.stage, e.version) for e in pushed.stage_events)
-            return Transacted(decision, agenda, conflicts)
+            return Transacted(decision, agenda, conflicts, done.claim)
 
         return await cas_retry(attempt, self.catch_up, retry=conc.retries)
 
@@ -364,6 +386,7 @@ class StepEngine:
         lease_s: float | None = None,
         meta: dict[str, JSON] | None = None,
         stored: bool = True,
+        claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
         """Run claimed invocation ``inv``: view, propose, then ``decide``.
 
@@ -372,13 +395,16 @@ class StepEngine:
         ``lease_s / 3`` seconds while the worker runs. A worker that times out becomes a
         ``parse`` rejection. ``stored=False`` is for an invocation a control unit made up that
         is not on the store's agenda (``Team.blackboard``'s coordinator turns): nothing to
-        complete, and no re-queue."""
+        complete, and no re-queue. ``claim_next`` leases the next invocation in the same store
+        transaction as the step's record (``StepOutcome.claimed``): one transaction per step."""
         # telemetry hook (issue 17): one span per step, the view / propose / decide / append below it
         with telemetry.span(
             "slateboard.step",
             {"slateboard.worker": inv.worker, "slateboard.invocation": inv.id, "slateboard.control": reason},
         ):
-            return await self._step(inv, reason, owner=owner, lease_s=lease_s, meta=meta, stored=stored)
+            return await self._step(
+                inv, reason, owner=owner, lease_s=lease_s, meta=meta, stored=stored, claim_next=claim_next
+            )
 
     async def _step(
         self,
@@ -389,6 +415,7 @@ class StepEngine:
         lease_s: float | None,
         meta: dict[str, JSON] | None,
         stored: bool,
+        claim_next: ClaimRequest | None,
     ) -> StepOutcome:
         worker = self.workers[inv.worker]
         with telemetry.span("slateboard.view") as sp:  # telemetry hook (issue 17)
@@ -410,7 +437,7 @@ class StepEngine:
         proposal = reply.to_proposal(
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
         )
-        return await self.decide(inv, proposal, stored=stored, reply=reply)
+        return await self.decide(inv, proposal, stored=stored, reply=reply, claim_next=claim_next)
 
     async def log_stages(self) -> None:
         """Log the stage transitions the last commits caused, one ``stage`` record each (call
@@ -465,15 +492,21 @@ class StepEngine:
         self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
     ) -> WorkerReply:
         started = time.perf_counter()
-        keeper = (
-            asyncio.create_task(self._keep_lease(inv.id, owner, lease_s))
-            if owner is not None and lease_s is not None
-            else None
-        )
-        call = worker.propose(view, inv.event, feedback=inv.feedback)
+        # The lease keeper starts only once the worker has run for a third of the lease (most
+        # workers answer well before): no task is created, switched to and cancelled per step.
+        keeper: list[asyncio.Task[None]] = []
+        timer = None
+        if owner is not None and lease_s is not None:
+            every = max(lease_s / 3, 0.01)
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(
+                every, lambda: keeper.append(loop.create_task(self._keep_lease(inv.id, owner, lease_s, every)))
+            )
         try:
             with telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}):  # telemetry hook (issue 17)
-                return await (call if self.worker_timeout is None else asyncio.wait_for(call, self.worker_timeout))
+                # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
+                async with asyncio.timeout(self.worker_timeout):
+                    return await worker.propose(view, inv.event, feedback=inv.feedback)
         except TimeoutError:
             return WorkerReply(
                 "",
@@ -481,15 +514,16 @@ class StepEngine:
                 diagnostics={"error": f"worker timed out after {self.worker_timeout:g} s"},
             )
         finally:
-            if keeper is not None:
-                keeper.cancel()
+            if timer is not None:
+                timer.cancel()
+            for task in keeper:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await keeper
+                    await task
 
-    async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float) -> None:
-        every = max(lease_s / 3, 0.01)
+    async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float, every: float) -> None:
+        """Extend the lease now and every ``every`` seconds until cancelled (or lost)."""
         while True:
-            await asyncio.sleep(every)
             try:
                 await self.store.heartbeat(self.board_id, invocation_id, owner=owner, lease_s=lease_s)
             except LeaseLost:
@@ -499,9 +533,16 @@ class StepEngine:
                 return
             except StoreError as exc:
                 log.warning("board %s: heartbeat for %s failed: %s", self.board_id, invocation_id, exc)
+            await asyncio.sleep(every)
 
     async def decide(
-        self, inv: Invocation, proposal: Proposal, *, stored: bool = True, reply: WorkerReply | None = None
+        self,
+        inv: Invocation,
+        proposal: Proposal,
+        *,
+        stored: bool = True,
+        reply: WorkerReply | None = None,
+        claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
         """Decide ``proposal`` for claimed invocation ``inv`` and append it with its agenda
         changes (``transact``). A stale proposal is re-queued with a fresh view up to the
@@ -509,8 +550,11 @@ class StepEngine:
         past that the invocation fails: an ``invocation.failed`` action record follows the stale
         record, so the loss is in the log and the run's end reason names it. An invalid one is
         retried with its rejection as feedback until the circuit policy's threshold takes over
-        (unless its ``meta`` sets ``ONCE_KEY``); anything else completes the invocation. ``reply`` (the worker's) is passed through to
-        the outcome."""
+        (unless its ``meta`` sets ``ONCE_KEY``); anything else completes the invocation. ``reply``
+        (the worker's) is passed through to the outcome. ``claim_next`` is leased in the same
+        transaction as the record; when more records follow it in this step (stage changes, a
+        failure, a circuit action), the lease is still returned: the caller checks it against
+        its agenda mirror before using it."""
         retries = self.blueprint.spec.circuit.max_consecutive_invalid
         stale_limit = self.blueprint.spec.circuit.max_stale_requeues
         stale_count = int(inv.meta.get(STALE_KEY, 0))
@@ -547,7 +591,7 @@ class StepEngine:
             return decision
 
         async with self.lock:
-            done = await self.transact(prepare, changes, schedule=True, deciding=inv)
+            done = await self.transact(prepare, changes, schedule=True, deciding=inv, claim=claim_next)
             if isinstance(done, Dropped):
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
@@ -568,7 +612,7 @@ class StepEngine:
             )
             if self.after_step is not None:
                 await self.after_step(rec)
-            return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply)
+            return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply, claimed=done.claimed)
 
 
 async def _nothing() -> None:

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
-from ..kernel.canonical import JSON, CanonicalError, canonical_bytes
+from ..kernel.canonical import JSON, CanonicalError, canonical_bytes, sha256_hex
 from ..kernel.patch import ApplyError, OpError, apply_ops, check_ops
 from ..kernel.record import Record
 from ..kernel.statehash import state_hash
@@ -114,6 +114,24 @@ def encode_record(record: Record) -> bytes:
     """The persisted form of a record: its canonical bytes, deflated with the record dictionary
     when that is smaller (about half the size for a typical record)."""
     return pack_small(record.to_bytes(), DICT_RECORD)
+
+
+_EVENT_PREFIX = b'{"event":'
+
+
+def sealed_bytes(record: Record) -> bytes:
+    """``record.to_bytes()`` after checking the record is sealed (``check_record``), with one
+    canonical encoding of the record instead of two: the hashed body's bytes are checked against
+    ``record.hash``, and the ``hash`` member is spliced in where canonical key order puts it
+    (right after ``event``, the first key). ``StoreError`` when the record is not sealed."""
+    try:
+        body = canonical_bytes(record.body())
+    except CanonicalError as exc:
+        raise StoreError(f"record {record.seq} is not storable as JSON: {exc}") from None
+    if not record.hash or sha256_hex(body) != record.hash:
+        raise StoreError(f"record {record.seq} is not sealed (its hash does not match its content)")
+    cut = len(_EVENT_PREFIX) + len(canonical_bytes(record.event))
+    return b'%s,"hash":"%s"%s' % (body[:cut], record.hash.encode("ascii"), body[cut:])
 
 
 def decode_record(data: bytes | memoryview | None, where: str, seq: int) -> Record:

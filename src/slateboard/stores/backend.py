@@ -134,13 +134,13 @@ class StoreBackend:
         claim: ClaimRequest | None,
     ) -> NewRecord:
         """Check and encode an append: a sealed record, no invocation completed twice."""
-        c.check_record(record)
+        raw = c.sealed_bytes(record)  # checks the seal with the same encoding it stores
         c.check_changes(board_id, agenda)
         changes = agenda or AgendaChanges()
         return NewRecord(
             board_id,
             record,
-            c.encode_record(record),
+            c.pack_small(raw, c.DICT_RECORD),
             changes,
             [(inv, c.encode_invocation(inv)) for inv in changes.push],
             [(inv, c.encode_invocation(inv)) for inv in changes.requeue],

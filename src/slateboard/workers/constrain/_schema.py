@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ...kernel.canonical import JSON, canonical_str
 from ...kernel.pointer import resolve
-from ._fragments import ANY_VALUE, _Refs, _regex_for, _resolve_references, _tighten_strings
+from ._fragments import ANY_VALUE, REFERS_TO, _Refs, _regex_for, _resolve_references, _tighten_strings
 from ._targets import Target, write_targets
 from ._values import _changing, _container_bounds, _new_item_schema
 
 if TYPE_CHECKING:
     from ...kernel.protocol import KernelBlueprint
+    from ...kernel.schema import SchemaIndex
 
 PATCH_KEY = "patch"
 """The member of the wrapper object that holds the patch array."""
@@ -23,6 +25,16 @@ DEFAULT_MAX_OPS = 4
 
 DEFAULT_MAX_ENUM = 24
 """Default number of concrete paths listed per op group before a regex or truncation is used."""
+
+CACHE_SIZE = 256
+"""Derived schemas kept (least recently used dropped first), over all blueprints and workers."""
+
+_cache: OrderedDict[Hashable, ConstrainedSchema] = OrderedDict()
+"""Finished schemas by (blueprint digest, worker, options, op groups with their targets): the
+schema is a function of exactly these (the state enters only through the targets and their
+fragments, and fragments that refer to state values, ``x-refers-to``, are never cached), so a
+worker whose writable targets did not change since its last call reuses the schema instead of
+resolving, tightening and assembling it again. A new blueprint (or contract) has a new digest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +132,47 @@ def proposal_schema(
 
     if not groups:
         return None
+    key: Hashable = None
+    derived: ConstrainedSchema | None = None
+    if not any(REFERS_TO in k for k in frags):
+        key = (
+            blueprint.digest, worker, max_ops, max_enum, include_test, string_max_length, json_safe_strings,
+            tuple((op, k, tuple(members)) for (op, k), members in groups.items()),
+        )  # fmt: skip
+        derived = _cache.get(key)
+        if derived is not None:
+            _cache.move_to_end(key)
+    if derived is None:
+        derived = _assemble(schema, refs, groups, frags, targets, state, max_ops, max_enum,
+                            string_max_length, json_safe_strings)  # fmt: skip
+        if key is not None:
+            _cache[key] = derived
+            if len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+    # A fresh top-level dict (callers may pop members such as ``$defs`` off what they get), with
+    # the handles of this view (they change with every view, the rest does not).
+    wrapper = dict(derived.schema)
+    if handles:
+        props_top = dict(wrapper["properties"])
+        props_top["expand"] = {"type": "array", "maxItems": 4, "items": {"enum": list(dict.fromkeys(handles))}}
+        wrapper["properties"] = props_top
+    return replace(derived, schema=wrapper)
 
+
+def _assemble(
+    schema: SchemaIndex,
+    refs: _Refs,
+    groups: dict[tuple[str, str], list[Target]],
+    frags: dict[str, Any],
+    targets: Sequence[Target],
+    state: JSON,
+    max_ops: int,
+    max_enum: int,
+    string_max_length: int | None,
+    json_safe_strings: bool,
+) -> ConstrainedSchema:
+    """The schema of the grouped targets: value schemas resolved and tightened, paths listed
+    (or as a regex), wrapped as ``{"patch": [...]}`` (without the view's ``expand`` handles)."""
     truncated = False
     n_paths = 0
     variants: list[dict[str, Any]] = []
@@ -167,8 +219,6 @@ def proposal_schema(
     items: dict[str, Any] = variants[0] if len(variants) == 1 else {"anyOf": variants}
     patch = {"type": "array", "minItems": 1, "maxItems": max(1, max_ops), "items": items}
     props_top: dict[str, Any] = {PATCH_KEY: patch}
-    if handles:
-        props_top["expand"] = {"type": "array", "maxItems": 4, "items": {"enum": list(dict.fromkeys(handles))}}
     wrapper: dict[str, Any] = {
         "type": "object",
         "properties": props_top,
