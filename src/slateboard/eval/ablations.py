@@ -44,6 +44,7 @@ from ..envs import (
     outcome_of,
     runner_steps_for,
 )
+from ..errors import InvalidInput
 from ..models import Model, resolve_model
 from ..runtime import Runner, create_board
 from ..stores.base import Store
@@ -90,7 +91,7 @@ class Setting:
 
 
 def parse_setting(text: str) -> Setting:
-    """The Setting ``text`` names (ValueError naming the known switches for an unknown one)."""
+    """The Setting ``text`` names (InvalidInput, a ValueError, naming the known switches for an unknown one)."""
     name = text.strip().lower() or FULL
     off: set[str] = set()
     budget: int | None = None
@@ -106,12 +107,12 @@ def parse_setting(text: str) -> Setting:
             try:
                 budget = int(part.split("=", 1)[1])
             except ValueError:
-                raise ValueError(f"bad view budget in {part!r} (budget=N, N characters)") from None
+                raise InvalidInput(f"bad view budget in {part!r} (budget=N, N characters)") from None
             if budget < _MIN_BUDGET:
-                raise ValueError(f"a view budget must be >= {_MIN_BUDGET} characters, got {budget}")
+                raise InvalidInput(f"a view budget must be >= {_MIN_BUDGET} characters, got {budget}")
         else:
             known = ", ".join((FULL, *ABLATIONS, *CONTROLS, "budget=N"))
-            raise ValueError(f"unknown setting {part!r} (settings: {known}; combine with +)")
+            raise InvalidInput(f"unknown setting {part!r} (settings: {known}; combine with +)")
     return Setting(name, frozenset(off), budget)
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInput
+
 __all__ = [
     "Interval",
     "bootstrap",
@@ -54,7 +56,7 @@ def wilson(successes: int, n: int, z: float = Z95) -> Interval:
     interval that stays inside [0, 1] and is not degenerate at 0 or n successes. ``n == 0``
     gives an undefined interval."""
     if n < 0 or successes < 0 or successes > n:
-        raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
+        raise InvalidInput(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return Interval(None, None, None)
     p = successes / n
@@ -130,7 +132,7 @@ def paired_bootstrap(
     if xb.ndim == 1:
         xb = xb[:, None]
     if xa.shape[0] != xb.shape[0]:
-        raise ValueError(f"paired samples need the same number of pairs, got {xa.shape[0]} and {xb.shape[0]}")
+        raise InvalidInput(f"paired samples need the same number of pairs, got {xa.shape[0]} and {xb.shape[0]}")
     n = xa.shape[0]
     if n == 0:
         return Interval(None, None, None)

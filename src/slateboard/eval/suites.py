@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs import WALKTHROUGH_MODEL, TextEnvironment, WalkthroughModel
+from ..errors import InvalidInput
 from ..models import Model, resolve_model
 from ..stores import open_store
 from ..stores.base import Store
@@ -80,7 +81,7 @@ class GameRef:
 
 
 def make_env(game: GameRef) -> TextEnvironment:
-    """A fresh environment for ``game`` (ValueError for an unknown suite)."""
+    """A fresh environment for ``game`` (InvalidInput, a ValueError, for an unknown suite)."""
     if game.suite == "scienceworld":
         from ..envs.scienceworld import ScienceWorldSpec, ScienceWorldTask
 
@@ -98,7 +99,7 @@ def make_env(game: GameRef) -> TextEnvironment:
         from ..envs.textworld import TextWorldGame
 
         return TextWorldGame(str(game.spec["path"]), name=game.name)
-    raise ValueError(f"unknown suite {game.suite!r} (suites: {', '.join(SUITES)})")
+    raise InvalidInput(f"unknown suite {game.suite!r} (suites: {', '.join(SUITES)})")
 
 
 async def pin_gold(games: Sequence[GameRef]) -> list[GameRef]:
@@ -264,7 +265,7 @@ def matrix_jobs(
     budgets: Sequence[int] = (),
 ) -> list[Job]:
     """The jobs of a matrix, game by game: every system under ``full``; slateboard also under
-    every other setting and under ``budget=N`` for every budget of the sweep. ValueError for
+    every other setting and under ``budget=N`` for every budget of the sweep. InvalidInput for
     an unknown setting."""
     extra = [s for s in settings if parse_setting(s).name != FULL] + [f"budget={b}" for b in budgets]
     for s in extra:
@@ -403,7 +404,7 @@ async def run_matrix(
     the log was verified); ``workers`` > 1 plays that many episodes at once in separate
     processes (each opens the store itself, so use SQLite or PostgreSQL to keep the boards)."""
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InvalidInput(f"workers must be >= 1, got {workers}")
     path = Path(results)
     path.parent.mkdir(parents=True, exist_ok=True)
     todo = list(jobs)
