@@ -21,6 +21,7 @@ from ..errors import InvalidInput
 
 __all__ = [
     "Interval",
+    "blueprint_source",
     "bootstrap",
     "paired_bootstrap",
     "summarise",
@@ -186,6 +187,11 @@ def _matrix(rows: Sequence[dict[str, Any]]) -> np.ndarray[Any, Any]:
     )
 
 
+def blueprint_source(setting: str) -> str:
+    """``generated`` when the setting's blueprint was designed by the Architect, else ``fixed``."""
+    return "generated" if "generated" in (p.strip() for p in setting.split("+")) else "fixed"
+
+
 def _pair_key(row: dict[str, Any]) -> tuple[str, int]:
     return (str(row["game"]), int(row["seed"]))
 
@@ -196,6 +202,9 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
     intervals over games, errors and unverified boards; and per suite, for every other
     (system, setting), the paired differences against ``slateboard``/``full`` over the
     (game, seed) pairs both played: success, steps, tokens (b - a) and tokens per success (b / a).
+    Each entry also says its blueprint source (``fixed`` or ``generated``), the mean tokens the
+    Architect spent designing it (``design_tokens``, part of ``tokens``) and how many episodes
+    had no acceptable design (``no_blueprint``).
     """
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -206,12 +215,14 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
         x = _matrix(rs)
         wins = int(x[:, 0].sum())
         budget = setting.split("=", 1)[1] if setting.startswith("budget=") else None
+        designs = [int(r.get("design_tokens") or 0) for r in rs]
         systems.append(
             {
                 "suite": suite,
                 "system": system,
                 "setting": setting,
                 "budget": int(budget) if budget is not None and budget.isdigit() else None,
+                "blueprint": blueprint_source(setting),
                 "games": len(rs),
                 "wins": wins,
                 "success": wilson(wins, len(rs)).to_json(),
@@ -221,6 +232,8 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
                 "errors": sum(r.get("error") is not None for r in rs),
                 "unverified": sum(r.get("verified") is False for r in rs),
                 "estimated_tokens": any(bool(r.get("estimated_tokens")) for r in rs),
+                "design_tokens": round(sum(designs) / len(designs), 1) if designs else 0.0,
+                "no_blueprint": sum(r.get("outcome") == "no-blueprint" for r in rs),
             }
         )
     comparisons = []

@@ -29,6 +29,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from ..architect import ArchitectError
 from ..envs import WALKTHROUGH_MODEL, TextEnvironment, WalkthroughModel
 from ..errors import InvalidInput
 from ..models import Model, resolve_model
@@ -39,6 +40,7 @@ from .peer_players import PEER_PLAYERS
 from .textworld_peers import missing_peer
 
 __all__ = [
+    "NO_BLUEPRINT",
     "SUITES",
     "Episode",
     "GameRef",
@@ -55,6 +57,8 @@ __all__ = [
 ]
 
 SUITES = ("scienceworld", "twx", "textworld")
+NO_BLUEPRINT = "no-blueprint"
+"""The outcome of a ``generated`` episode whose Architect gave no acceptable blueprint."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +140,9 @@ class Episode:
     board_id: str | None = None
     verified: bool | None = None
     notes: list[str] = field(default_factory=list)
+    design_tokens: int = 0
+    """Tokens the Architect spent designing the blueprint (``generated``; included in the
+    tokens above)."""
 
 
 SystemFn = Callable[[TextEnvironment, Any, int, Store, str], Awaitable[Episode]]
@@ -178,11 +185,25 @@ async def _verify(store: Store, board_id: str) -> bool:
 
 
 async def _play_slateboard(env: TextEnvironment, model: Any, steps: int, store: Store, setting: str) -> Episode:
-    ep = await play_setting(
-        env, store, setting=setting, model=model, max_commands=steps, name=f"{env.name} [{setting}]"
-    )
+    try:
+        ep = await play_setting(
+            env, store, setting=setting, model=model, max_commands=steps, name=f"{env.name} [{setting}]"
+        )
+    except ArchitectError as exc:
+        # no acceptable design is the generated setting's failure to play, not the harness's
+        return Episode(
+            won=False,
+            outcome=NO_BLUEPRINT,
+            commands=0,
+            calls=int(getattr(model, "calls", 0)),
+            tokens_in=exc.usage.tokens_in,
+            tokens_out=exc.usage.tokens_out,
+            notes=[str(i) for i in exc.issues][:5],
+            design_tokens=exc.usage.tokens_in + exc.usage.tokens_out,
+        )
     usage = ep.result.usage.values()
     last = ep.last
+    design = ep.design.usage if ep.design is not None else None
     return Episode(
         won=ep.won,
         outcome=ep.outcome,
@@ -194,6 +215,7 @@ async def _play_slateboard(env: TextEnvironment, model: Any, steps: int, store: 
         tokens_out=sum(u.tokens_out for u in usage),
         board_id=ep.result.board_id,
         verified=await _verify(store, ep.result.board_id),
+        design_tokens=design.tokens_in + design.tokens_out if design is not None else 0,
     )
 
 
@@ -310,6 +332,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
             board_id=ep.board_id,
             verified=ep.verified,
             notes=ep.notes,
+            design_tokens=ep.design_tokens,
             error=None,
         )
     except Exception as exc:
@@ -325,6 +348,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
             board_id=None,
             verified=None,
             notes=[],
+            design_tokens=0,
             error=f"{type(exc).__name__}: {exc}",
         )
     finally:
