@@ -23,6 +23,7 @@ __all__ = [
     "Interval",
     "blueprint_source",
     "bootstrap",
+    "budget_of",
     "paired_bootstrap",
     "summarise",
     "tokens_per_success",
@@ -187,6 +188,18 @@ def _matrix(rows: Sequence[dict[str, Any]]) -> np.ndarray[Any, Any]:
     )
 
 
+def budget_of(setting: str) -> tuple[int | None, str | None]:
+    """The view budget a setting imposes (its ``budget=N`` part) and the setting it sweeps
+    (the other parts: ``full`` for ``budget=500``, ``no-slicing`` for ``no-slicing+budget=500``);
+    (None, None) for a setting without a budget."""
+    parts = [p.strip() for p in setting.split("+")]
+    for part in parts:
+        if part.startswith("budget=") and part[7:].isdigit():
+            rest = [p for p in parts if p != part]
+            return int(part[7:]), "+".join(rest) or "full"
+    return None, None
+
+
 def blueprint_source(setting: str) -> str:
     """``generated`` when the setting's blueprint was designed by the Architect, else ``fixed``."""
     return "generated" if "generated" in (p.strip() for p in setting.split("+")) else "fixed"
@@ -214,14 +227,15 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
         rs = sorted(rs, key=_pair_key)
         x = _matrix(rs)
         wins = int(x[:, 0].sum())
-        budget = setting.split("=", 1)[1] if setting.startswith("budget=") else None
+        budget, base = budget_of(setting)
         designs = [int(r.get("design_tokens") or 0) for r in rs]
         systems.append(
             {
                 "suite": suite,
                 "system": system,
                 "setting": setting,
-                "budget": int(budget) if budget is not None and budget.isdigit() else None,
+                "budget": budget,
+                "budget_base": base,
                 "blueprint": blueprint_source(setting),
                 "games": len(rs),
                 "wins": wins,
