@@ -147,7 +147,8 @@ async def test_a_model_that_cannot_design_gives_an_outcome_not_a_crash() -> None
     row = await run_job(Job(game, "slateboard", "generated", model, 5), MemoryStore())
     assert row["error"] is None and row["won"] is False and row["outcome"] == NO_BLUEPRINT
     assert row["commands"] == 0 and row["calls"] == 3 and row["design_tokens"] == row["tokens"] > 0
-    assert any("no JSON object" in n for n in row["notes"])
+    assert row["notes"][0].startswith("no acceptable blueprint after 3 attempts")
+    assert any("no JSON object" in n for n in row["notes"][1:])
 
 
 @pytest.mark.usefixtures("twx_ready")

@@ -198,7 +198,7 @@ async def _play_slateboard(env: TextEnvironment, model: Any, steps: int, store: 
             calls=int(getattr(model, "calls", 0)),
             tokens_in=exc.usage.tokens_in,
             tokens_out=exc.usage.tokens_out,
-            notes=[str(i) for i in exc.issues][:5],
+            notes=[str(exc).splitlines()[0], *(str(i) for i in exc.issues[:5])],
             design_tokens=exc.usage.tokens_in + exc.usage.tokens_out,
         )
     usage = ep.result.usage.values()
