@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,3 +118,33 @@ def test_summarise_pairs_by_game_and_seed() -> None:
     assert comp["tokens_delta"]["value"] == 2000.0
     # full on g1, g2: 4000 tokens / 2 wins; no-slicing: 8000 / 1
     assert comp["tokens_per_success_ratio"]["value"] == 4.0
+
+
+def test_budget_sweeps_of_full_and_of_the_unsliced_board(tmp_path: Path) -> None:
+    from slateboard.eval.plots import write_plots
+    from slateboard.eval.statistics import budget_of
+
+    assert budget_of("budget=500") == (500, "full")
+    assert budget_of("no-slicing+budget=250") == (250, "no-slicing")
+    assert budget_of("no-slicing") == (None, None) and budget_of("budget=x") == (None, None)
+    rows = [
+        _row(g, "slateboard", s, True, 4, t)
+        for g in ("g1", "g2")
+        for s, t in (
+            ("full", 900),
+            ("budget=250", 800),
+            ("no-slicing+budget=250", 1200),
+            ("no-slicing+budget=1000", 2000),
+        )
+    ]
+    report = summarise(rows, resamples=100)
+    swept = {(s["setting"], s["budget"], s["budget_base"]) for s in report["systems"]}
+    assert swept == {
+        ("full", None, None),
+        ("budget=250", 250, "full"),
+        ("no-slicing+budget=250", 250, "no-slicing"),
+        ("no-slicing+budget=1000", 1000, "no-slicing"),
+    }
+    names = {p.name for p in write_plots(report, tmp_path)}
+    # the budget settings make the sweep figure, not ablation bars
+    assert "budget.png" in names and "ablations.png" not in names

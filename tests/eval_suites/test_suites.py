@@ -149,3 +149,41 @@ def test_a_resumed_sweep_follows_the_gold_paths_it_pinned(tmp_path: Path) -> Non
     (again,) = _pinned([fresh], file)  # no JVM needed: the kept path is reused as it is
     assert again.spec["gold"] == ["look around", "take coin"] and again.gold == 2
     assert json.loads(file.read_text(encoding="utf-8")) == [kept.to_json()]
+
+
+async def test_bad_arguments_are_usage_errors_and_still_value_errors(tmp_path: Path) -> None:
+    from slateboard.envs.twx import game_specs
+    from slateboard.errors import UsageError
+    from slateboard.eval.ablations import parse_setting
+    from slateboard.eval.statistics import wilson
+    from slateboard.eval.suites import make_env
+
+    for bad in (
+        lambda: parse_setting("budget=10"),
+        lambda: game_specs(only=["nope"]),
+        lambda: make_env(GameRef("alfworld", "g", 1, {})),
+        lambda: wilson(3, 2),
+    ):
+        with pytest.raises(UsageError) as caught:
+            bad()
+        assert isinstance(caught.value, ValueError)
+    with pytest.raises(UsageError, match="workers must be >= 1"):
+        await run_matrix([], tmp_path / "r.jsonl", workers=0)
+
+
+def test_cli_textworld_on_the_suite_runner(tmp_path: Path) -> None:
+    from slateboard.envs.textworld import textworld_available
+
+    if not textworld_available():
+        pytest.skip("TextWorld is not installed (pip install 'slateboard[textworld]')")
+    out = tmp_path / "out"
+    args = ["eval", "textworld-suite", "-m", "walkthrough", "--systems", "slateboard", "--games", "1"]
+    res = CliRunner().invoke(app, [*args, "--cache", str(tmp_path / "games"), "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout[res.stdout.index("{") :])
+    (entry,) = data["systems"]
+    assert (entry["suite"], entry["setting"], entry["wins"], entry["unverified"]) == ("textworld", "full", 1, 0)
+    (row,) = load_results(out / "results.jsonl")
+    assert row["won"] is True and row["commands"] == row["gold"] > 0 and row["verified"] is True
+    bad = CliRunner().invoke(app, ["eval", "textworld-suite", "--tier", "giant", "--out", str(out)])
+    assert bad.exit_code == 2 and "unknown game tier" in bad.output

@@ -1,5 +1,6 @@
-"""``slateboard eval scienceworld``, ``slateboard eval twx`` and ``slateboard eval report``: the
-suite runner of ``slateboard.eval.suites`` with its statistics and figures."""
+"""``slateboard eval scienceworld``, ``slateboard eval twx``, ``slateboard eval textworld-suite``
+and ``slateboard eval report``: the suite runner of ``slateboard.eval.suites`` with its
+statistics and figures."""
 
 from __future__ import annotations
 
@@ -56,6 +57,18 @@ WorkersOption = Annotated[
     int, typer.Option("--workers", min=1, max=64, help="Episodes played at once, in separate processes.")
 ]
 PlotsOption = Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNG figures.")]
+BlueprintOption = Annotated[
+    str,
+    typer.Option(
+        "--blueprint",
+        metavar="SOURCES",
+        help=(
+            "Blueprint sources of slateboard: fixed (the text_actor template, always played: the reference) "
+            "and/or generated (designed by the Architect from each game's task; with -m walkthrough a "
+            "recorded design), e.g. fixed,generated."
+        ),
+    ),
+]
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -79,6 +92,20 @@ def _settings(text: str) -> list[str]:
         return list(dict.fromkeys(parse_setting(n).name for n in names))
     except ValueError as exc:
         raise CliError(f"--ablations: {exc}", code=EXIT_USAGE) from exc
+
+
+def _sources(text: str) -> list[str]:
+    """The ``--blueprint`` sources as extra settings: ``generated`` adds the ``generated``
+    setting (the fixed blueprint is ``full``, played anyway as the paired reference)."""
+    from ..eval.generated import BLUEPRINT_SOURCES, FIXED
+
+    names = [n.lower() for n in _names(text)] or [FIXED]
+    unknown = [n for n in names if n not in BLUEPRINT_SOURCES]
+    if unknown:
+        raise CliError(
+            f"--blueprint: unknown source {unknown[0]!r} (sources: {', '.join(BLUEPRINT_SOURCES)})", code=EXIT_USAGE
+        )
+    return [n for n in dict.fromkeys(names) if n != FIXED]
 
 
 def _systems(text: str) -> list[str]:
@@ -109,12 +136,13 @@ def _run(
     plots: bool,
     store: str | None,
     as_json: bool,
+    blueprint: str = "fixed",
 ) -> None:
     from ..eval.report import write_report
     from ..eval.suites import matrix_jobs, run_matrix
 
     chosen = _systems(systems)
-    settings = _settings(ablations)
+    settings = list(dict.fromkeys([*_settings(ablations), *_sources(blueprint)]))
     sweep = _ints(budgets, "--budgets")
     if model != "walkthrough":
         from ..models import resolve_model
@@ -143,7 +171,9 @@ def _run(
 
         rows = run_async(lambda: run_matrix(jobs, path, store_url=store, workers=workers, on_row=report_row))
         line.update(f"eval {suite}: writing the report under {root}")
-        report = write_report(rows, root, plots=plots, meta={"suite": suite, "model": model, "steps": steps})
+        report = write_report(
+            rows, root, plots=plots, meta={"suite": suite, "model": model, "steps": steps, "blueprint": blueprint}
+        )
     if as_json:
         print_json({k: v for k, v in report.items() if k != "rows"})
     else:
@@ -236,6 +266,7 @@ def register(app: typer.Typer) -> None:
         systems: SystemsOption = _DEFAULT_SYSTEMS,
         ablations: AblationsOption = "",
         budgets: BudgetsOption = "",
+        blueprint: BlueprintOption = "fixed",
         results: ResultsOption = None,
         out: OutOption = None,
         workers: WorkersOption = 1,
@@ -256,6 +287,7 @@ def register(app: typer.Typer) -> None:
         _run(
             "scienceworld", games, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
             results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
+            blueprint=blueprint,
         )  # fmt: skip
 
     @app.command("twx")
@@ -270,6 +302,7 @@ def register(app: typer.Typer) -> None:
         systems: SystemsOption = _DEFAULT_SYSTEMS,
         ablations: AblationsOption = "",
         budgets: BudgetsOption = "",
+        blueprint: BlueprintOption = "fixed",
         results: ResultsOption = None,
         out: OutOption = None,
         workers: WorkersOption = 1,
@@ -292,6 +325,53 @@ def register(app: typer.Typer) -> None:
         _run(
             "twx", refs, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
             results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
+            blueprint=blueprint,
+        )  # fmt: skip
+
+    @app.command("textworld-suite")
+    def textworld_suite_command(
+        model: ModelOption = "local",
+        steps: Annotated[int, typer.Option("--steps", min=1, max=200, help="Command budget of every episode.")] = 30,
+        tier: Annotated[str, typer.Option("--tier", metavar="TIER", help="Generated set: ci, full or hard.")] = "ci",
+        games: Annotated[
+            int | None,
+            typer.Option("--games", min=1, help="Play only the first N games of the set.", show_default=False),
+        ] = None,
+        seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the generated games.")] = 1234,
+        cache: Annotated[
+            Path | None, typer.Option("--cache", metavar="DIR", help="Where generated games are kept.")
+        ] = None,
+        systems: SystemsOption = _DEFAULT_SYSTEMS,
+        ablations: AblationsOption = "",
+        budgets: BudgetsOption = "",
+        blueprint: BlueprintOption = "fixed",
+        results: ResultsOption = None,
+        out: OutOption = None,
+        workers: WorkersOption = 1,
+        plots: PlotsOption = True,
+        store: StoreOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Play the generated TextWorld games on the suite runner (ablations, budgets, intervals,
+        figures), like the other suites; ``eval textworld`` is TextWorld's own per-component report."""
+        from ..envs.textworld import TextWorldMissing, game_set, generate_games, textworld_available
+        from ..eval.suites import GameRef
+
+        try:
+            specs = game_set(tier=tier, games=games)
+        except ValueError as exc:
+            raise CliError(f"--tier/--games: {exc}", code=EXIT_USAGE) from exc
+        if not textworld_available():
+            raise CliError("TextWorld is not installed: pip install 'slateboard[textworld]'")
+        try:
+            files = generate_games(specs, seed=seed, cache_dir=cache)
+        except (TextWorldMissing, RuntimeError) as exc:
+            raise CliError(str(exc)) from exc
+        refs = [GameRef("textworld", f.name, f.seed, {"path": str(f.path)}, f.walkthrough) for f in files]
+        _run(
+            "textworld", refs, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
+            results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
+            blueprint=blueprint,
         )  # fmt: skip
 
     @app.command("report")

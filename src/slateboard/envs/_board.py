@@ -7,6 +7,7 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..workers.llm import LLMWorker
 from ._protocol import TextEnvironment, TextEnvironmentError, TextTurn, clip
@@ -29,7 +30,7 @@ def board_inputs(env: TextEnvironment, first: TextTurn, *, max_commands: int = 0
     """The inputs of a text_actor board for an episode that starts at ``first`` (the turn
     ``env.reset()`` returned): task, first observation, admissible commands, progress, budget."""
     if max_commands < 0:
-        raise ValueError("max_commands must be >= 0 (0: no limit)")
+        raise InvalidInput("max_commands must be >= 0 (0: no limit)")
     return {
         "task": env.objective or first.observation,
         "observation": clip(first.observation),

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..blueprint.templates import template_spec
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..models import Model, resolve_model
 from ..runtime import Runner, RunResult, create_board
@@ -37,9 +38,9 @@ def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
     """The text_actor template compiled, with its advisory verifier (``"llm"``) or without it
     (``"none"``: the worker and the rule that invokes it are left out; the invariants that make
     a command admissible and forbid success in a game not won stay, so nothing a deterministic
-    check can decide costs a model call). ValueError for another mode."""
+    check can decide costs a model call). InvalidInput (a ValueError) for another mode."""
     if verifier not in VERIFIERS:
-        raise ValueError(f"unknown verifier mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
+        raise InvalidInput(f"unknown verifier mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
     spec = template_spec("text_actor")
     label = "template text_actor"
     if verifier == "none":

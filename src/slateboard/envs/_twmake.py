@@ -21,6 +21,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidInput
+
 # The Z-machine header's serial number (6 ASCII bytes at 0x12) is the compile date; a fixed one
 # keeps a game file identical from one day to the next (it is not part of the checksum).
 SERIAL_OFFSET = 0x12
@@ -46,7 +48,7 @@ def make_one(job: dict[str, Any]) -> dict[str, Any]:
         return make_custom(job)
     if name not in textworld.challenges.CHALLENGES:
         known = ", ".join(sorted(textworld.challenges.CHALLENGES))
-        raise ValueError(f"unknown TextWorld challenge {name!r} (challenges: {known})")
+        raise InvalidInput(f"unknown TextWorld challenge {name!r} (challenges: {known})")
     _, make_game, add_arguments = textworld.challenges.CHALLENGES[name]
     parser = argparse.ArgumentParser(prog=name)
     add_arguments(parser)

@@ -21,9 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ._gold import GoldTracker
-from ._java import JvmPool, java_missing
+from ._jvm import JvmGame, JvmMissing, JvmPool, Loaded, java_missing
 from ._protocol import TextTurn, clip
 
 __all__ = [
@@ -40,10 +38,8 @@ INSTALL_HINT = "install the scienceworld extra: pip install 'slateboard[sciencew
 _STEP_LIMIT = 100_000
 """ScienceWorld's own step limit, set out of reach: the command budget is the harness's."""
 
-_POOL = JvmPool()
 
-
-class ScienceWorldMissing(UsageError, RuntimeError):
+class ScienceWorldMissing(JvmMissing):
     """ScienceWorld or Java is not installed (the message says which and how to install it)."""
 
 
@@ -103,102 +99,60 @@ def task_specs(
     return [ScienceWorldSpec(t, v, simplification) for t in tasks for v in variations]
 
 
-class ScienceWorldTask:
-    """One ScienceWorld task variation as a TextEnvironment (see the module docstring).
+class ScienceWorldTask(JvmGame):
+    """One ScienceWorld task variation as a TextEnvironment (see the module docstring and
+    ``JvmGame``: the simulator's lifecycle, the gold path as a policy). The JVM starts on the
+    first ``reset`` (seconds)."""
 
-    ``gold`` pins the gold path (a suite pins the one it saw first, so every system and setting
-    follows the same). The JVM starts on the first ``reset`` (seconds); ``close`` hands it back for the next episode of this process. ``gold`` is the
-    variation's gold action sequence (known after the first reset)."""
+    pool = JvmPool()
+    missing_error = ScienceWorldMissing
 
     def __init__(self, spec: ScienceWorldSpec, *, gold: Sequence[str] | None = None) -> None:
+        super().__init__(gold=gold)
         self.spec = spec
-        self._pinned = tuple(gold) if gold else None
-        self._env: Any = None
-        self._objective = ""
-        self._commands = 0
-        self._last: TextTurn | None = None
-        self._gold = GoldTracker()
 
     @property
     def name(self) -> str:
         """``TASK-vN``."""
         return self.spec.name
 
-    @property
-    def objective(self) -> str:
-        """The task description and ScienceWorld's action templates."""
-        return self._objective
+    @staticmethod
+    def missing() -> str | None:
+        """Why ScienceWorld cannot run here, or None."""
+        return scienceworld_missing()
 
-    @property
-    def commands(self) -> int:
-        """Commands executed since the last reset."""
-        return self._commands
+    def create(self) -> Any:
+        """A ScienceWorld simulator (its step limit out of reach: the budget is the harness's)."""
+        from scienceworld import ScienceWorldEnv
 
-    @property
-    def last(self) -> TextTurn | None:
-        """The latest turn."""
-        return self._last
+        return ScienceWorldEnv("", envStepLimit=_STEP_LIMIT)
 
-    @property
-    def gold(self) -> tuple[str, ...]:
-        """The variation's gold action sequence (empty before the first reset)."""
-        return self._gold.gold
+    def load(self, env: Any) -> Loaded:
+        """Load the task variation and reset it; the objective is the task description and the
+        action templates."""
+        env.load(self.spec.task, self.spec.variation, self.spec.simplification, generateGoldPath=True)
+        observation, info = env.reset()
+        templates = ", ".join(str(a).split(":")[0].strip() for a in env.get_possible_actions())
+        description = " ".join(str(env.get_task_description()).split())
+        objective = f"{description}\nCommand templates: {templates}" if templates else description
+        return Loaded(str(observation), info, [str(a) for a in env.get_gold_action_sequence()], objective)
 
-    def _start(self) -> Any:
-        if self._env is None:
-            why = scienceworld_missing()
-            if why is not None:
-                raise ScienceWorldMissing(why)
-            from scienceworld import ScienceWorldEnv
+    def execute(self, env: Any, command: str) -> tuple[str, dict[str, Any], bool]:
+        """One ScienceWorld step."""
+        observation, _, done, info = env.step(command)
+        return str(observation), info, bool(done)
 
-            self._env = _POOL.acquire(lambda: ScienceWorldEnv("", envStepLimit=_STEP_LIMIT))
-        return self._env
-
-    def _turn(self, observation: str, info: dict[str, Any], done: bool) -> TextTurn:
+    def turn(self, observation: str, info: dict[str, Any], done: bool) -> TextTurn:
+        """The turn: no admissible list, won at score 100, lost when ended below it."""
         score = int(info.get("score", 0) or 0)
         won = score >= 100
-        turn = TextTurn(
+        return TextTurn(
             observation=clip(observation.strip()),
             admissible=(),
             score=max(score, 0),
             max_score=100,
             won=won,
-            lost=bool(done) and not won,
-            moves=int(info.get("moves", self._commands) or 0),
+            lost=done and not won,
+            moves=int(info.get("moves", self.commands) or 0),
             tracked=True,
         )
-        self._last = turn
-        return turn
-
-    async def reset(self) -> TextTurn:
-        """Load the task variation and start it (the gold path is generated with it)."""
-        env = self._start()
-        env.load(self.spec.task, self.spec.variation, self.spec.simplification, generateGoldPath=True)
-        observation, info = env.reset()
-        self._commands = 0
-        self._gold.reset(self._pinned or [str(a) for a in env.get_gold_action_sequence()])
-        templates = ", ".join(str(a).split(":")[0].strip() for a in env.get_possible_actions())
-        description = " ".join(str(env.get_task_description()).split())
-        self._objective = f"{description}\nCommand templates: {templates}" if templates else description
-        return self._turn(str(observation), info, False)
-
-    async def step(self, command: str) -> TextTurn:
-        """Execute ``command`` (ScienceWorld answers an unknown one in its own words)."""
-        if self._env is None or self._last is None:
-            await self.reset()
-        observation, _, done, info = self._env.step(command)
-        self._commands += 1
-        self._gold.executed(command)
-        return self._turn(str(observation), info, bool(done))
-
-    def policy(self) -> tuple[str, ...]:
-        """The rest of the gold path while the episode has followed it, else ``()``."""
-        if self._last is None or self._last.over:
-            return ()
-        return self._gold.remaining()
-
-    def close(self) -> None:
-        """Release the simulator (its JVM is kept for the next episode in this process)."""
-        if self._env is not None:
-            env, self._env = self._env, None
-            _POOL.release(env)

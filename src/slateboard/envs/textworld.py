@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import InvalidInput, UsageError
 from ._protocol import TextTurn, clip
 
 __all__ = [
@@ -140,18 +140,18 @@ TIERS: dict[str, tuple[GameSpec, ...]] = {"ci": CI_GAMES, "full": FULL_GAMES, "h
 
 def game_set(*, full: bool = False, games: int | None = None, tier: str | None = None) -> list[GameSpec]:
     """The games of a tier (``ci``, ``full`` or ``hard``; ``full=True`` is the full tier), cut
-    to its first ``games`` entries when given. ValueError for an unknown tier or count."""
+    to its first ``games`` entries when given. InvalidInput (a ValueError) for an unknown tier or count."""
     name = tier or ("full" if full else "ci")
     if name not in TIERS:
-        raise ValueError(f"unknown game tier {name!r} (tiers: {', '.join(TIERS)})")
+        raise InvalidInput(f"unknown game tier {name!r} (tiers: {', '.join(TIERS)})")
     specs = list(TIERS[name])
     if games is not None:
         if games < 1:
-            raise ValueError(f"the number of games must be >= 1, got {games}")
+            raise InvalidInput(f"the number of games must be >= 1, got {games}")
         if games > len(specs):
             which = "CI" if name == "ci" else name
             hint = " (use the full set for more)" if name == "ci" else ""
-            raise ValueError(f"the {which} game set has {len(specs)} games, {games} asked{hint}")
+            raise InvalidInput(f"the {which} game set has {len(specs)} games, {games} asked{hint}")
         specs = specs[:games]
     return specs
 

@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ._gold import GoldTracker
-from ._java import JvmPool, java_missing
+from ..errors import InvalidInput
+from ._jvm import JvmGame, JvmMissing, JvmPool, Loaded, java_missing
 from ._protocol import TextTurn, clip
 
 __all__ = [
@@ -38,10 +37,8 @@ INSTALL_HINT = "install the twx extra: pip install 'slateboard[twx]'"
 _STEP_LIMIT = 100_000
 GAMES = ("cookingworld", "twc", "coin", "arithmetic", "sorting", "mapreader", "peckingorder", "simonsays")
 
-_POOL = JvmPool()
 
-
-class TwxMissing(UsageError, RuntimeError):
+class TwxMissing(JvmMissing):
     """TextWorldExpress or Java is not installed (the message says which and how)."""
 
 
@@ -93,7 +90,7 @@ FULL_GAMES: tuple[TwxSpec, ...] = (
 
 def game_specs(*, full: bool = False, only: Sequence[str] = ()) -> list[TwxSpec]:
     """The CI (or full) set, restricted to the labels or game names in ``only`` when given
-    (ValueError naming the unknown ones)."""
+    (InvalidInput, a ValueError, naming the unknown ones)."""
     specs = list(FULL_GAMES if full else CI_GAMES)
     if not only:
         return specs
@@ -105,105 +102,64 @@ def game_specs(*, full: bool = False, only: Sequence[str] = ()) -> list[TwxSpec]
         elif name in GAMES:
             out.extend(s for s in specs if s.game == name)
         else:
-            raise ValueError(
+            raise InvalidInput(
                 f"unknown TextWorldExpress game {name!r} (labels: {', '.join(pool)}; games: {', '.join(GAMES)})"
             )
     return out
 
 
-class TwxGame:
-    """A TextWorldExpress game (spec and seed) as a TextEnvironment (see the module docstring).
+class TwxGame(JvmGame):
+    """A TextWorldExpress game (spec and seed) as a TextEnvironment (see the module docstring and
+    ``JvmGame``: the simulator's lifecycle, the gold path as a policy).
 
-    ``gold`` pins the gold path (TextWorldExpress generates Coin Collector's by a randomised
-    walk, so two resets of the same game can give different, equally winning paths: a suite
-    pins one so every system and setting follows the same). The JVM starts on the first ``reset``; ``close`` hands it back for the next episode of this process."""
+    ``gold`` pins the gold path: TextWorldExpress generates Coin Collector's by a randomised
+    walk, so two resets of the same game can give different, equally winning paths."""
+
+    pool = JvmPool()
+    missing_error = TwxMissing
 
     def __init__(self, spec: TwxSpec, seed: int, *, gold: Sequence[str] | None = None) -> None:
+        super().__init__(gold=gold)
         self.spec = spec
         self.seed = seed
-        self._pinned = tuple(gold) if gold else None
-        self._env: Any = None
-        self._objective = ""
-        self._commands = 0
-        self._last: TextTurn | None = None
-        self._gold = GoldTracker()
 
     @property
     def name(self) -> str:
         """``LABEL-sSEED``."""
         return self.spec.name(self.seed)
 
-    @property
-    def objective(self) -> str:
-        """The task description."""
-        return self._objective
+    @staticmethod
+    def missing() -> str | None:
+        """Why TextWorldExpress cannot run here, or None."""
+        return twx_missing()
 
-    @property
-    def commands(self) -> int:
-        """Commands executed since the last reset."""
-        return self._commands
+    def create(self) -> Any:
+        """A TextWorldExpress simulator (its step limit out of reach: the budget is the harness's)."""
+        from textworld_express import TextWorldExpressEnv
 
-    @property
-    def last(self) -> TextTurn | None:
-        """The latest turn."""
-        return self._last
+        return TextWorldExpressEnv(envStepLimit=_STEP_LIMIT)
 
-    @property
-    def gold(self) -> tuple[str, ...]:
-        """The game's gold action sequence (empty before the first reset)."""
-        return self._gold.gold
+    def load(self, env: Any) -> Loaded:
+        """Generate the game for the seed and reset it, with its gold path."""
+        env.load(self.spec.game, self.spec.params)
+        observation, info = env.reset(seed=self.seed, gameFold=self.spec.fold, generateGoldPath=True)
+        objective = " ".join(str(info.get("taskDescription", "")).split())
+        return Loaded(str(observation), info, [str(a) for a in env.getGoldActionSequence()], objective)
 
-    def _start(self) -> Any:
-        if self._env is None:
-            why = twx_missing()
-            if why is not None:
-                raise TwxMissing(why)
-            from textworld_express import TextWorldExpressEnv
+    def execute(self, env: Any, command: str) -> tuple[str, dict[str, Any], bool]:
+        """One TextWorldExpress step (its own ``done`` is read from the info's success/failure)."""
+        observation, _, done, info = env.step(command)
+        return str(observation), info, bool(done)
 
-            self._env = _POOL.acquire(lambda: TextWorldExpressEnv(envStepLimit=_STEP_LIMIT))
-        return self._env
-
-    def _turn(self, observation: str, info: dict[str, Any]) -> TextTurn:
-        turn = TextTurn(
+    def turn(self, observation: str, info: dict[str, Any], done: bool) -> TextTurn:
+        """The turn: valid actions as the admissible commands, score 0..100, success/failure."""
+        return TextTurn(
             observation=clip(observation.strip()),
             admissible=tuple(str(a) for a in info.get("validActions") or ()),
             score=round(100 * float(info.get("score", 0.0) or 0.0)),
             max_score=100,
             won=bool(info.get("tasksuccess")),
             lost=bool(info.get("taskfailure")),
-            moves=int(info.get("numMoves", self._commands) or 0),
+            moves=int(info.get("numMoves", self.commands) or 0),
             tracked=True,
         )
-        self._last = turn
-        return turn
-
-    async def reset(self) -> TextTurn:
-        """Generate the game for the seed and start it (with its gold path)."""
-        env = self._start()
-        env.load(self.spec.game, self.spec.params)
-        observation, info = env.reset(seed=self.seed, gameFold=self.spec.fold, generateGoldPath=True)
-        self._commands = 0
-        self._gold.reset(self._pinned or [str(a) for a in env.getGoldActionSequence()])
-        self._objective = " ".join(str(info.get("taskDescription", "")).split())
-        return self._turn(str(observation), info)
-
-    async def step(self, command: str) -> TextTurn:
-        """Execute ``command`` (an invalid one is answered in the game's own words)."""
-        if self._env is None or self._last is None:
-            await self.reset()
-        observation, _, _, info = self._env.step(command)
-        self._commands += 1
-        self._gold.executed(command)
-        return self._turn(str(observation), info)
-
-    def policy(self) -> tuple[str, ...]:
-        """The rest of the gold path while the episode has followed it, else ``()``."""
-        if self._last is None or self._last.over:
-            return ()
-        return self._gold.remaining()
-
-    def close(self) -> None:
-        """Release the simulator (its JVM is kept for the next episode in this process)."""
-        if self._env is not None:
-            env, self._env = self._env, None
-            _POOL.release(env)

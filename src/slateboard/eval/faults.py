@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import UsageError
+from ..errors import InvalidInput, UsageError
 from .faults_systems import (
     SYSTEMS,
     SystemOutcome,
@@ -73,9 +73,9 @@ class FaultsError(UsageError, ValueError):
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of ``k`` successes in ``n`` trials (default 95%).
 
-    ValueError unless ``0 <= k <= n`` and ``n >= 1``."""
+    InvalidInput (a ValueError) unless ``0 <= k <= n`` and ``n >= 1``."""
     if n < 1 or k < 0 or k > n:
-        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+        raise InvalidInput(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     p = k / n
     z2 = z * z
     denom = 1 + z2 / n

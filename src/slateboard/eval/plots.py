@@ -4,7 +4,11 @@
 * ``tokens_per_success.png``: tokens per success on a log scale, with bootstrap intervals;
 * ``ablations.png``: each slateboard setting against ``full`` (paired success delta and tokens
   per success ratio, with paired bootstrap intervals);
-* ``budget.png``: the context-budget sweep (success and tokens per success by view budget).
+* ``budget.png``: the context-budget sweep (success and tokens per success by view budget), one
+  curve per suite and swept setting (``budget=N`` sweeps ``full``, ``no-slicing+budget=N`` the
+  unsliced board);
+* ``blueprint_source.png``: the schema-source comparison: slateboard on the fixed blueprint
+  (``full``) and on the generated one (``generated``), success and tokens per success per suite.
 
 A figure with nothing to show (no ablation, no sweep) is not written.
 """
@@ -41,9 +45,7 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    systems: list[dict[str, Any]] = [
-        s for s in report.get("systems", []) if not str(s["setting"]).startswith("budget=")
-    ]
+    systems: list[dict[str, Any]] = [s for s in report.get("systems", []) if s.get("budget") is None]
     suites = sorted({str(s["suite"]) for s in systems})
 
     def save(fig: Any, name: str) -> None:
@@ -80,9 +82,7 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
             save(fig, name)
 
     ablations = [
-        c
-        for c in report.get("comparisons", [])
-        if c["system"] == "slateboard" and not str(c["setting"]).startswith("budget=")
+        c for c in report.get("comparisons", []) if c["system"] == "slateboard" and "budget=" not in str(c["setting"])
     ]
     if ablations:
         fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 0.5 * len(ablations) + 2.0))
@@ -104,8 +104,13 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
     if sweep:
         fig, ax = plt.subplots(figsize=(6.0, 3.8))
         twin = ax.twinx()
-        for suite in sorted({str(s["suite"]) for s in sweep}):
-            pts = sorted((s for s in sweep if s["suite"] == suite), key=lambda s: int(s["budget"]))
+        curves = sorted({(str(s["suite"]), str(s.get("budget_base") or "full")) for s in sweep})
+        for suite, base in curves:
+            name = suite if base == "full" else f"{suite} {base}"
+            pts = sorted(
+                (s for s in sweep if s["suite"] == suite and str(s.get("budget_base") or "full") == base),
+                key=lambda s: int(s["budget"]),
+            )
             budgets = [int(s["budget"]) for s in pts]
             succ = [_err(s["success"]) for s in pts]
             ax.errorbar(
@@ -114,7 +119,7 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
                 yerr=[[v[1] for v in succ], [v[2] for v in succ]],
                 marker="o",
                 capsize=3,
-                label=f"{suite} success",
+                label=f"{name} success",
             )
             tps = [s["tokens_per_success"]["value"] for s in pts]
             twin.plot(
@@ -122,8 +127,7 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
                 [t if t is not None else float("nan") for t in tps],
                 marker="s",
                 linestyle="--",
-                color="#c44e52",
-                label=f"{suite} tokens/success",
+                label=f"{name} tokens/success",
             )
         ax.set_xscale("log")
         ax.set_xlabel("view budget (characters)")
@@ -135,4 +139,33 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
         ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="lower right")
         ax.set_title("context-budget sweep", fontsize=10)
         save(fig, "budget.png")
+    sources = [
+        s for s in report.get("systems", []) if s["system"] == "slateboard" and s["setting"] in ("full", "generated")
+    ]
+    if any(s["setting"] == "generated" for s in sources):
+        names = sorted({str(s["suite"]) for s in sources})
+        fig, (left, right) = plt.subplots(1, 2, figsize=(max(6.0, 2.0 + 1.6 * len(names)), 3.8))
+        width = 0.38
+        for i, setting in enumerate(("full", "generated")):
+            by_suite = {str(s["suite"]): s for s in sources if s["setting"] == setting}
+            offsets = [n + (i - 0.5) * width for n in range(len(names))]
+            label = "fixed" if setting == "full" else "generated"
+            for ax, metric in ((left, "success"), (right, "tokens_per_success")):
+                vals = [_err(by_suite[n][metric]) if n in by_suite else (0.0, 0.0, 0.0) for n in names]
+                ax.bar(
+                    offsets,
+                    [v[0] for v in vals],
+                    width,
+                    yerr=[[v[1] for v in vals], [v[2] for v in vals]],
+                    capsize=3,
+                    label=label,
+                    color="#4c72b0" if i == 0 else "#dd8452",
+                )
+        for ax, title in ((left, "success (Wilson 95%)"), (right, "tokens per success (bootstrap 95%)")):
+            ax.set_xticks(list(range(len(names))), names, fontsize=8)
+            ax.set_title(title, fontsize=9)
+        left.set_ylim(0, 1.05)
+        right.legend(fontsize=7)
+        fig.suptitle("blueprint source: fixed vs generated (slateboard)", fontsize=10)
+        save(fig, "blueprint_source.png")
     return written

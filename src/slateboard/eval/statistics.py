@@ -17,9 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInput
+
 __all__ = [
     "Interval",
+    "blueprint_source",
     "bootstrap",
+    "budget_of",
     "paired_bootstrap",
     "summarise",
     "tokens_per_success",
@@ -54,7 +58,7 @@ def wilson(successes: int, n: int, z: float = Z95) -> Interval:
     interval that stays inside [0, 1] and is not degenerate at 0 or n successes. ``n == 0``
     gives an undefined interval."""
     if n < 0 or successes < 0 or successes > n:
-        raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
+        raise InvalidInput(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return Interval(None, None, None)
     p = successes / n
@@ -130,7 +134,7 @@ def paired_bootstrap(
     if xb.ndim == 1:
         xb = xb[:, None]
     if xa.shape[0] != xb.shape[0]:
-        raise ValueError(f"paired samples need the same number of pairs, got {xa.shape[0]} and {xb.shape[0]}")
+        raise InvalidInput(f"paired samples need the same number of pairs, got {xa.shape[0]} and {xb.shape[0]}")
     n = xa.shape[0]
     if n == 0:
         return Interval(None, None, None)
@@ -184,6 +188,23 @@ def _matrix(rows: Sequence[dict[str, Any]]) -> np.ndarray[Any, Any]:
     )
 
 
+def budget_of(setting: str) -> tuple[int | None, str | None]:
+    """The view budget a setting imposes (its ``budget=N`` part) and the setting it sweeps
+    (the other parts: ``full`` for ``budget=500``, ``no-slicing`` for ``no-slicing+budget=500``);
+    (None, None) for a setting without a budget."""
+    parts = [p.strip() for p in setting.split("+")]
+    for part in parts:
+        if part.startswith("budget=") and part[7:].isdigit():
+            rest = [p for p in parts if p != part]
+            return int(part[7:]), "+".join(rest) or "full"
+    return None, None
+
+
+def blueprint_source(setting: str) -> str:
+    """``generated`` when the setting's blueprint was designed by the Architect, else ``fixed``."""
+    return "generated" if "generated" in (p.strip() for p in setting.split("+")) else "fixed"
+
+
 def _pair_key(row: dict[str, Any]) -> tuple[str, int]:
     return (str(row["game"]), int(row["seed"]))
 
@@ -194,6 +215,9 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
     intervals over games, errors and unverified boards; and per suite, for every other
     (system, setting), the paired differences against ``slateboard``/``full`` over the
     (game, seed) pairs both played: success, steps, tokens (b - a) and tokens per success (b / a).
+    Each entry also says its blueprint source (``fixed`` or ``generated``), the mean tokens the
+    Architect spent designing it (``design_tokens``, part of ``tokens``) and how many episodes
+    had no acceptable design (``no_blueprint``).
     """
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -203,13 +227,16 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
         rs = sorted(rs, key=_pair_key)
         x = _matrix(rs)
         wins = int(x[:, 0].sum())
-        budget = setting.split("=", 1)[1] if setting.startswith("budget=") else None
+        budget, base = budget_of(setting)
+        designs = [int(r.get("design_tokens") or 0) for r in rs]
         systems.append(
             {
                 "suite": suite,
                 "system": system,
                 "setting": setting,
-                "budget": int(budget) if budget is not None and budget.isdigit() else None,
+                "budget": budget,
+                "budget_base": base,
+                "blueprint": blueprint_source(setting),
                 "games": len(rs),
                 "wins": wins,
                 "success": wilson(wins, len(rs)).to_json(),
@@ -219,6 +246,8 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
                 "errors": sum(r.get("error") is not None for r in rs),
                 "unverified": sum(r.get("verified") is False for r in rs),
                 "estimated_tokens": any(bool(r.get("estimated_tokens")) for r in rs),
+                "design_tokens": round(sum(designs) / len(designs), 1) if designs else 0.0,
+                "no_blueprint": sum(r.get("outcome") == "no-blueprint" for r in rs),
             }
         )
     comparisons = []

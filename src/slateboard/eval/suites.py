@@ -29,7 +29,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from ..architect import ArchitectError
 from ..envs import WALKTHROUGH_MODEL, TextEnvironment, WalkthroughModel
+from ..errors import InvalidInput
 from ..models import Model, resolve_model
 from ..stores import open_store
 from ..stores.base import Store
@@ -38,6 +40,7 @@ from .peer_players import PEER_PLAYERS
 from .textworld_peers import missing_peer
 
 __all__ = [
+    "NO_BLUEPRINT",
     "SUITES",
     "Episode",
     "GameRef",
@@ -54,6 +57,8 @@ __all__ = [
 ]
 
 SUITES = ("scienceworld", "twx", "textworld")
+NO_BLUEPRINT = "no-blueprint"
+"""The outcome of a ``generated`` episode whose Architect gave no acceptable blueprint."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +85,7 @@ class GameRef:
 
 
 def make_env(game: GameRef) -> TextEnvironment:
-    """A fresh environment for ``game`` (ValueError for an unknown suite)."""
+    """A fresh environment for ``game`` (InvalidInput, a ValueError, for an unknown suite)."""
     if game.suite == "scienceworld":
         from ..envs.scienceworld import ScienceWorldSpec, ScienceWorldTask
 
@@ -98,7 +103,7 @@ def make_env(game: GameRef) -> TextEnvironment:
         from ..envs.textworld import TextWorldGame
 
         return TextWorldGame(str(game.spec["path"]), name=game.name)
-    raise ValueError(f"unknown suite {game.suite!r} (suites: {', '.join(SUITES)})")
+    raise InvalidInput(f"unknown suite {game.suite!r} (suites: {', '.join(SUITES)})")
 
 
 async def pin_gold(games: Sequence[GameRef]) -> list[GameRef]:
@@ -135,6 +140,9 @@ class Episode:
     board_id: str | None = None
     verified: bool | None = None
     notes: list[str] = field(default_factory=list)
+    design_tokens: int = 0
+    """Tokens the Architect spent designing the blueprint (``generated``; included in the
+    tokens above)."""
 
 
 SystemFn = Callable[[TextEnvironment, Any, int, Store, str], Awaitable[Episode]]
@@ -177,11 +185,25 @@ async def _verify(store: Store, board_id: str) -> bool:
 
 
 async def _play_slateboard(env: TextEnvironment, model: Any, steps: int, store: Store, setting: str) -> Episode:
-    ep = await play_setting(
-        env, store, setting=setting, model=model, max_commands=steps, name=f"{env.name} [{setting}]"
-    )
+    try:
+        ep = await play_setting(
+            env, store, setting=setting, model=model, max_commands=steps, name=f"{env.name} [{setting}]"
+        )
+    except ArchitectError as exc:
+        # no acceptable design is the generated setting's failure to play, not the harness's
+        return Episode(
+            won=False,
+            outcome=NO_BLUEPRINT,
+            commands=0,
+            calls=int(getattr(model, "calls", 0)),
+            tokens_in=exc.usage.tokens_in,
+            tokens_out=exc.usage.tokens_out,
+            notes=[str(exc).splitlines()[0], *(str(i) for i in exc.issues[:5])],
+            design_tokens=exc.usage.tokens_in + exc.usage.tokens_out,
+        )
     usage = ep.result.usage.values()
     last = ep.last
+    design = ep.design.usage if ep.design is not None else None
     return Episode(
         won=ep.won,
         outcome=ep.outcome,
@@ -193,6 +215,7 @@ async def _play_slateboard(env: TextEnvironment, model: Any, steps: int, store: 
         tokens_out=sum(u.tokens_out for u in usage),
         board_id=ep.result.board_id,
         verified=await _verify(store, ep.result.board_id),
+        design_tokens=design.tokens_in + design.tokens_out if design is not None else 0,
     )
 
 
@@ -264,7 +287,7 @@ def matrix_jobs(
     budgets: Sequence[int] = (),
 ) -> list[Job]:
     """The jobs of a matrix, game by game: every system under ``full``; slateboard also under
-    every other setting and under ``budget=N`` for every budget of the sweep. ValueError for
+    every other setting and under ``budget=N`` for every budget of the sweep. InvalidInput for
     an unknown setting."""
     extra = [s for s in settings if parse_setting(s).name != FULL] + [f"budget={b}" for b in budgets]
     for s in extra:
@@ -309,6 +332,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
             board_id=ep.board_id,
             verified=ep.verified,
             notes=ep.notes,
+            design_tokens=ep.design_tokens,
             error=None,
         )
     except Exception as exc:
@@ -324,6 +348,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
             board_id=None,
             verified=None,
             notes=[],
+            design_tokens=0,
             error=f"{type(exc).__name__}: {exc}",
         )
     finally:
@@ -403,7 +428,7 @@ async def run_matrix(
     the log was verified); ``workers`` > 1 plays that many episodes at once in separate
     processes (each opens the store itself, so use SQLite or PostgreSQL to keep the boards)."""
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InvalidInput(f"workers must be >= 1, got {workers}")
     path = Path(results)
     path.parent.mkdir(parents=True, exist_ok=True)
     todo = list(jobs)

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..envs import WALKTHROUGH_MODEL, VerifierMode, WalkthroughModel, play_on_board
 from ..envs.textworld import GameFile, TextWorldGame
+from ..errors import InvalidInput
 from ..models import Model, resolve_model
 from ..stores.base import Store
 from .peer_players import PEER_PLAYERS
@@ -54,7 +55,7 @@ SYSTEMS = ("slateboard", *PEER_SYSTEMS)
 
 
 def parse_systems(text: str) -> list[str]:
-    """The systems named in a comma-separated list, in order, without repeats; ValueError naming
+    """The systems named in a comma-separated list, in order, without repeats; InvalidInput (a ValueError) naming
     an unknown one (and the known ones) or an empty list."""
     names: list[str] = []
     for part in text.split(","):
@@ -62,11 +63,11 @@ def parse_systems(text: str) -> list[str]:
         if not name:
             continue
         if name not in SYSTEMS:
-            raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
+            raise InvalidInput(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
         if name not in names:
             names.append(name)
     if not names:
-        raise ValueError(f"no system named (systems: {', '.join(SYSTEMS)})")
+        raise InvalidInput(f"no system named (systems: {', '.join(SYSTEMS)})")
     return names
 
 
@@ -283,7 +284,7 @@ async def run_suite(
     counts as not won); the others still run.
     """
     if steps < 1:
-        raise ValueError(f"the command budget (steps) must be >= 1, got {steps}")
+        raise InvalidInput(f"the command budget (steps) must be >= 1, got {steps}")
     check_systems(systems)
     label = model if isinstance(model, str) else model.name
     shared: Model | None = None
@@ -384,7 +385,7 @@ async def _episode(
             )
         player = PEER_PLAYERS.get(system)
         if player is None:
-            raise ValueError(f"unknown system {system!r}")
+            raise InvalidInput(f"unknown system {system!r}")
         peer: PeerEpisode = await player(env, counting, max_commands=steps)
         return EpisodeResult(
             **base,
