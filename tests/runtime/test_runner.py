@@ -136,7 +136,9 @@ async def test_invalid_worker_is_halted_by_the_circuit_policy(store: Store) -> N
     await verify(store, board)
 
 
-async def test_worker_timeout_becomes_a_parse_rejection(store: Store) -> None:
+async def test_worker_timeout_becomes_a_model_rejection(store: Store) -> None:
+    # A timed-out call is a failed call (stage ``model``, the timeout as the reason), not a
+    # reply that was "not valid JSON" (issue 16; this test asserted stage ``parse`` before).
     board = await create_board(store, NOTES)
 
     async def slow(view: Any) -> Any:
@@ -149,7 +151,8 @@ async def test_worker_timeout_becomes_a_parse_rejection(store: Store) -> None:
     result = await runner.run()
     records = await store.read_records(board)
     first = next(r for r in records if r.kind == "proposal")
-    assert first.outcome == "rejected" and first.stage == "parse"
+    assert first.outcome == "rejected" and first.stage == "model"
+    assert "timed out after 0.05 s" in str(first.reason)
     assert "timed out" in str(first.meta.get("error"))
     assert result.state["notes"] == []
 

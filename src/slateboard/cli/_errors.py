@@ -58,6 +58,7 @@ def describe(exc: BaseException) -> CliError:
     """The CliError to report for any exception (library errors get a clear prefix)."""
     from ..blueprint.compile import BlueprintError
     from ..models.errors import ModelConfigError, ModelError
+    from ..runtime.boards import BoardBusy
     from ..runtime.runner import RunnerError
     from ..stores.base import BoardNotFound, Conflict, LeaseLost, StoreCorrupt, StoreError, StoreUnavailable
     from ..workers.base import WorkerConfigError
@@ -84,6 +85,9 @@ def describe(exc: BaseException) -> CliError:
             f"the board is busy: another run or resume is working on it ({one_line(str(exc))});"
             " wait for it to end, then resume"
         )
+    if isinstance(exc, BoardBusy):
+        # A second runner found the board's next step leased by a live run (D13 at its root).
+        return CliError(f"the board is busy: {one_line(str(exc))}")
     if isinstance(exc, StoreError):
         return CliError(f"store error: {one_line(str(exc))}")
     if isinstance(exc, ModelConfigError):

@@ -508,10 +508,13 @@ class StepEngine:
                 async with asyncio.timeout(self.worker_timeout):
                     return await worker.propose(view, inv.event, feedback=inv.feedback)
         except TimeoutError:
+            timed_out = f"worker timed out after {self.worker_timeout:g} s"
             return WorkerReply(
                 "",
                 Usage(latency_ms=(time.perf_counter() - started) * 1e3, component="worker"),
-                diagnostics={"error": f"worker timed out after {self.worker_timeout:g} s"},
+                # A timeout is a failed call, not a malformed reply: the kernel rejects it at
+                # stage ``model`` with this reason rather than as "not valid JSON" (issue 16).
+                diagnostics={"error": timed_out, "model_error": timed_out},
             )
         finally:
             if timer is not None:
