@@ -47,6 +47,7 @@ __all__ = [
     "AGENT_OPS",
     "DECIDER_WORKER",
     "MAX_AGENT_NAME",
+    "PROBLEM_ID",
     "RESERVED_AUTHORS",
     "SYSTEM_AUTHOR",
     "SYSTEM_WORKER",
@@ -66,6 +67,8 @@ SYSTEM_WORKER = "__system"
 """The blueprint worker that posts ``system`` entries."""
 DECIDER_WORKER = "__decider"
 """The blueprint worker that writes ``/answer``."""
+PROBLEM_ID = "e1"
+"""Id of the problem entry: the first public entry of every board ``Team.blackboard`` runs."""
 AGENT_OPS = ["add", "test"]
 MAX_AGENT_NAME = 200
 """The longest agent name: an entry's ``author`` holds at most this many characters (the board's
@@ -187,6 +190,8 @@ def blackboard_blueprint(
             "writes": ["/public/-", f"/private/{tok}/-", f"/signatures/{tok}"],
             "ops": AGENT_OPS,
             "view_budget": view_budget,
+            # The problem statement is in every agent's view whatever the budget (issue 15).
+            "pinned": ["/task"],
         }
     workers[SYSTEM_WORKER] = {
         "instruction": "Posts system entries (errors) on the public board.",
@@ -201,6 +206,7 @@ def blackboard_blueprint(
         "writes": ["/answer"],
         "ops": ["add", "replace", "test"],
         "view_budget": view_budget,
+        "pinned": ["/task"],
     }
     # Every public rule is checked on the entries a patch appends only ("check: touched"):
     # /public is append-only for every contract (pattern /public/-, ops add/test), so an entry,

@@ -44,7 +44,7 @@ from ..scheduling.rules import Scheduler
 from ..stores import open_store
 from ..stores.base import Store
 from ..workers.base import Worker, WorkerReply
-from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, render_board, run_agent
+from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, bounded_board, run_agent
 from ._board import (
     SYSTEM_AUTHOR,
     SYSTEM_WORKER,
@@ -678,7 +678,9 @@ class _BlackboardRun:
             decision = round_robin_decision(names, round_num)
         else:
             roles = {n: a.instructions for n, a in team.agents.items()}
-            prompt = coordinator_prompt(team.coordinator_instructions, roles, render_board(self.public()))
+            prompt = coordinator_prompt(
+                team.coordinator_instructions, roles, bounded_board(self.public(), team.view_budget)
+            )
             schema = coordinator_schema(names) if team.constrain_coordinator else None
             reply = await run_agent(team.coordinator, model, prompt, json_schema=schema)
             usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "coordinator")
