@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..blueprint.compile import CompiledBlueprint
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import Record, Usage
@@ -51,6 +51,7 @@ from ._board import (
     USER_AUTHOR,
     blackboard_blueprint,
     check_agent_names,
+    compile_blackboard,
     make_entry,
 )
 from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
@@ -570,7 +571,7 @@ class _BlackboardRun:
         spec["initial_state"]["task"] = prompt
         spec["initial_state"]["public"] = [problem]
         spec["initial_state"]["signatures"][USER_AUTHOR] = problem["id"]
-        self.compiled = compile_blueprint(spec)
+        self.compiled = compile_blackboard(spec)
         workers = {
             n: AgentWorker(n, a, team.model_for(a), state=lambda: self.kernel.state, clock=team.clock)
             for n, a in team.agents.items()
