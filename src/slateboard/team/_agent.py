@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +25,7 @@ from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
 from ..workers.tools import Tool, as_tool
-from ._board import DECIDER_WORKER, PROBLEM_ID, SYSTEM_AUTHOR, USER_AUTHOR, make_entry
+from ._board import DECIDER_WORKER, PROBLEM_ID, SYSTEM_AUTHOR, USER_AUTHOR, PublicIndex, make_entry
 from ._compat import AGENT_EQUIVALENTS, check_model, output_token_limit, refuse_unsupported
 
 __all__ = [
@@ -257,10 +257,12 @@ def _shown_with_first(view: View, pointer: str) -> tuple[list[Shown], int, bool]
     whole = data.get(pointer)
     if isinstance(whole, list):
         found.extend((i, e) for i, e in enumerate(whole) if isinstance(e, dict))
+    # One cheap pass over the view's pointers (hundreds per prompt): an item of this array is a
+    # key "<pointer>/<index>" (the view's pointers are canonical: no leading zeros).
     for key, value in data.items():
-        index = _index_of(key, prefix)
-        if index is not None and isinstance(value, dict):
-            found.append((index, value))
+        head, _, tail = key.rpartition("/")
+        if head == pointer and tail.isdigit() and isinstance(value, dict):
+            found.append((int(tail), value))
     first_whole = any(i == 0 for i, _ in found)
     hidden = 0
     for h in view.handles:
@@ -432,6 +434,7 @@ class AgentWorker:
         self.model: Model = resolve_model(model if model is not None else (agent.model or "local"))
         self.state = state
         self.clock: Clock = clock or _utcnow
+        self._index = PublicIndex()
 
     @property
     def name(self) -> str:
@@ -460,13 +463,15 @@ class AgentWorker:
             text += "\n\nYour previous contribution was refused: " + "; ".join(lines)
         return text
 
-    def _ids(self, view: View) -> tuple[set[str], int, int]:
+    def _ids(self, view: View) -> tuple[Container[str], int, int]:
         state = self.state() if self.state is not None else None
         if isinstance(state, dict) and isinstance(state.get("public"), list):
-            public = [e for e in state["public"] if isinstance(e, dict)]
+            # The committed board's ids through an incremental index: O(1) in the board's size
+            # (the board is append-only), where a set of every id costs O(N) per contribution.
+            public = state["public"]
             priv = state.get("private")
             mine = priv.get(self._name) if isinstance(priv, dict) else None
-            return {str(e.get("id")) for e in public}, len(public), len(mine) if isinstance(mine, list) else 0
+            return self._index.sync(public), len(public), len(mine) if isinstance(mine, list) else 0
         items, hidden = _shown_at(view, "/public")
         notes, hidden_p = _shown_at(view, f"/private/{escape_token(self._name)}")
         ids = {str(e.get("id")) for e in _entries_only(items)} | {

@@ -54,6 +54,7 @@ __all__ = [
     "SYSTEM_AUTHOR",
     "SYSTEM_WORKER",
     "USER_AUTHOR",
+    "PublicIndex",
     "blackboard_blueprint",
     "check_agent_names",
     "compile_blackboard",
@@ -288,7 +289,7 @@ def blackboard_blueprint(
 
 
 # -- the root-reading invariants, natively ----------------------------------------------------------
-class _PublicIndex:
+class PublicIndex:
     """The ids on the public board, kept in step with one ``public`` list as it changes.
 
     The index remembers each indexed entry object; before use it drops, from the end, every
@@ -329,7 +330,7 @@ def _native_checks(message: Mapping[str, str | None]) -> dict[str, Any]:
     """Python twins of the ``_NATIVE_RULES``: the same verdict on every schema-valid state (the
     kernel checks the schema before the invariants), reading a few dict entries instead of the
     whole state converted to CEL."""
-    index = _PublicIndex()
+    index = PublicIndex()
 
     def counts(ctx: InvariantContext) -> dict[str, int]:
         state = ctx.state
