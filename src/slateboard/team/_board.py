@@ -29,7 +29,15 @@ invariants on the state, not on who wrote it, so authorship is tied to the write
 * References name existing public entries other than the entry itself.
 
 Everything is CEL in the blueprint (stored with the board), so ``replay(..., revalidate=True)``
-re-decides every proposal from the log alone. Timestamps are written by the proposing worker
+re-decides every proposal from the log alone. The three rules that read the whole state
+(``root``: signed entries, unique ids, existing references) would cost O(board) per commit (the
+state converted to CEL, then scanned); ``compile_blackboard`` runs them as native twins that read
+only the signature slot and an incremental id index, with the same verdicts and messages, so a
+live board's commit cost does not grow with the board.
+
+Views: every agent and the decider pin ``/task`` (the problem statement), so no budget can cut
+the problem from a prompt; the board's first entry is the problem, and prompts show the pinned
+text in its place when the budget left that entry out. Timestamps are written by the proposing worker
 into the entry, so they are part of the logged patch and replay never reads a clock.
 """
 
