@@ -251,30 +251,40 @@ def _shown_at(view: View, pointer: str) -> tuple[list[Shown], int]:
 def _shown_with_first(view: View, pointer: str) -> tuple[list[Shown], int, bool]:
     """``_shown_at`` plus whether the array's first item (the problem, on the public board) is
     shown whole."""
+    return _shown_arrays(view, (pointer,))[pointer]
+
+
+def _shown_arrays(view: View, pointers: Sequence[str]) -> dict[str, tuple[list[Shown], int, bool]]:
+    """``_shown_with_first`` for several arrays, in one pass over the view's pointers (hundreds
+    per prompt): an item of an array is a key ``"<pointer>/<index>"`` (the view's pointers are
+    canonical: no leading zeros)."""
     data = view.data
-    prefix = pointer + "/"
-    found: list[tuple[int, Shown]] = []
-    whole = data.get(pointer)
-    if isinstance(whole, list):
-        found.extend((i, e) for i, e in enumerate(whole) if isinstance(e, dict))
-    # One cheap pass over the view's pointers (hundreds per prompt): an item of this array is a
-    # key "<pointer>/<index>" (the view's pointers are canonical: no leading zeros).
+    found: dict[str, list[tuple[int, Shown]]] = {p: [] for p in pointers}
+    for pointer, items in found.items():
+        whole = data.get(pointer)
+        if isinstance(whole, list):
+            items.extend((i, e) for i, e in enumerate(whole) if isinstance(e, dict))
     for key, value in data.items():
         head, _, tail = key.rpartition("/")
-        if head == pointer and tail.isdigit() and isinstance(value, dict):
-            found.append((int(tail), value))
-    first_whole = any(i == 0 for i, _ in found)
-    hidden = 0
+        into = found.get(head)
+        if into is not None and tail.isdigit() and isinstance(value, dict):
+            into.append((int(tail), value))
+    first = {p: any(i == 0 for i, _ in items) for p, items in found.items()}
+    hidden = dict.fromkeys(pointers, 0)
     for h in view.handles:
-        if h.pointer != pointer:
+        into = found.get(h.pointer)
+        if into is None:
             continue
-        index = _index_of(h.path, prefix)
+        index = _index_of(h.path, h.pointer + "/")
         if index is None:
-            hidden += h.items or 0
+            hidden[h.pointer] += h.items or 0
         else:
-            found.append((index, f"{h.id} (shortened) {h.summary or ''}"))
-    found.sort(key=lambda kv: kv[0])
-    return [item for _, item in found], hidden, first_whole
+            into.append((index, f"{h.id} (shortened) {h.summary or ''}"))
+    out: dict[str, tuple[list[Shown], int, bool]] = {}
+    for pointer, items in found.items():
+        items.sort(key=lambda kv: kv[0])
+        out[pointer] = ([item for _, item in items], hidden[pointer], first[pointer])
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,11 +304,12 @@ class BoardShown:
         return not self.hidden and self.problem is None and not any(isinstance(e, str) for e in self.public)
 
 
-def _public_shown(view: View) -> BoardShown:
+def _public_shown(view: View, shown: tuple[list[Shown], int, bool] | None = None) -> BoardShown:
     """The public board of ``view`` with the problem statement pinned: when the budget cut or
     shortened the first entry (the problem), the pinned ``/task`` stands in for it, so every
-    prompt built from a view states the problem whatever the board's size."""
-    public, hidden, first_whole = _shown_with_first(view, "/public")
+    prompt built from a view states the problem whatever the board's size. ``shown`` is
+    ``_shown_with_first(view, "/public")`` when the caller has it already."""
+    public, hidden, first_whole = shown if shown is not None else _shown_with_first(view, "/public")
     task = view.data.get("/task")
     if first_whole or not isinstance(task, str):
         return BoardShown(public, hidden, None)
@@ -443,8 +454,10 @@ class AgentWorker:
 
     def prompt(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> str:
         """The user prompt of one invocation (deterministic in its inputs)."""
-        shown = _public_shown(view)
-        private, hidden_p = _shown_at(view, f"/private/{escape_token(self._name)}")
+        pad = f"/private/{escape_token(self._name)}"
+        arrays = _shown_arrays(view, ("/public", pad))
+        shown = _public_shown(view, arrays["/public"])
+        private, hidden_p, _first = arrays[pad]
         board = render_board(
             shown.public, private, hidden_public=shown.hidden, hidden_private=hidden_p, problem=shown.problem
         )
