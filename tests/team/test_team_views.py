@@ -163,3 +163,49 @@ async def test_a_problem_larger_than_the_view_budget_is_still_in_every_prompt() 
     for i, text in enumerate(prompts):
         assert long_problem in text, f"prompt {i + 1} lost the problem statement"
         assert len(text) <= budget + len(long_problem) + TEMPLATE_ALLOWANCE
+
+
+def test_every_entry_of_an_over_budget_view_is_shown_summarised_or_counted_exactly_once() -> None:
+    # Whichever way the budget cuts the problem entry (a summary handle or part of a range),
+    # the prompt shows the pinned problem once in its place and counts the rest exactly.
+    from datetime import UTC, datetime
+
+    from slateboard.team._agent import AgentWorker, DeciderWorker, _public_shown
+    from slateboard.team._board import blackboard_blueprint, compile_blackboard
+    from slateboard.views import build_view
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    spec = blackboard_blueprint(["a", "b"])
+    compiled = compile_blackboard(spec)  # the views only need the contracts
+    state = compiled.initial_state()
+    assert isinstance(state, dict)
+    state["task"] = PROBLEM
+    state["public"] = [make_entry("e1", "user", PROBLEM, kind="problem", at=at)]
+    state["public"] += [
+        make_entry(f"e{i}", "ab"[i % 2], f"entry {i} " + "w" * (30 + 7 * i), at=at) for i in range(2, 60)
+    ]
+    worker = AgentWorker("a", Agent("x", model=ScriptedModel(["unused"])))
+    decider = DeciderWorker(Agent("d", model=ScriptedModel(["unused"])))
+    seen_range_over_problem = False
+    for budget in range(1_500, 40_000, 700):
+        view = build_view(compiled, "a", state, 1, budget=budget)
+        shown = _public_shown(view)
+        summaries = sum(1 for e in shown.public if isinstance(e, str))
+        whole = len(shown.public) - summaries
+        pinned = 1 if shown.problem is not None else 0
+        assert whole + summaries + shown.hidden + pinned == len(state["public"]), budget
+        prompt = worker.prompt(view)
+        assert prompt.count(PROBLEM) == 1, budget
+        if shown.problem is not None:
+            assert not any(isinstance(e, str) and e.startswith("e1 ") for e in shown.public)
+            seen_range_over_problem |= any(h.id.startswith("[0:") for h in view.handles)
+        decider_view = build_view(compiled, "__decider", state, 1, budget=budget)
+        decided = decider.prompt(decider_view)
+        assert decided.count(PROBLEM) == 1
+        complete = _public_shown(decider_view).complete
+        assert ("Full blackboard state:" in decided) == complete != ("summary with handles" in decided)
+    assert seen_range_over_problem  # the sweep met budgets that cut the problem entry
+    full = build_view(compiled, "a", state, 1, budget=200_000)
+    assert _public_shown(full).complete and "Full blackboard state:" in decider.prompt(
+        build_view(compiled, "__decider", state, 1, budget=200_000)
+    )
