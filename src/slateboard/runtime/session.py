@@ -140,8 +140,12 @@ class BoardSession:
         shared: bool = False,
         serve: Sequence[str] | None = None,
         emit: Emit | None = None,
+        compile: Callable[[Any], CompiledBlueprint] = compile_blueprint,
     ) -> None:
         self.store = store
+        # How the stored blueprint becomes the kernel's (Team.blackboard passes one that swaps
+        # its built-in whole-state invariants for indexed checks with the same verdicts).
+        self._compile = compile
         self.board_id = board_id
         self.source = WorkerSource(
             model, functions, tools, dict(workers or {}), None if serve is None else tuple(serve)
@@ -230,7 +234,7 @@ class BoardSession:
         """Load the board from the store: kernel, scheduler, agenda mirror, accounts, workers
         (workers are built once; a reload keeps them)."""
         loaded = await self.store.load_board(self.board_id)
-        blueprint = compile_blueprint(loaded.blueprint)
+        blueprint = self._compile(loaded.blueprint)
         kernel = kernel_from(blueprint, loaded)
         # Approvals may predate the snapshot: rebuild them from the whole log.
         history = await self.store.read_records(self.board_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +25,7 @@ from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
 from ..workers.tools import Tool, as_tool
-from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, USER_AUTHOR, make_entry
+from ._board import DECIDER_WORKER, PROBLEM_ID, SYSTEM_AUTHOR, USER_AUTHOR, PublicIndex, make_entry
 from ._compat import AGENT_EQUIVALENTS, check_model, output_token_limit, refuse_unsupported
 
 __all__ = [
@@ -33,7 +33,9 @@ __all__ = [
     "Agent",
     "AgentReply",
     "AgentWorker",
+    "BoardShown",
     "DeciderWorker",
+    "bounded_board",
     "fallback_answer",
     "render_board",
     "run_agent",
@@ -230,31 +232,92 @@ def _index_of(path: str | None, prefix: str) -> int | None:
     return int(rest) if is_array_index(rest) else None
 
 
+def _range_start(handle_id: str) -> int | None:
+    """``a`` of a range handle id ``[a:b]``, else None."""
+    if not (handle_id.startswith("[") and handle_id.endswith("]")):
+        return None
+    start = handle_id[1:-1].split(":", 1)[0]
+    return int(start) if start.isdigit() else None
+
+
 def _shown_at(view: View, pointer: str) -> tuple[list[Shown], int]:
     """What the view shows of the entry array at ``pointer``, in board order: whole entries, and
     for entries the budget left out a summary line (``<id> … <start of the entry>``); plus how
     many entries are only covered by range handles (not shown at all)."""
+    shown, hidden, _first = _shown_with_first(view, pointer)
+    return shown, hidden
+
+
+def _shown_with_first(view: View, pointer: str) -> tuple[list[Shown], int, bool]:
+    """``_shown_at`` plus whether the array's first item (the problem, on the public board) is
+    shown whole."""
+    return _shown_arrays(view, (pointer,))[pointer]
+
+
+def _shown_arrays(view: View, pointers: Sequence[str]) -> dict[str, tuple[list[Shown], int, bool]]:
+    """``_shown_with_first`` for several arrays, in one pass over the view's pointers (hundreds
+    per prompt): an item of an array is a key ``"<pointer>/<index>"`` (the view's pointers are
+    canonical: no leading zeros)."""
     data = view.data
-    prefix = pointer + "/"
-    found: list[tuple[int, Shown]] = []
-    whole = data.get(pointer)
-    if isinstance(whole, list):
-        found.extend((i, e) for i, e in enumerate(whole) if isinstance(e, dict))
+    found: dict[str, list[tuple[int, Shown]]] = {p: [] for p in pointers}
+    for pointer, items in found.items():
+        whole = data.get(pointer)
+        if isinstance(whole, list):
+            items.extend((i, e) for i, e in enumerate(whole) if isinstance(e, dict))
     for key, value in data.items():
-        index = _index_of(key, prefix)
-        if index is not None and isinstance(value, dict):
-            found.append((index, value))
-    hidden = 0
+        head, _, tail = key.rpartition("/")
+        into = found.get(head)
+        if into is not None and tail.isdigit() and isinstance(value, dict):
+            into.append((int(tail), value))
+    first = {p: any(i == 0 for i, _ in items) for p, items in found.items()}
+    hidden = dict.fromkeys(pointers, 0)
     for h in view.handles:
-        if h.pointer != pointer:
+        into = found.get(h.pointer)
+        if into is None:
             continue
-        index = _index_of(h.path, prefix)
+        index = _index_of(h.path, h.pointer + "/")
         if index is None:
-            hidden += h.items or 0
+            hidden[h.pointer] += h.items or 0
         else:
-            found.append((index, f"{h.id} (shortened) {h.summary or ''}"))
-    found.sort(key=lambda kv: kv[0])
-    return [item for _, item in found], hidden
+            into.append((index, f"{h.id} (shortened) {h.summary or ''}"))
+    out: dict[str, tuple[list[Shown], int, bool]] = {}
+    for pointer, items in found.items():
+        items.sort(key=lambda kv: kv[0])
+        out[pointer] = ([item for _, item in items], hidden[pointer], first[pointer])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BoardShown:
+    """The public board as one view shows it: ``public`` items in board order (entries, or
+    summary lines of shortened ones), ``hidden`` entries covered by range handles only,
+    ``problem`` the pinned problem statement to show first when the view does not show the
+    problem entry whole (None when it does, or when the view has no pinned ``/task``)."""
+
+    public: list[Shown]
+    hidden: int
+    problem: str | None
+
+    @property
+    def complete(self) -> bool:
+        """True when every public entry is shown whole (nothing shortened, hidden or pinned)."""
+        return not self.hidden and self.problem is None and not any(isinstance(e, str) for e in self.public)
+
+
+def _public_shown(view: View, shown: tuple[list[Shown], int, bool] | None = None) -> BoardShown:
+    """The public board of ``view`` with the problem statement pinned: when the budget cut or
+    shortened the first entry (the problem), the pinned ``/task`` stands in for it, so every
+    prompt built from a view states the problem whatever the board's size. ``shown`` is
+    ``_shown_with_first(view, "/public")`` when the caller has it already."""
+    public, hidden, first_whole = shown if shown is not None else _shown_with_first(view, "/public")
+    task = view.data.get("/task")
+    if first_whole or not isinstance(task, str):
+        return BoardShown(public, hidden, None)
+    if public and isinstance(public[0], str) and public[0].startswith(f"{PROBLEM_ID} (shortened)"):
+        public = public[1:]  # its summary is replaced by the whole pinned problem
+    elif hidden and any(h.pointer == "/public" and _range_start(h.id) == 0 for h in view.handles):
+        hidden -= 1  # the problem is the first of the range's entries
+    return BoardShown(public, hidden, task)
 
 
 def _entries_only(shown: Sequence[Shown]) -> list[dict[str, Any]]:
@@ -278,14 +341,19 @@ def render_board(
     *,
     hidden_public: int = 0,
     hidden_private: int = 0,
+    problem: str | None = None,
 ) -> str:
     """The board as text: every public entry, then the reader's own private notes, or
     ``(empty)``. One line per entry: ``<id> [<kind>] <author>: <content>``; string items are
-    lines already rendered (summaries of entries a bounded view shortened)."""
+    lines already rendered (summaries of entries a bounded view shortened). ``problem`` (the
+    pinned problem statement of a view that cut the problem entry) comes first, as that entry's
+    line, then the count of entries not shown."""
     parts: list[str] = []
     lines = [_line(e) for e in public]
     if hidden_public:
         lines.insert(0, f"({hidden_public} earlier entries not shown)")
+    if problem is not None:
+        lines.insert(0, _problem_line(problem))
     if lines:
         parts.append("=== Public board ===\n" + "\n".join(lines))
     notes = [_line(e, private=True) for e in private]
@@ -294,6 +362,39 @@ def render_board(
     if notes:
         parts.append("=== Your private notes ===\n" + "\n".join(notes))
     return "\n\n".join(parts) if parts else "(empty)"
+
+
+def _problem_line(problem: str) -> str:
+    return f"{PROBLEM_ID} [problem] {USER_AUTHOR}: {problem}"
+
+
+def bounded_board(public: Sequence[Mapping[str, Any]], budget: int) -> str:
+    """The public board as text within ``budget`` characters plus the problem: the first entry
+    (the problem statement) always whole, then the newest entries that fit, newest kept, and a
+    line counting the earlier entries left out with their id range (their handles). Same line
+    format as ``render_board``; equal to ``render_board(public)`` when that fits the budget.
+
+    Cost: O(entries shown), independent of the board's length. This is the coordinator's
+    digest, bounded like every worker's view (issue 15)."""
+    if not public:
+        return "(empty)"
+    head = _line(public[0])
+    lines: list[str] = []
+    used = 0
+    index = len(public) - 1
+    while index >= 1:
+        line = _line(public[index])
+        if used + len(line) + 1 > budget:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        index -= 1
+    if index >= 1:
+        first, last = public[1].get("id", "?"), public[index].get("id", "?")
+        lines.append(f"({index} earlier entries not shown: {first} to {last})")
+    lines.append(head)
+    lines.reverse()
+    return "=== Public board ===\n" + "\n".join(lines)
 
 
 def fallback_answer(public: Sequence[Mapping[str, Any]]) -> str:
@@ -344,6 +445,7 @@ class AgentWorker:
         self.model: Model = resolve_model(model if model is not None else (agent.model or "local"))
         self.state = state
         self.clock: Clock = clock or _utcnow
+        self._index = PublicIndex()
 
     @property
     def name(self) -> str:
@@ -352,9 +454,13 @@ class AgentWorker:
 
     def prompt(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> str:
         """The user prompt of one invocation (deterministic in its inputs)."""
-        public, hidden = _shown_at(view, "/public")
-        private, hidden_p = _shown_at(view, f"/private/{escape_token(self._name)}")
-        board = render_board(public, private, hidden_public=hidden, hidden_private=hidden_p)
+        pad = f"/private/{escape_token(self._name)}"
+        arrays = _shown_arrays(view, ("/public", pad))
+        shown = _public_shown(view, arrays["/public"])
+        private, hidden_p, _first = arrays[pad]
+        board = render_board(
+            shown.public, private, hidden_public=shown.hidden, hidden_private=hidden_p, problem=shown.problem
+        )
         instruction = _event_field(event, "instruction")
         if not isinstance(instruction, str) or not instruction.strip():
             instruction = f"Contribute to the blackboard as {self._name}."
@@ -370,13 +476,15 @@ class AgentWorker:
             text += "\n\nYour previous contribution was refused: " + "; ".join(lines)
         return text
 
-    def _ids(self, view: View) -> tuple[set[str], int, int]:
+    def _ids(self, view: View) -> tuple[Container[str], int, int]:
         state = self.state() if self.state is not None else None
         if isinstance(state, dict) and isinstance(state.get("public"), list):
-            public = [e for e in state["public"] if isinstance(e, dict)]
+            # The committed board's ids through an incremental index: O(1) in the board's size
+            # (the board is append-only), where a set of every id costs O(N) per contribution.
+            public = state["public"]
             priv = state.get("private")
             mine = priv.get(self._name) if isinstance(priv, dict) else None
-            return {str(e.get("id")) for e in public}, len(public), len(mine) if isinstance(mine, list) else 0
+            return self._index.sync(public), len(public), len(mine) if isinstance(mine, list) else 0
         items, hidden = _shown_at(view, "/public")
         notes, hidden_p = _shown_at(view, f"/private/{escape_token(self._name)}")
         ids = {str(e.get("id")) for e in _entries_only(items)} | {
@@ -483,9 +591,18 @@ class DeciderWorker:
         return _entries_only(_shown_at(view, "/public")[0])
 
     def prompt(self, view: View) -> str:
-        """The decider's user prompt: its instructions and the full public board."""
-        public, hidden = _shown_at(view, "/public")
-        return f"{self.instructions}\n\nFull blackboard state:\n{render_board(public, hidden_public=hidden)}"
+        """The decider's user prompt: its instructions and the public board, headed "Full
+        blackboard state" when the view shows every entry whole, else honestly labelled a
+        summary with handles (the problem statement is pinned and always shown)."""
+        shown = _public_shown(view)
+        board = render_board(shown.public, hidden_public=shown.hidden, problem=shown.problem)
+        if shown.complete:
+            return f"{self.instructions}\n\nFull blackboard state:\n{board}"
+        return (
+            f"{self.instructions}\n\nBlackboard summary with handles (the board is over the "
+            f"{view.budget:,}-character view budget: the problem is shown first, then the newest entries; "
+            f"earlier ones are shortened or counted):\n{board}"
+        )
 
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
         """Decide the answer (see class docstring)."""

@@ -29,7 +29,15 @@ invariants on the state, not on who wrote it, so authorship is tied to the write
 * References name existing public entries other than the entry itself.
 
 Everything is CEL in the blueprint (stored with the board), so ``replay(..., revalidate=True)``
-re-decides every proposal from the log alone. Timestamps are written by the proposing worker
+re-decides every proposal from the log alone. The three rules that read the whole state
+(``root``: signed entries, unique ids, existing references) would cost O(board) per commit (the
+state converted to CEL, then scanned); ``compile_blackboard`` runs them as native twins that read
+only the signature slot and an incremental id index, with the same verdicts and messages, so a
+live board's commit cost does not grow with the board.
+
+Views: every agent and the decider pin ``/task`` (the problem statement), so no budget can cut
+the problem from a prompt; the board's first entry is the problem, and prompts show the pinned
+text in its place when the budget left that entry out. Timestamps are written by the proposing worker
 into the entry, so they are part of the logged patch and replay never reads a clock.
 """
 
@@ -40,19 +48,24 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..kernel.canonical import JSON
+from ..kernel.invariants import CompiledInvariant, InvariantContext
 from ..kernel.pointer import escape_token
 
 __all__ = [
     "AGENT_OPS",
     "DECIDER_WORKER",
     "MAX_AGENT_NAME",
+    "PROBLEM_ID",
     "RESERVED_AUTHORS",
     "SYSTEM_AUTHOR",
     "SYSTEM_WORKER",
     "USER_AUTHOR",
+    "PublicIndex",
     "blackboard_blueprint",
     "check_agent_names",
+    "compile_blackboard",
     "make_entry",
     "timestamp",
 ]
@@ -66,6 +79,8 @@ SYSTEM_WORKER = "__system"
 """The blueprint worker that posts ``system`` entries."""
 DECIDER_WORKER = "__decider"
 """The blueprint worker that writes ``/answer``."""
+PROBLEM_ID = "e1"
+"""Id of the problem entry: the first public entry of every board ``Team.blackboard`` runs."""
 AGENT_OPS = ["add", "test"]
 MAX_AGENT_NAME = 200
 """The longest agent name: an entry's ``author`` holds at most this many characters (the board's
@@ -136,6 +151,19 @@ def _cel_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
+SIGNED = "public entries are signed by their author"
+UNIQUE = "public entry ids are unique"
+REFERENCES = "references exist"
+_NATIVE_RULES = {
+    SIGNED: "self.author in root.signatures && root.signatures[self.author] == self.id",
+    UNIQUE: "root.public.filter(o, o.id == self.id).size() == 1",
+    REFERENCES: "self.references.all(r, r != self.id && root.public.exists(e, e.id == r))",
+}
+"""The blueprint's rules that read the whole state (``root``), by invariant name. The CEL text is
+what the board stores (replay re-decides with it); ``compile_blackboard`` evaluates each with an
+equivalent native check against an incremental index instead."""
+
+
 def blackboard_blueprint(
     agents: Sequence[str],
     *,
@@ -187,6 +215,8 @@ def blackboard_blueprint(
             "writes": ["/public/-", f"/private/{tok}/-", f"/signatures/{tok}"],
             "ops": AGENT_OPS,
             "view_budget": view_budget,
+            # The problem statement is in every agent's view whatever the budget (issue 15).
+            "pinned": ["/task"],
         }
     workers[SYSTEM_WORKER] = {
         "instruction": "Posts system entries (errors) on the public board.",
@@ -201,6 +231,7 @@ def blackboard_blueprint(
         "writes": ["/answer"],
         "ops": ["add", "replace", "test"],
         "view_budget": view_budget,
+        "pinned": ["/task"],
     }
     # Every public rule is checked on the entries a patch appends only ("check: touched"):
     # /public is append-only for every contract (pattern /public/-, ops add/test), so an entry,
@@ -209,17 +240,17 @@ def blackboard_blueprint(
     # O(entries^2) per commit.
     invariants: list[dict[str, Any]] = [
         {
-            "name": "public entries are signed by their author",
+            "name": SIGNED,
             "at": "/public/*",
-            "rule": "self.author in root.signatures && root.signatures[self.author] == self.id",
+            "rule": _NATIVE_RULES[SIGNED],
             "check": "touched",
             "message": "a new public entry must be signed by its author in the same patch "
             "(an agent may only append entries authored by itself)",
         },
         {
-            "name": "public entry ids are unique",
+            "name": UNIQUE,
             "at": "/public/*",
-            "rule": "root.public.filter(o, o.id == self.id).size() == 1",
+            "rule": _NATIVE_RULES[UNIQUE],
             "check": "touched",
             "message": "public entry ids must be unique",
         },
@@ -230,9 +261,9 @@ def blackboard_blueprint(
             "message": "only the user posts 'problem' entries and only the system posts 'error' entries",
         },
         {
-            "name": "references exist",
+            "name": REFERENCES,
             "at": "/public/*",
-            "rule": "self.references.all(r, r != self.id && root.public.exists(e, e.id == r))",
+            "rule": _NATIVE_RULES[REFERENCES],
             "check": "touched",
             "message": "references must name other entries on the public board",
         },
@@ -263,3 +294,108 @@ def blackboard_blueprint(
         "done": "state.answer != null",
         "answer": "/answer",
     }
+
+
+# -- the root-reading invariants, natively ----------------------------------------------------------
+class PublicIndex:
+    """The ids on the public board, kept in step with one ``public`` list as it changes.
+
+    The index remembers each indexed entry object; before use it drops, from the end, every
+    position whose object is no longer the one in the list (the kernel undid a rejected patch,
+    or the list was shortened and grew again), then indexes the entries past that point. Because
+    ``/public`` is append-only for every contract (see ``blackboard_blueprint``), that is O(entries
+    appended or undone since the last check): a commit's checks cost O(1) in the board's size. A
+    different list (another board, a restored state) is indexed afresh.
+    """
+
+    def __init__(self) -> None:
+        self._list: list[Any] | None = None
+        self._objs: list[Any] = []
+        self._ids: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def sync(self, public: list[Any]) -> dict[str, int]:
+        """The number of public entries carrying each id, for ``public`` as it is now."""
+        if public is not self._list:
+            self._list, self._objs, self._ids, self.counts = public, [], [], {}
+        objs, ids, counts = self._objs, self._ids, self.counts
+        while objs and (len(objs) > len(public) or public[len(objs) - 1] is not objs[-1]):
+            objs.pop()
+            gone = ids.pop()
+            counts[gone] -= 1
+            if not counts[gone]:
+                del counts[gone]
+        for entry in public[len(objs) :]:
+            eid = entry.get("id") if isinstance(entry, dict) else None
+            key = eid if isinstance(eid, str) else f"\x00{len(objs)}"  # never equal to a string id
+            objs.append(entry)
+            ids.append(key)
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+def _native_checks(message: Mapping[str, str | None]) -> dict[str, Any]:
+    """Python twins of the ``_NATIVE_RULES``: the same verdict on every schema-valid state (the
+    kernel checks the schema before the invariants), reading a few dict entries instead of the
+    whole state converted to CEL."""
+    index = PublicIndex()
+
+    def counts(ctx: InvariantContext) -> dict[str, int]:
+        state = ctx.state
+        public = state.get("public") if isinstance(state, dict) else None
+        return index.sync(public) if isinstance(public, list) else {}
+
+    def signed(ctx: InvariantContext) -> str | None:
+        entry, state = ctx.value, ctx.state
+        signatures = state.get("signatures") if isinstance(state, dict) else None
+        if isinstance(entry, dict) and isinstance(signatures, dict):
+            author = entry.get("author")
+            if isinstance(author, str) and author in signatures and signatures[author] == entry.get("id"):
+                return None
+        return message[SIGNED] or f"rule {_NATIVE_RULES[SIGNED]!r} is false"
+
+    def unique(ctx: InvariantContext) -> str | None:
+        entry = ctx.value
+        if isinstance(entry, dict) and counts(ctx).get(entry.get("id"), 0) == 1:  # type: ignore[arg-type]
+            return None
+        return message[UNIQUE] or f"rule {_NATIVE_RULES[UNIQUE]!r} is false"
+
+    def references(ctx: InvariantContext) -> str | None:
+        entry = ctx.value
+        if isinstance(entry, dict):
+            seen, own, refs = counts(ctx), entry.get("id"), entry.get("references")
+            if isinstance(refs, list) and all(r != own and r in seen for r in refs):
+                return None
+        return message[REFERENCES] or f"rule {_NATIVE_RULES[REFERENCES]!r} is false"
+
+    return {SIGNED: signed, UNIQUE: unique, REFERENCES: references}
+
+
+def compile_blackboard(spec: Mapping[str, Any]) -> CompiledBlueprint:
+    """``compile_blueprint(spec)`` for a ``blackboard_blueprint`` spec, with its three invariants
+    that read the whole state (signed entries, unique ids, existing references) evaluated by
+    native checks that give the same verdict and the same message, in O(1) of the board's size
+    per commit instead of converting and scanning the whole state (issue 14).
+
+    The board still stores the CEL rules, so ``replay(..., revalidate=True)`` from the log alone
+    re-decides every proposal the same way. An invariant is swapped only when its name, location,
+    ``check: touched`` and CEL text are exactly the built-in ones, so an edited spec keeps its
+    own rules.
+    """
+    compiled = compile_blueprint(dict(spec))
+    wanted = {
+        inv.name: inv
+        for inv in compiled.invariants
+        if inv.name in _NATIVE_RULES
+        and inv.expr is not None
+        and inv.expr.source == _NATIVE_RULES[inv.name]
+        and inv.pattern.text == "/public/*"
+        and inv.check == "touched"
+    }
+    checks = _native_checks({name: inv.message for name, inv in wanted.items()})
+    for position, inv in enumerate(compiled.invariants):
+        if wanted.get(inv.name) is inv:
+            compiled.invariants[position] = CompiledInvariant(
+                inv.index, inv.name, inv.pattern, inv.message, func=checks[inv.name], check="touched"
+            )
+    return compiled

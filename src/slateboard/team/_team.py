@@ -57,13 +57,14 @@ from ..scheduling.invocation import Invocation
 from ..stores import open_store
 from ..stores.base import AgendaChanges, Store
 from ..workers.base import Worker, WorkerReply
-from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, render_board
+from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, bounded_board
 from ._board import (
     SYSTEM_AUTHOR,
     SYSTEM_WORKER,
     USER_AUTHOR,
     blackboard_blueprint,
     check_agent_names,
+    compile_blackboard,
     make_entry,
 )
 from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
@@ -708,7 +709,9 @@ class _BlackboardRun:
         workers[self.decider.name] = self.decider
         # serve=(): build no worker from the blueprint, use the team's; no engine events (the
         # run emits the blackboard.* events); no worker timeout (the seed has none).
-        self.session = BoardSession(self.store, self.board_id, workers=workers, serve=(), emit=_quiet)
+        self.session = BoardSession(
+            self.store, self.board_id, workers=workers, serve=(), emit=_quiet, compile=compile_blackboard
+        )
         self.session.engine.worker_timeout = None
         await self.session.load()
         self.control = TeamControl(
@@ -730,7 +733,7 @@ class _BlackboardRun:
     # -- starting and resuming ----------------------------------------------------------------
     async def start(self, prompt: str) -> TeamResult:
         team = self.team
-        compiled = compile_blueprint(team.board_spec(prompt, at=team.clock()))
+        compiled = compile_blackboard(team.board_spec(prompt, at=team.clock()))
         info = await self.store.create_board(
             compiled.spec.to_json(),
             compiled.initial_state(),
@@ -860,7 +863,7 @@ class _BlackboardRun:
         """Ask the control unit, then log its decision: one ``control`` record whose append also
         pushes the chosen agent's turn on the agenda (and cancels leftover work: a turn the
         circuit policy queued for an agent carries its feedback into that agent's next turn)."""
-        choice = await self.control.choose(round_num, render_board(self.public()))
+        choice = await self.control.choose(round_num, bounded_board(self.public(), self.team.view_budget))
         agent = choice.decision.next_agent
         leftovers = [i for i in self.session.agenda.eligible() if i.id != DECIDE_INVOCATION]
         feedback = next((i.feedback for i in leftovers if i.worker == agent and i.feedback), None)
