@@ -20,7 +20,8 @@ equivalent to use (README, "Coming from loomflow").
 Every contribution is a proposal the kernel validates and logs: the board's log verifies with
 ``slateboard.kernel.replay`` like any other board. Events (``blackboard.started``,
 ``.coordinator_decided``, ``.no_contributor``, ``.unknown_agent``, ``.invoking``,
-``.contribution``, ``.rejected``, ``.decider_failed``, ``.completed``, and ``budget.exceeded``)
+``.contribution``, ``.rejected``, ``.approval``, ``.halted``, ``.decider_failed``, ``.completed``,
+and ``budget.exceeded``)
 reach ``on_event`` callbacks, ``team.events()`` subscribers and ``team.stream(prompt)``.
 """
 
@@ -55,10 +56,12 @@ from ._coordinate import (
 from ._team import (
     BLACKBOARD_EVENTS,
     BUDGET_EXCEEDED,
+    ApprovalRequest,
     Budget,
     BudgetPolicy,
     BudgetStatus,
     EventCallback,
+    ResumeError,
     Spend,
     Team,
     TeamResult,
@@ -79,12 +82,14 @@ __all__ = [
     "Agent",
     "AgentReply",
     "AgentWorker",
+    "ApprovalRequest",
     "Budget",
     "BudgetPolicy",
     "BudgetStatus",
     "CoordinatorDecision",
     "DeciderWorker",
     "EventCallback",
+    "ResumeError",
     "Spend",
     "Team",
     "TeamResult",
