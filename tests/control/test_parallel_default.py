@@ -1,6 +1,7 @@
 """Issue 18: parallelism where the blueprint's contracts allow it. Workers none of which writes
 what another reads or writes can never make each other's proposals stale, so a Runner with
-``parallel="auto"`` runs them all at once; one possible conflict keeps it sequential."""
+``parallel="auto"`` (the default) runs them at once; a worker that may conflict with one in
+flight waits for it, and a board whose workers all conflict runs one step at a time."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.runtime import Runner, create_board
-from slateboard.scheduling.parallel import conflicting_workers, default_parallelism, patterns_overlap
+from slateboard.scheduling.parallel import conflict_map, conflicting_workers, default_parallelism, patterns_overlap
 from slateboard.stores import open_store
 
 INDEPENDENT: dict[str, Any] = {
@@ -62,42 +63,61 @@ def test_what_makes_workers_conflict() -> None:
     assert conflicting_workers(compile_blueprint(bounded)) == [("a", "retention:/a")]
 
 
-async def run(bp: dict[str, Any]) -> tuple[Runner, Any, list[Any]]:
+async def run(bp: dict[str, Any], **kw: Any) -> tuple[Runner, Any, list[Any]]:
     store = await open_store("memory://")
     board = await create_board(store, bp)
-    in_flight: list[int] = []
+    in_flight: list[str] = []
     peak: list[int] = [0]
+    overlaps: list[frozenset[str]] = []  # the workers in flight whenever one starts
 
     def make(name: str) -> Any:
         async def propose(view: Any) -> Any:
-            in_flight.append(1)
+            in_flight.append(name)
             peak[0] = max(peak[0], len(in_flight))
+            overlaps.append(frozenset(in_flight))
             for _ in range(3):  # yield so that other invocations in flight can start
                 await asyncio.sleep(0)
-            in_flight.pop()
+            in_flight.remove(name)
             return [{"op": "add", "path": f"/{name}/-", "value": "x"}]
 
         return propose
 
-    runner = Runner(store, board, functions={w: make(w) for w in ("a", "b", "c")}, parallel="auto")
+    runner = Runner(store, board, functions={w: make(w) for w in ("a", "b", "c")}, **kw)
     result = await runner.run()
     records = await store.read_records(board)
     await store.close()
-    return runner, (result, peak[0]), records
+    return runner, (result, peak[0], overlaps), records
 
 
 async def test_auto_runs_independent_workers_at_once_and_loses_nothing() -> None:
-    runner, (result, peak), records = await run(INDEPENDENT)
+    runner, (result, peak, _), records = await run(INDEPENDENT)  # "auto" is the default
     assert runner.parallel == 3 and peak > 1
     assert result.end_reason == "agenda_empty"
     assert result.state == {"a": ["x"] * 3, "b": ["x"] * 3, "c": ["x"] * 3}
     assert not any(r.stage == "stale" for r in records)
 
 
-async def test_auto_stays_sequential_when_two_workers_may_conflict() -> None:
+async def test_auto_never_overlaps_workers_that_may_conflict() -> None:
     bp = copy.deepcopy(INDEPENDENT)
-    bp["workers"]["c"] = {"reads": ["/**"], "writes": ["/c/-"]}
-    runner, (result, peak), _ = await run(bp)
+    bp["workers"]["c"] = {"reads": ["/**"], "writes": ["/c/-"]}  # reads what a and b write
+    assert conflict_map(compile_blueprint(bp))["c"] == {"a", "b", "c"}
+    runner, (result, peak, overlaps), records = await run(bp)
+    assert runner.parallel == 3 and peak == 2  # a and b together, never c with either
+    assert all(len(o) == 1 for o in overlaps if "c" in o)
+    assert result.state == {"a": ["x"] * 3, "b": ["x"] * 3, "c": ["x"] * 3}
+    assert not any(r.stage == "stale" for r in records)
+
+
+async def test_auto_is_sequential_when_every_worker_may_conflict() -> None:
+    bp = copy.deepcopy(INDEPENDENT)
+    bp["workers"] = {w: {"reads": ["/**"], "writes": [f"/{w}/-"]} for w in ("a", "b", "c")}
+    runner, (result, peak, _), _ = await run(bp)
+    assert runner.parallel == 1 and peak == 1
+    assert result.state == {"a": ["x"] * 3, "b": ["x"] * 3, "c": ["x"] * 3}
+
+
+async def test_an_explicit_parallel_1_is_sequential_even_for_independent_workers() -> None:
+    runner, (result, peak, _), _ = await run(INDEPENDENT, parallel=1)
     assert runner.parallel == 1 and peak == 1
     assert result.state == {"a": ["x"] * 3, "b": ["x"] * 3, "c": ["x"] * 3}
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections import Counter, deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Group, RenderableType
@@ -54,7 +54,7 @@ class RunDisplay:
     """What the live display shows, updated from run events (thread-safe: rich refreshes it
     from its own thread)."""
 
-    def __init__(self, board_id: str, name: str, max_steps: int, parallel: int) -> None:
+    def __init__(self, board_id: str, name: str, max_steps: int, parallel: int | str) -> None:
         self.board_id = board_id
         self.name = name
         self.max_steps = max_steps
@@ -223,7 +223,15 @@ def run_command(
         ),
     ] = None,
     store: StoreOption = None,
-    parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
+    parallel: Annotated[
+        str,
+        typer.Option(
+            "--parallel",
+            "-p",
+            metavar="N|auto",
+            help="Invocations in flight at once: N, or auto (workers whose contracts cannot conflict run together).",
+        ),
+    ] = "auto",
     control: Annotated[
         str,
         typer.Option(
@@ -253,6 +261,7 @@ def run_command(
 
     Exit code 1 when the circuit policy halted the run (the board is marked failed).
     """
+    _parallel(parallel)  # a bad --parallel fails before a board is created
     compiled, path = load_blueprint_or_template(blueprint)
     add_import_paths(Path.cwd(), path.parent if path is not None else None)
     initial = _inputs(compiled, task, inputs or [], blueprint)
@@ -331,7 +340,15 @@ def resume_command(
         ),
     ] = None,
     store: StoreOption = None,
-    parallel: Annotated[int, typer.Option("--parallel", "-p", min=1, help="Invocations in flight at once.")] = 1,
+    parallel: Annotated[
+        str,
+        typer.Option(
+            "--parallel",
+            "-p",
+            metavar="N|auto",
+            help="Invocations in flight at once: N, or auto (workers whose contracts cannot conflict run together).",
+        ),
+    ] = "auto",
     control: Annotated[
         str,
         typer.Option(
@@ -344,6 +361,7 @@ def resume_command(
     to its end. Committed records are never redone; approved patches are committed first."""
     from ..blueprint import compile_blueprint
 
+    _parallel(parallel)
     _scope_key(model, api_key_env)
 
     created: list[str] = []
@@ -391,12 +409,25 @@ async def _check_genesis(st: Any, board_id: str, compiled: CompiledBlueprint, in
         )
 
 
+def _parallel(value: str) -> int | Literal["auto"]:
+    """``--parallel``: ``auto`` or a whole number of at least 1 (a usage error otherwise)."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise CliError(f"--parallel: expected a whole number of at least 1 or 'auto', got {value!r}", code=EXIT_USAGE)
+    return n
+
+
 async def _drive(
     st: Any,
     board_id: str,
     label: str,
     model: Any,
-    parallel: int,
+    parallel: str,
     max_steps: int | None,
     steps_limit: int,
     as_json: bool,
@@ -408,7 +439,9 @@ async def _drive(
 
     if control not in CONTROL_UNITS:
         raise CliError(f"--control: expected one of {', '.join(CONTROL_UNITS)}, got {control!r}", code=EXIT_USAGE)
-    runner = Runner(st, board_id, model=model, parallel=parallel, max_steps=max_steps, tools=tools, control=control)
+    runner = Runner(
+        st, board_id, model=model, parallel=_parallel(parallel), max_steps=max_steps, tools=tools, control=control
+    )
     if as_json:
         result = await runner.run()
     else:

@@ -37,7 +37,7 @@ from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
 from ..scheduling.control import AgendaOrder, ControlUnit, Selection, restore_control
 from ..scheduling.invocation import Invocation
-from ..scheduling.parallel import default_parallelism
+from ..scheduling.parallel import conflict_map
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import Claim, ClaimRequest, LeaseLost, Store
@@ -108,8 +108,11 @@ class Runner:
     (by worker name or "module:callable" reference); ``workers`` replaces built workers outright.
     ``control`` is a control unit, or its name (``agenda``, ``round-robin``, ``coordinator``:
     built for the board when it is opened; the coordinator uses ``model``). ``parallel`` bounds
-    the invocations in flight; ``"auto"`` takes what the board's contracts allow
-    (``scheduling.parallel.default_parallelism``: every worker at once when no two can conflict).
+    the invocations in flight; ``"auto"`` (the default) runs concurrently exactly what the
+    board's contracts allow: an invocation starts while others are in flight only if its worker
+    cannot conflict with theirs (``scheduling.parallel.conflict_map``: neither writes what the
+    other reads or writes), so parallelism never causes a stale proposal; a board whose workers
+    all conflict runs one step at a time.
     """
 
     def __init__(
@@ -122,7 +125,7 @@ class Runner:
         tools: Mapping[str, Sequence[Any]] | None = None,
         workers: Mapping[str, Worker] | None = None,
         control: ControlUnit | str | None = None,
-        parallel: int | Literal["auto"] = 1,
+        parallel: int | Literal["auto"] = "auto",
         worker_timeout: float = 120.0,
         lease_s: float = 60.0,
         max_steps: int | None = None,
@@ -142,6 +145,9 @@ class Runner:
         self.control: ControlUnit = control if control is not None and not isinstance(control, str) else AgendaOrder()
         self._auto_parallel = parallel == "auto"
         self.parallel: int = 1 if parallel == "auto" else parallel
+        # With "auto": each worker's conflicting workers; an invocation waits while one of
+        # them is in flight. None: ``parallel`` alone bounds what runs at once.
+        self._conflicts: dict[str, frozenset[str]] | None = None
         self.worker_timeout = worker_timeout
         self.lease_s = lease_s
         self.max_steps_override = max_steps
@@ -219,7 +225,12 @@ class Runner:
         # The control unit continues where the board's log says it is (issue 18), not at its start.
         restore_control(self.control, self.session.history)
         if self._auto_parallel:
-            self.parallel = default_parallelism(self.blueprint)
+            conflicts = conflict_map(self.blueprint)
+            names = list(conflicts)
+            if all(b in conflicts[a] for a in names for b in names):
+                self.parallel, self._conflicts = 1, None  # nothing may overlap: the sequential path
+            else:
+                self.parallel, self._conflicts = max(1, len(names)), conflicts
         self._opened = True
 
     # -- the loop -------------------------------------------------------------------------------
@@ -251,6 +262,7 @@ class Runner:
         self._emit(RUN_STARTED, version=self.kernel.version, seq=self.kernel.seq, parallel=self.parallel)
         end_reason: str | None = await session.approved_first()
         in_flight: set[asyncio.Task[StepOutcome]] = set()
+        running: dict[asyncio.Task[StepOutcome], str] = {}  # in-flight task -> its worker
         # The lease on the next invocation taken in the last step's transaction (one sequential
         # runner with the agenda-order control unit: the store leases exactly the invocation
         # that unit selects next, so a step costs one store transaction).
@@ -261,12 +273,16 @@ class Runner:
                 if end_reason is not None:
                     break
                 eligible = [i for i in session.agenda.eligible() if i.worker in session.workers]
+                if self._conflicts is not None and in_flight:
+                    busy = {running[t] for t in in_flight}
+                    eligible = [i for i in eligible if not (self._conflicts.get(i.worker, busy) & busy)]
                 if not eligible or len(in_flight) >= self.parallel:
                     if not in_flight:
                         end_reason = "agenda_empty"
                         break
                     done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
+                        running.pop(task, None)
                         task.result()  # re-raise a store failure from a worker task
                     end_reason = session.halted
                     continue
@@ -289,7 +305,9 @@ class Runner:
                     held = (await self._invoke(inv, selection)).claimed
                     end_reason = session.halted
                     continue
-                in_flight.add(asyncio.create_task(self._invoke(inv, selection)))
+                task = asyncio.create_task(self._invoke(inv, selection))
+                in_flight.add(task)
+                running[task] = inv.worker
             if in_flight:
                 await asyncio.gather(*in_flight, return_exceptions=True)
         finally:

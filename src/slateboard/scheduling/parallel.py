@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
-__all__ = ["conflicting_workers", "default_parallelism", "patterns_overlap"]
+__all__ = ["conflict_map", "conflicting_workers", "default_parallelism", "patterns_overlap"]
 
 _ANY_ONE = ("*", "-")
 
@@ -46,6 +46,24 @@ def conflicting_workers(blueprint: Any) -> list[tuple[str, str]]:
         if _touches(wa, [*rb, *wb]) or _touches(wb, [*ra, *wa]):
             out.append((a, b))
     return out
+
+
+def conflict_map(blueprint: Any) -> dict[str, frozenset[str]]:
+    """For each worker of a compiled blueprint, the workers it may conflict with (one writes a
+    path the other reads or writes), itself included when its own writes touch what it reads or
+    writes (two invocations of it, e.g. with different bindings, would then race). A runner with
+    ``parallel="auto"`` starts an invocation only while no invocation of a worker in its set is
+    in flight, so concurrency never produces a stale proposal from a contract overlap."""
+    contracts = blueprint.workers
+    out: dict[str, set[str]] = {name: set() for name in contracts}
+    for name, c in contracts.items():
+        w, r = [p.tokens for p in c.writes], [p.tokens for p in c.reads]
+        if _touches(w, [*r, *w]):
+            out[name].add(name)
+    for a, b in conflicting_workers(blueprint):
+        out[a].add(b)
+        out[b].add(a)
+    return {name: frozenset(others) for name, others in out.items()}
 
 
 def default_parallelism(blueprint: Any) -> int:
