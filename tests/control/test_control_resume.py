@@ -65,7 +65,9 @@ async def committed(store: Store, board: str) -> list[str]:
 
 async def runner_order(store: Store, control: str) -> list[str]:
     board = await create_board(store, BP)
-    result = await Runner(store, board, functions=functions([]), control=control).run()
+    # One step at a time: the order compared here is the control unit's, not an interleaving
+    # (with agenda order these independent workers would otherwise run at once: parallel="auto").
+    result = await Runner(store, board, functions=functions([]), control=control, parallel=1).run()
     assert result.end_reason == "agenda_empty"
     return await committed(store, board)
 

@@ -112,7 +112,8 @@ class Runner:
     board's contracts allow: an invocation starts while others are in flight only if its worker
     cannot conflict with theirs (``scheduling.parallel.conflict_map``: neither writes what the
     other reads or writes), so parallelism never causes a stale proposal; a board whose workers
-    all conflict runs one step at a time.
+    all conflict, or one driven by another control unit than agenda order (which chooses turn
+    by turn), runs one step at a time.
     """
 
     def __init__(
@@ -227,8 +228,11 @@ class Runner:
         if self._auto_parallel:
             conflicts = conflict_map(self.blueprint)
             names = list(conflicts)
-            if all(b in conflicts[a] for a in names for b in names):
-                self.parallel, self._conflicts = 1, None  # nothing may overlap: the sequential path
+            if type(self.control) is not AgendaOrder or all(b in conflicts[a] for a in names for b in names):
+                # A control unit other than agenda order (round-robin, a coordinator) decides
+                # turn by turn from the board its last choice produced; and where every pair
+                # may conflict nothing can overlap: both take the sequential path.
+                self.parallel, self._conflicts = 1, None
             else:
                 self.parallel, self._conflicts = max(1, len(names)), conflicts
         self._opened = True
