@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from ..blueprint.compile import compile_blueprint
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
 from ..kernel.kernel import Decision, Kernel, Proposal
@@ -56,6 +56,7 @@ from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
 from ..stores import open_store
 from ..stores.base import AgendaChanges, Store
+from ..views import View, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, render_board
 from ._board import (
@@ -83,6 +84,14 @@ from ._control import (
     round_invocation,
 )
 from ._coordinate import DEFAULT_COORDINATOR_INSTRUCTIONS
+from ._parallel import (
+    PARALLEL_META,
+    PARALLEL_RAW,
+    TURN_DROPPED,
+    parallel_control_meta,
+    parallel_invocation,
+    renumber,
+)
 
 __all__ = [
     "BLACKBOARD_EVENTS",
@@ -327,6 +336,7 @@ class Team:
         approval: ApprovalPolicy | None = None,
         approval_paths: Sequence[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
+        parallel: bool = False,
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
@@ -364,6 +374,14 @@ class Team:
             raise ValueError(f"view_budget must be a positive number of characters, got {view_budget!r}")
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if not isinstance(parallel, bool):
+            raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
+        if parallel and coordinator is not None:
+            raise ValueError(
+                "parallel=True needs coordinator=None: a coordinator names one agent per round, and a "
+                "parallel round gives every agent a turn (drop the coordinator, or run with parallel=False)"
+            )
+        self.parallel = parallel
         self.agents: dict[str, Agent] = dict(agents)
         self.coordinator = coordinator
         self.decider = decider
@@ -432,6 +450,7 @@ class Team:
         approval: ApprovalPolicy | None = None,
         approval_paths: Sequence[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
+        parallel: bool = False,
         **unsupported: Any,
     ) -> Team:
         """A blackboard team (see the module docstring); ``agents`` may be passed positionally,
@@ -461,6 +480,19 @@ class Team:
         6) contributions of two agents repeating each other in turn. Reserved agent names (``user``, ``system``, ``__*``) and names over
         200 characters raise ValueError; loomflow keywords slateboard does not take raise
         ``UnsupportedOption`` naming the equivalent.
+
+        ``parallel=True`` (default False; only without a coordinator, else ValueError) plays
+        parallel rounds (``slateboard.team._parallel``): every agent takes a turn each round,
+        all from the board as it was when the round began, their model calls made concurrently;
+        their entries are decided by the kernel and appended one by one in agent order (ids
+        follow that order), so the board and its log do not depend on which model answered
+        first. A parallel contribution is not checked for staleness against its peers' entries of
+        the same round (it could not have seen them; its record's ``meta`` says ``parallel`` and
+        the ``round_version`` it viewed); every other kernel check applies. The budget is checked
+        before each round, so a round that starts runs every agent's turn (``max_calls`` may be
+        passed by up to ``len(agents) - 1`` calls); a circuit halt or an entry awaiting approval
+        in the middle of a round drops the round's remaining turns, each logged with its model
+        usage. A resumed run takes a dead parallel round's unfinished turns one by one.
         """
         return cls(
             agents,
@@ -480,6 +512,7 @@ class Team:
             approval=approval,
             approval_paths=approval_paths,
             circuit=circuit,
+            parallel=parallel,
             **unsupported,
         )
 
@@ -587,7 +620,9 @@ class Team:
         )
         # Each round appends at most two proposals (an unknown agent's error entry, or a held
         # entry and its approved commit), and the decider one: max_rounds governs, not max_steps.
-        spec["limits"] = {"max_steps": 2 * self.max_rounds + 2}
+        # A parallel round appends up to two proposals per agent.
+        per_round = 2 * len(names) if self.parallel else 2
+        spec["limits"] = {"max_steps": per_round * self.max_rounds + 2}
         # The coordinator picks who goes next, and an agent's view already shows its recent
         # rejections: a streak of rejections halts rather than queueing retries outside the rounds.
         spec["circuit"] = {"on_invalid": "halt", **self.circuit}
@@ -819,6 +854,9 @@ class _BlackboardRun:
                 if status.blocked:
                     return await self._interrupt(round_num, status)
                 self.rounds = round_num
+                if team.parallel:
+                    await self._parallel_round(round_num)
+                    continue
                 choice = await self._coordinate(round_num)
                 decision = choice.decision
                 await self.emit(
@@ -910,8 +948,11 @@ class _BlackboardRun:
 
     async def _turn(self, inv: Invocation, round_num: int) -> None:
         """The chosen agent's turn: one step, then its events (and the approval, when held)."""
-        agent = inv.worker
         rec, reply = await self._step(inv)
+        await self._taken(inv.worker, round_num, rec, reply)
+
+    async def _taken(self, agent: str, round_num: int, rec: Record, reply: WorkerReply) -> None:
+        """What follows a decided turn: its events, the stuck detector, the approval when held."""
         if rec.outcome == "accepted":
             entry = self.public()[-1]
             await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
@@ -927,6 +968,121 @@ class _BlackboardRun:
                 reason=(rec.reason or "")[:_PREVIEW],
                 error=reply.error,
             )
+
+    # -- parallel rounds (``parallel=True``; see slateboard.team._parallel) ---------------------
+    async def _parallel_round(self, round_num: int) -> None:
+        """Every agent's turn from the board as the round began: one control record pushes them
+        all, they are claimed, their models called concurrently, then their proposals decided in
+        agent order (ids renumbered to the committed board, no staleness check among peers).
+        A halt (circuit, or an entry awaiting approval) drops the turns not decided yet."""
+        names = list(self.team.agents)
+        leftovers = [i for i in self.session.agenda.eligible() if i.id != DECIDE_INVOCATION]
+        turns = [
+            parallel_invocation(
+                name,
+                round_num,
+                k,
+                self.session.scheduler.allocate_order(),
+                feedback=next((i.feedback for i in leftovers if i.worker == name and i.feedback), None),
+            )
+            for k, name in enumerate(names)
+        ]
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                CONTROL_KIND,
+                f"round {round_num}: parallel: {', '.join(names)}",
+                worker=CONTROL_WORKER,
+                invocation=round_id(round_num),
+                meta=parallel_control_meta(names, round_num),
+                usage=Usage(component="coordinator"),
+            )
+
+        def changes(_d: Decision, _pushed: Sequence[Invocation]) -> AgendaChanges:
+            return AgendaChanges(cancel=[i.id for i in leftovers], push=tuple(turns))
+
+        await self.transact(prepare, changes)
+        await self.emit(
+            COORDINATOR_DECIDED,
+            round=round_num,
+            terminate=False,
+            next_agent=None,
+            next_agents=list(names),
+            raw=PARALLEL_RAW[:_PREVIEW],
+        )
+        claimed = [await self._claim(t) for t in turns]
+        for inv in claimed:
+            await self.emit(INVOKING, round=round_num, agent=inv.worker)
+        views = [self._view(inv) for inv in claimed]
+        keeper = asyncio.create_task(self._keep_leases([inv.id for inv in claimed]))
+        try:
+            replies = await asyncio.gather(
+                *(
+                    self.session.engine.workers[inv.worker].propose(view, inv.event, feedback=inv.feedback)
+                    for inv, view in zip(claimed, views, strict=True)
+                )
+            )
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        for inv, view, reply in zip(claimed, views, replies, strict=True):
+            if self._halted() is not None:
+                await self._drop(inv, round_num, reply)
+                continue
+            reply = renumber(reply, f"e{len(self.public()) + 1}")
+            meta: dict[str, JSON] = {k: v for k, v in inv.meta.items() if k != ONCE_KEY}
+            meta["round_version"] = view.version
+            proposal = dataclasses.replace(
+                reply.to_proposal(view, invocation=inv.id, event=inv.event, meta=meta), viewed_version=None
+            )
+            outcome = await self.session.engine.decide(inv, proposal, reply=reply)
+            assert outcome.record is not None  # Solo: never dropped
+            await self._taken(inv.worker, round_num, outcome.record, reply)
+
+    def _view(self, inv: Invocation) -> View:
+        """The view of ``inv``'s worker now, built as the step engine builds it."""
+        engine = self.session.engine
+        return build_view(
+            engine.blueprint,
+            inv.worker,
+            readable_state(engine.blueprint, inv.worker, self.kernel.state),
+            self.kernel.version,
+            event=inv.event,
+            rejections=list(engine.accounts.rejections[inv.worker]),
+            expand=engine.expand.pop(inv.worker, ()),
+            budget=engine.accounts.budgets.get(inv.worker),
+        )
+
+    async def _keep_leases(self, invocation_ids: Sequence[str]) -> None:
+        """Extend the leases on a parallel round's turns while their models run."""
+        while True:
+            await asyncio.sleep(_LEASE_S / 3)
+            for inv_id in invocation_ids:
+                with contextlib.suppress(StoreError):
+                    await self.store.heartbeat(self.board_id, inv_id, owner=self.owner, lease_s=_LEASE_S)
+
+    async def _drop(self, inv: Invocation, round_num: int, reply: WorkerReply) -> None:
+        """Log a parallel turn the run cannot commit (it halted first): an action record that
+        completes the turn and carries its model's usage, so the spend stays in the log."""
+        model = reply.diagnostics.get("model")
+        meta: dict[str, JSON] = {"event": TURN_DROPPED, "round": round_num, PARALLEL_META: True}
+        if isinstance(model, str):
+            meta["model"] = model
+        why = self._halted() or ""
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                CONTROL_KIND,
+                f"round {round_num}: {inv.worker}'s turn dropped: {why}"[:_PREVIEW],
+                worker=inv.worker,
+                invocation=inv.id,
+                meta=meta,
+                usage=reply.usage,
+            )
+
+        await self.transact(prepare, lambda _d, _p: AgendaChanges(complete=(inv.id,)))
+        await self.emit(REJECTED, round=round_num, agent=inv.worker, stage="dropped", reason=why[:_PREVIEW], error=None)
 
     # -- approvals ----------------------------------------------------------------------------
     async def _settle_approvals(self) -> str | None:
