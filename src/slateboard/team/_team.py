@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import inspect
 import json
@@ -45,6 +46,7 @@ from ..errors import StoreError, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
 from ..kernel.kernel import Decision, Kernel, Proposal
+from ..kernel.pointer import escape_token
 from ..kernel.record import Record, Usage
 from ..models import Model, resolve_model
 from ..runtime.approval import Held, approve, refuse
@@ -92,6 +94,7 @@ from ._parallel import (
     parallel_invocation,
     renumber,
 )
+from ._quarantine import QUARANTINE_KIND, RELEASED_KIND, QuarantineWorker, Sanitiser, quarantine_board
 
 __all__ = [
     "BLACKBOARD_EVENTS",
@@ -119,6 +122,9 @@ DECIDER_FAILED = "blackboard.decider_failed"
 APPROVAL = "blackboard.approval"
 HALTED = "blackboard.halted"
 COMPLETED = "blackboard.completed"
+QUARANTINED = "blackboard.quarantined"
+RELEASED = "blackboard.released"
+WITHHELD = "blackboard.withheld"
 BUDGET_EXCEEDED = "budget.exceeded"
 BLACKBOARD_EVENTS = (
     STARTED,
@@ -132,6 +138,9 @@ BLACKBOARD_EVENTS = (
     APPROVAL,
     HALTED,
     COMPLETED,
+    QUARANTINED,
+    RELEASED,
+    WITHHELD,
     BUDGET_EXCEEDED,
 )
 """Every event kind a blackboard run emits."""
@@ -337,6 +346,8 @@ class Team:
         approval_paths: Sequence[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
         parallel: bool = False,
+        untrusted: Sequence[str] | None = None,
+        sanitiser: Sanitiser | None = None,
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
@@ -382,6 +393,19 @@ class Team:
                 "parallel round gives every agent a turn (drop the coordinator, or run with parallel=False)"
             )
         self.parallel = parallel
+        if untrusted is not None and (isinstance(untrusted, str) or not all(isinstance(n, str) for n in untrusted)):
+            raise TypeError(f"untrusted must be a list of agent names, got {untrusted!r}")
+        strangers = [n for n in untrusted or () if n not in agents]
+        if strangers:
+            raise ValueError(f"untrusted names agents the team does not have: {strangers!r} (agents: {list(agents)!r})")
+        if sanitiser is not None and not callable(sanitiser):
+            raise TypeError(
+                f"sanitiser must be a callable releasing a quarantined entry, got {type(sanitiser).__name__}"
+            )
+        if sanitiser is not None and not untrusted:
+            raise ValueError("sanitiser= needs untrusted=[...]: with no untrusted agent nothing is quarantined")
+        self.untrusted: tuple[str, ...] = tuple(dict.fromkeys(untrusted or ()))
+        self.sanitiser = sanitiser
         self.agents: dict[str, Agent] = dict(agents)
         self.coordinator = coordinator
         self.decider = decider
@@ -451,6 +475,8 @@ class Team:
         approval_paths: Sequence[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
         parallel: bool = False,
+        untrusted: Sequence[str] | None = None,
+        sanitiser: Sanitiser | None = None,
         **unsupported: Any,
     ) -> Team:
         """A blackboard team (see the module docstring); ``agents`` may be passed positionally,
@@ -493,6 +519,15 @@ class Team:
         passed by up to ``len(agents) - 1`` calls); a circuit halt or an entry awaiting approval
         in the middle of a round drops the round's remaining turns, each logged with its model
         usage. A resumed run takes a dead parallel round's unfinished turns one by one.
+
+        ``untrusted`` (agent names) puts those agents' contributions in quarantine
+        (``slateboard.team._quarantine``): the board gets the blueprint's quarantine region, their
+        contracts may write only their own array there, and no other agent, the coordinator or the
+        decider can read it (views cut it out). ``sanitiser`` (a callable, maybe async, given a
+        copy of each quarantined entry right after it is committed) returns the text to release,
+        posted on the public board by the system (kind ``released``, its record's ``meta`` naming
+        the quarantined entry), or None to withhold it (logged as a ``quarantine`` action). With
+        no sanitiser, quarantined entries stay where they are.
         """
         return cls(
             agents,
@@ -513,6 +548,8 @@ class Team:
             approval_paths=approval_paths,
             circuit=circuit,
             parallel=parallel,
+            untrusted=untrusted,
+            sanitiser=sanitiser,
             **unsupported,
         )
 
@@ -618,6 +655,8 @@ class Team:
             view_budget=self.view_budget,
             name=self.name,
         )
+        if self.untrusted:
+            spec = quarantine_board(spec, self.untrusted)
         # Each round appends at most two proposals (an unknown agent's error entry, or a held
         # entry and its approved commit), and the decider one: max_rounds governs, not max_steps.
         # A parallel round appends up to two proposals per agent.
@@ -740,6 +779,8 @@ class _BlackboardRun:
             instructions=team.decider_instructions,
             state=state,
         )
+        for n in team.untrusted:
+            workers[n] = QuarantineWorker(workers[n], state)
         workers[self.decider.name] = self.decider
         # serve=(): build no worker from the blueprint, use the team's; no engine events (the
         # run emits the blackboard.* events); no worker timeout (the seed has none).
@@ -953,7 +994,9 @@ class _BlackboardRun:
 
     async def _taken(self, agent: str, round_num: int, rec: Record, reply: WorkerReply) -> None:
         """What follows a decided turn: its events, the stuck detector, the approval when held."""
-        if rec.outcome == "accepted":
+        if rec.outcome == "accepted" and agent in self.team.untrusted:
+            await self._quarantined(agent, round_num)
+        elif rec.outcome == "accepted":
             entry = self.public()[-1]
             await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
             await self._echo()
@@ -1083,6 +1126,63 @@ class _BlackboardRun:
 
         await self.transact(prepare, lambda _d, _p: AgendaChanges(complete=(inv.id,)))
         await self.emit(REJECTED, round=round_num, agent=inv.worker, stage="dropped", reason=why[:_PREVIEW], error=None)
+
+    # -- quarantine (``untrusted=``; see slateboard.team._quarantine) ---------------------------
+    async def _quarantined(self, agent: str, round_num: int) -> None:
+        """An untrusted agent's entry was committed to its quarantine array: put it to the
+        sanitiser, then release it on the public board (a system entry, kind ``released``) or
+        log that it is withheld."""
+        state = self.kernel.state
+        assert isinstance(state, dict)
+        held = state["quarantine"][agent]
+        entry = dict(held[-1])
+        where = f"/quarantine/{escape_token(agent)}/{len(held) - 1}"
+        await self.emit(QUARANTINED, round=round_num, agent=agent, entry=str(entry.get("id")), path=where)
+        sanitiser = self.team.sanitiser
+        if sanitiser is None:
+            return
+        released = sanitiser(copy.deepcopy(entry))
+        if inspect.isawaitable(released):
+            released = await released
+        if released is not None and not isinstance(released, str):
+            raise TypeError(f"a sanitiser must return a string or None, got {type(released).__name__}")
+        meta: dict[str, JSON] = {"round": round_num, "quarantined": where, "agent": agent}
+        if released is None:
+            await self.transact(
+                lambda: self.kernel.action(
+                    QUARANTINE_KIND,
+                    f"round {round_num}: the sanitiser withheld {agent}'s entry at {where}",
+                    worker=SYSTEM_WORKER,
+                    invocation=round_id(round_num),
+                    meta={**meta, "event": WITHHELD},
+                )
+            )
+            await self.emit(WITHHELD, round=round_num, agent=agent, path=where)
+            return
+        entry_id = f"e{len(self.public()) + 1}"
+        public = make_entry(entry_id, SYSTEM_AUTHOR, released, kind=RELEASED_KIND, at=self.team.clock())
+
+        def prepare() -> Decision:
+            return self.kernel.prepare(
+                Proposal(
+                    SYSTEM_WORKER,
+                    [
+                        {"op": "add", "path": "/public/-", "value": public},
+                        {"op": "add", "path": f"/signatures/{SYSTEM_AUTHOR}", "value": entry_id},
+                    ],
+                    viewed_version=self.kernel.version,
+                    invocation=round_id(round_num),
+                    event={"kind": "quarantine", "round": round_num, "path": where},
+                    usage=Usage(component="system"),
+                    meta={**meta, "event": RELEASED},
+                )
+            )
+
+        rec = await self.transact(prepare)
+        if rec.outcome == "accepted":
+            await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:_PREVIEW])
+        else:
+            await self.emit(REJECTED, round=round_num, agent=SYSTEM_WORKER, stage=rec.stage, reason=rec.reason)
 
     # -- approvals ----------------------------------------------------------------------------
     async def _settle_approvals(self) -> str | None:
