@@ -208,3 +208,47 @@ def test_the_sequential_board_is_unchanged_by_the_option() -> None:
     assert {k: v for k, v in parallel.items() if k != "limits"} == {
         k: v for k, v in sequential.items() if k != "limits"
     }
+
+
+# -- resume ----------------------------------------------------------------------------------------
+class Crash(BaseException):
+    """Stands for the process dying (not an Exception: nothing in the run may swallow it)."""
+
+
+async def test_a_parallel_round_cut_short_is_finished_on_resume(store: Store) -> None:
+    def crash(messages: Any) -> str:
+        raise Crash("the process died")
+
+    team, _, _ = gated_team(["a", "b", "c"], 2, store, replies={"b": [crash]})
+    with pytest.raises(Crash):
+        await team.run("task")
+    (board_id,) = [b.board_id for b in await store.list_boards()]
+    # The round's three turns were claimed, none decided: the resumed run takes them one by one
+    # (fresh views, sequential), then plays round 2 in parallel.
+    fresh = Team.blackboard(
+        {n: Agent(n.upper(), model=ScriptedModel([f"{n.upper()}1", f"{n.upper()}2"])) for n in NAMES},
+        max_rounds=2,
+        store=store,
+        parallel=True,
+    )
+    result = await fresh.resume(board_id)
+    assert result.end_reason == "max_rounds" and result.rounds == 2
+    assert [(e["author"], e["content"]) for e in result.public[1:]] == [
+        ("a", "A1"),
+        ("b", "B1"),
+        ("c", "C1"),
+        ("a", "A2"),
+        ("b", "B2"),
+        ("c", "C2"),
+    ]
+    records = await store.read_records(board_id)
+    assert [r.meta.get("parallel") for r in records if r.kind == "proposal" and r.worker in NAMES] == [
+        None,
+        None,
+        None,
+        True,
+        True,
+        True,
+    ]
+    assert await store.agenda(board_id) == []
+    assert (await verify_log(store, board_id, revalidate=True)).ok

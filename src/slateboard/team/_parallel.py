@@ -80,7 +80,9 @@ def parallel_invocation(
     """The turn of ``agent`` (at ``index`` in agent order) in parallel round ``round_num``: it
     runs once (a rejection is not retried: the next round gives the agent its next turn)."""
     event: dict[str, JSON] = {"kind": "coordinator", "round": round_num, "agent": agent, "instruction": None}
-    meta: dict[str, JSON] = {ONCE_KEY: True, "round": round_num, "control": PARALLEL_RAW, PARALLEL_META: True}
+    # No ``parallel`` flag here: the run adds it to the proposals it decides without a staleness
+    # check; a resumed run that takes this turn alone (a fresh view, checked) logs none.
+    meta: dict[str, JSON] = {ONCE_KEY: True, "round": round_num, "control": PARALLEL_RAW}
     return Invocation(
         parallel_turn_id(round_num, index), agent, 0, order, event, "coordinator", feedback=feedback, meta=meta
     )

@@ -19,7 +19,10 @@ step engine, circuit policy and approvals every Runner uses) and plays rounds:
    held for approval (``approval=``/``approval_paths=``) is decided through
    ``runtime.approval`` and committed by the session, or pauses the run;
 
-until the coordinator terminates or ``max_rounds`` rounds were played. Then the decider (an
+until the coordinator terminates or ``max_rounds`` rounds were played. With ``parallel=True``
+(no coordinator) each round is one ``control`` record pushing every agent's turn, the turns'
+models run concurrently from the round's board, and their proposals are decided in agent order
+(``slateboard.team._parallel``). Then the decider (an
 Agent, or the fallback: last ``answer`` entry, else last contribution, else "") writes
 ``/answer`` in its own turn. The board's log is the audit trail: it verifies with
 ``slateboard.kernel.replay`` and can be read with the same tools as any other board; and it is
@@ -1058,13 +1061,19 @@ class _BlackboardRun:
             await self.emit(INVOKING, round=round_num, agent=inv.worker)
         views = [self._view(inv) for inv in claimed]
         keeper = asyncio.create_task(self._keep_leases([inv.id for inv in claimed]))
+        calls = [
+            asyncio.ensure_future(self.session.engine.workers[inv.worker].propose(v, inv.event, feedback=inv.feedback))
+            for inv, v in zip(claimed, views, strict=True)
+        ]
         try:
-            replies = await asyncio.gather(
-                *(
-                    self.session.engine.workers[inv.worker].propose(view, inv.event, feedback=inv.feedback)
-                    for inv, view in zip(claimed, views, strict=True)
-                )
-            )
+            replies = await asyncio.gather(*calls)
+        except BaseException:
+            # One call failing (workers never raise for a model failure: this is a crash or a
+            # cancellation) ends the round: the others are not left running behind the run.
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+            raise
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -1075,6 +1084,7 @@ class _BlackboardRun:
                 continue
             reply = renumber(reply, f"e{len(self.public()) + 1}")
             meta: dict[str, JSON] = {k: v for k, v in inv.meta.items() if k != ONCE_KEY}
+            meta[PARALLEL_META] = True
             meta["round_version"] = view.version
             proposal = dataclasses.replace(
                 reply.to_proposal(view, invocation=inv.id, event=inv.event, meta=meta), viewed_version=None
