@@ -252,3 +252,29 @@ async def test_a_parallel_round_cut_short_is_finished_on_resume(store: Store) ->
     ]
     assert await store.agenda(board_id) == []
     assert (await verify_log(store, board_id, revalidate=True)).ok
+
+
+# -- approval --------------------------------------------------------------------------------------
+async def test_each_parallel_entry_goes_through_approval_in_agent_order(store: Store) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def approval(request: Any) -> bool:
+        asked.append((request.agent, request.entry["id"] if request.entry else None))
+        return request.agent != "b"
+
+    team, _, _ = gated_team(["c", "a", "b"], 1, store, approval=approval)
+    result = await team.run("task")
+    assert asked == [("a", "e2"), ("b", "e3"), ("c", "e3")]  # b's refused id is free again for c
+    assert board(result) == [("e2", "a", "A1"), ("e3", "c", "C1")]
+    assert (await verify_log(store, result.board_id, revalidate=True)).ok
+
+
+async def test_an_entry_awaiting_approval_pauses_the_run_and_drops_the_rest_of_the_round(store: Store) -> None:
+    team, _, _ = gated_team(["a", "b", "c"], 2, store, approval_paths=["/public/*"])
+    result = await team.run("task")
+    assert result.interrupted and result.end_reason.startswith("paused")
+    records = await store.read_records(result.board_id)
+    assert [r.outcome for r in records if r.kind == "proposal" and r.worker in NAMES] == ["held"]
+    assert [r.worker for r in records if r.meta.get("event") == "blackboard.turn_dropped"] == ["b", "c"]
+    assert result.turns == 3 and await store.agenda(result.board_id) == []
+    assert (await verify_log(store, result.board_id, revalidate=True)).ok

@@ -190,3 +190,25 @@ def test_untrusted_and_sanitiser_are_validated_at_construction() -> None:
         Team.blackboard(agents, sanitiser=lambda e: None)
     with pytest.raises(TypeError, match="sanitiser must be a callable"):
         Team.blackboard(agents, untrusted=["a"], sanitiser="clean")  # type: ignore[arg-type]
+
+
+class Crash(BaseException):
+    """Stands for the process dying (not an Exception: nothing in the run may swallow it)."""
+
+
+async def test_a_resumed_run_sanitises_what_a_dead_run_quarantined(store: Store) -> None:
+    def crash(entry: dict[str, Any]) -> str:
+        raise Crash("the process died")
+
+    with pytest.raises(Crash):
+        await team_of(store, ScriptedModel(["ok"]), sanitiser=crash).run("task")
+    (board_id,) = [b.board_id for b in await store.list_boards()]
+    analyst = ScriptedModel(["ok"])
+    result = await team_of(store, analyst, sanitiser=lambda entry: f"clean {entry['id']}").resume(board_id)
+    assert [(e["author"], e["content"]) for e in result.public[1:]] == [("system", "clean q1"), ("analyst", "ok")]
+    assert "clean q1" in prompts(analyst)[0]
+    records = await store.read_records(board_id)
+    assert [r.meta["quarantined"] for r in records if r.meta.get("event") == "blackboard.released"] == [
+        "/quarantine/web_reader/0"
+    ]
+    assert (await verify_log(store, board_id, revalidate=True)).ok

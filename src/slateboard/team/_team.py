@@ -882,6 +882,8 @@ class _BlackboardRun:
         stop = await self._settle_approvals()
         if stop is not None:
             return await self._stop(stop)
+        if resumed:
+            await self._unsanitised(progress.rounds)
         last_agent = progress.last.get("next_agent")
         if not progress.error_posted and isinstance(last_agent, str) and last_agent not in team.agents:
             await self._post_error(progress.rounds, f"Coordinator picked unknown agent {last_agent!r}; skipping.")
@@ -1138,15 +1140,31 @@ class _BlackboardRun:
         await self.emit(REJECTED, round=round_num, agent=inv.worker, stage="dropped", reason=why[:_PREVIEW], error=None)
 
     # -- quarantine (``untrusted=``; see slateboard.team._quarantine) ---------------------------
-    async def _quarantined(self, agent: str, round_num: int) -> None:
-        """An untrusted agent's entry was committed to its quarantine array: put it to the
-        sanitiser, then release it on the public board (a system entry, kind ``released``) or
-        log that it is withheld."""
+    async def _unsanitised(self, round_num: int) -> None:
+        """On resume: put to the sanitiser every quarantined entry a dead run committed but did
+        not release or withhold (no record names it), so none is silently lost."""
+        if self.team.sanitiser is None:
+            return
+        decided = {
+            r.meta.get("quarantined") for r in self.session.history if r.meta.get("event") in (RELEASED, WITHHELD)
+        }
+        state = self.kernel.state
+        assert isinstance(state, dict)
+        for agent in self.team.untrusted:
+            for index in range(len(state["quarantine"][agent])):
+                if f"/quarantine/{escape_token(agent)}/{index}" not in decided:
+                    await self._quarantined(agent, round_num, index)
+
+    async def _quarantined(self, agent: str, round_num: int, index: int = -1) -> None:
+        """An untrusted agent's entry (``index`` in its array; default the last) was committed
+        to quarantine: put it to the sanitiser, then release it on the public board (a system
+        entry, kind ``released``) or log that it is withheld."""
         state = self.kernel.state
         assert isinstance(state, dict)
         held = state["quarantine"][agent]
-        entry = dict(held[-1])
-        where = f"/quarantine/{escape_token(agent)}/{len(held) - 1}"
+        index = index if index >= 0 else len(held) - 1
+        entry = dict(held[index])
+        where = f"/quarantine/{escape_token(agent)}/{index}"
         await self.emit(QUARANTINED, round=round_num, agent=agent, entry=str(entry.get("id")), path=where)
         sanitiser = self.team.sanitiser
         if sanitiser is None:
