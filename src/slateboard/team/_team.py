@@ -19,7 +19,10 @@ step engine, circuit policy and approvals every Runner uses) and plays rounds:
    held for approval (``approval=``/``approval_paths=``) is decided through
    ``runtime.approval`` and committed by the session, or pauses the run;
 
-until the coordinator terminates or ``max_rounds`` rounds were played. Then the decider (an
+until the coordinator terminates or ``max_rounds`` rounds were played. With ``parallel=True``
+(no coordinator) each round is one ``control`` record pushing every agent's turn, the turns'
+models run concurrently from the round's board, and their proposals are decided in agent order
+(``slateboard.team._parallel``). Then the decider (an
 Agent, or the fallback: last ``answer`` entry, else last contribution, else "") writes
 ``/answer`` in its own turn. The board's log is the audit trail: it verifies with
 ``slateboard.kernel.replay`` and can be read with the same tools as any other board; and it is
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import inspect
 import json
@@ -41,10 +45,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from ..blueprint.compile import compile_blueprint
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
 from ..kernel.kernel import Decision, Kernel, Proposal
+from ..kernel.pointer import escape_token
 from ..kernel.record import Record, Usage
 from ..models import Model, resolve_model
 from ..runtime.approval import Held, approve, refuse
@@ -56,6 +61,7 @@ from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
 from ..stores import open_store
 from ..stores.base import AgendaChanges, Store
+from ..views import View, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, bounded_board
 from ._board import (
@@ -84,6 +90,15 @@ from ._control import (
     round_invocation,
 )
 from ._coordinate import DEFAULT_COORDINATOR_INSTRUCTIONS
+from ._parallel import (
+    PARALLEL_META,
+    PARALLEL_RAW,
+    TURN_DROPPED,
+    parallel_control_meta,
+    parallel_invocation,
+    renumber,
+)
+from ._quarantine import QUARANTINE_KIND, RELEASED_KIND, QuarantineWorker, Sanitiser, quarantine_board
 
 __all__ = [
     "BLACKBOARD_EVENTS",
@@ -111,6 +126,9 @@ DECIDER_FAILED = "blackboard.decider_failed"
 APPROVAL = "blackboard.approval"
 HALTED = "blackboard.halted"
 COMPLETED = "blackboard.completed"
+QUARANTINED = "blackboard.quarantined"
+RELEASED = "blackboard.released"
+WITHHELD = "blackboard.withheld"
 BUDGET_EXCEEDED = "budget.exceeded"
 BLACKBOARD_EVENTS = (
     STARTED,
@@ -124,6 +142,9 @@ BLACKBOARD_EVENTS = (
     APPROVAL,
     HALTED,
     COMPLETED,
+    QUARANTINED,
+    RELEASED,
+    WITHHELD,
     BUDGET_EXCEEDED,
 )
 """Every event kind a blackboard run emits."""
@@ -328,6 +349,9 @@ class Team:
         approval: ApprovalPolicy | None = None,
         approval_paths: Sequence[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
+        parallel: bool = False,
+        untrusted: Sequence[str] | None = None,
+        sanitiser: Sanitiser | None = None,
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
@@ -365,6 +389,27 @@ class Team:
             raise ValueError(f"view_budget must be a positive number of characters, got {view_budget!r}")
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if not isinstance(parallel, bool):
+            raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
+        if parallel and coordinator is not None:
+            raise ValueError(
+                "parallel=True needs coordinator=None: a coordinator names one agent per round, and a "
+                "parallel round gives every agent a turn (drop the coordinator, or run with parallel=False)"
+            )
+        self.parallel = parallel
+        if untrusted is not None and (isinstance(untrusted, str) or not all(isinstance(n, str) for n in untrusted)):
+            raise TypeError(f"untrusted must be a list of agent names, got {untrusted!r}")
+        strangers = [n for n in untrusted or () if n not in agents]
+        if strangers:
+            raise ValueError(f"untrusted names agents the team does not have: {strangers!r} (agents: {list(agents)!r})")
+        if sanitiser is not None and not callable(sanitiser):
+            raise TypeError(
+                f"sanitiser must be a callable releasing a quarantined entry, got {type(sanitiser).__name__}"
+            )
+        if sanitiser is not None and not untrusted:
+            raise ValueError("sanitiser= needs untrusted=[...]: with no untrusted agent nothing is quarantined")
+        self.untrusted: tuple[str, ...] = tuple(dict.fromkeys(untrusted or ()))
+        self.sanitiser = sanitiser
         self.agents: dict[str, Agent] = dict(agents)
         self.coordinator = coordinator
         self.decider = decider
@@ -433,6 +478,9 @@ class Team:
         approval: ApprovalPolicy | None = None,
         approval_paths: Sequence[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
+        parallel: bool = False,
+        untrusted: Sequence[str] | None = None,
+        sanitiser: Sanitiser | None = None,
         **unsupported: Any,
     ) -> Team:
         """A blackboard team (see the module docstring); ``agents`` may be passed positionally,
@@ -462,6 +510,28 @@ class Team:
         6) contributions of two agents repeating each other in turn. Reserved agent names (``user``, ``system``, ``__*``) and names over
         200 characters raise ValueError; loomflow keywords slateboard does not take raise
         ``UnsupportedOption`` naming the equivalent.
+
+        ``parallel=True`` (default False; only without a coordinator, else ValueError) plays
+        parallel rounds (``slateboard.team._parallel``): every agent takes a turn each round,
+        all from the board as it was when the round began, their model calls made concurrently;
+        their entries are decided by the kernel and appended one by one in agent order (ids
+        follow that order), so the board and its log do not depend on which model answered
+        first. A parallel contribution is not checked for staleness against its peers' entries of
+        the same round (it could not have seen them; its record's ``meta`` says ``parallel`` and
+        the ``round_version`` it viewed); every other kernel check applies. The budget is checked
+        before each round, so a round that starts runs every agent's turn (``max_calls`` may be
+        passed by up to ``len(agents) - 1`` calls); a circuit halt or an entry awaiting approval
+        in the middle of a round drops the round's remaining turns, each logged with its model
+        usage. A resumed run takes a dead parallel round's unfinished turns one by one.
+
+        ``untrusted`` (agent names) puts those agents' contributions in quarantine
+        (``slateboard.team._quarantine``): the board gets the blueprint's quarantine region, their
+        contracts may write only their own array there, and no other agent, the coordinator or the
+        decider can read it (views cut it out). ``sanitiser`` (a callable, maybe async, given a
+        copy of each quarantined entry right after it is committed) returns the text to release,
+        posted on the public board by the system (kind ``released``, its record's ``meta`` naming
+        the quarantined entry), or None to withhold it (logged as a ``quarantine`` action). With
+        no sanitiser, quarantined entries stay where they are.
         """
         return cls(
             agents,
@@ -481,6 +551,9 @@ class Team:
             approval=approval,
             approval_paths=approval_paths,
             circuit=circuit,
+            parallel=parallel,
+            untrusted=untrusted,
+            sanitiser=sanitiser,
             **unsupported,
         )
 
@@ -586,9 +659,13 @@ class Team:
             view_budget=self.view_budget,
             name=self.name,
         )
+        if self.untrusted:
+            spec = quarantine_board(spec, self.untrusted)
         # Each round appends at most two proposals (an unknown agent's error entry, or a held
         # entry and its approved commit), and the decider one: max_rounds governs, not max_steps.
-        spec["limits"] = {"max_steps": 2 * self.max_rounds + 2}
+        # A parallel round appends up to two proposals per agent.
+        per_round = 2 * len(names) if self.parallel else 2
+        spec["limits"] = {"max_steps": per_round * self.max_rounds + 2}
         # The coordinator picks who goes next, and an agent's view already shows its recent
         # rejections: a streak of rejections halts rather than queueing retries outside the rounds.
         spec["circuit"] = {"on_invalid": "halt", **self.circuit}
@@ -706,6 +783,8 @@ class _BlackboardRun:
             instructions=team.decider_instructions,
             state=state,
         )
+        for n in team.untrusted:
+            workers[n] = QuarantineWorker(workers[n], state)
         workers[self.decider.name] = self.decider
         # serve=(): build no worker from the blueprint, use the team's; no engine events (the
         # run emits the blackboard.* events); no worker timeout (the seed has none).
@@ -806,6 +885,8 @@ class _BlackboardRun:
         stop = await self._settle_approvals()
         if stop is not None:
             return await self._stop(stop)
+        if resumed:
+            await self._unsanitised(progress.rounds)
         last_agent = progress.last.get("next_agent")
         if not progress.error_posted and isinstance(last_agent, str) and last_agent not in team.agents:
             await self._post_error(progress.rounds, f"Coordinator picked unknown agent {last_agent!r}; skipping.")
@@ -822,6 +903,9 @@ class _BlackboardRun:
                 if status.blocked:
                     return await self._interrupt(round_num, status)
                 self.rounds = round_num
+                if team.parallel:
+                    await self._parallel_round(round_num)
+                    continue
                 choice = await self._coordinate(round_num)
                 decision = choice.decision
                 await self.emit(
@@ -913,9 +997,14 @@ class _BlackboardRun:
 
     async def _turn(self, inv: Invocation, round_num: int) -> None:
         """The chosen agent's turn: one step, then its events (and the approval, when held)."""
-        agent = inv.worker
         rec, reply = await self._step(inv)
-        if rec.outcome == "accepted":
+        await self._taken(inv.worker, round_num, rec, reply)
+
+    async def _taken(self, agent: str, round_num: int, rec: Record, reply: WorkerReply) -> None:
+        """What follows a decided turn: its events, the stuck detector, the approval when held."""
+        if rec.outcome == "accepted" and agent in self.team.untrusted:
+            await self._quarantined(agent, round_num)
+        elif rec.outcome == "accepted":
             entry = self.public()[-1]
             await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:_PREVIEW])
             await self._echo()
@@ -930,6 +1019,201 @@ class _BlackboardRun:
                 reason=(rec.reason or "")[:_PREVIEW],
                 error=reply.error,
             )
+
+    # -- parallel rounds (``parallel=True``; see slateboard.team._parallel) ---------------------
+    async def _parallel_round(self, round_num: int) -> None:
+        """Every agent's turn from the board as the round began: one control record pushes them
+        all, they are claimed, their models called concurrently, then their proposals decided in
+        agent order (ids renumbered to the committed board, no staleness check among peers).
+        A halt (circuit, or an entry awaiting approval) drops the turns not decided yet."""
+        names = list(self.team.agents)
+        leftovers = [i for i in self.session.agenda.eligible() if i.id != DECIDE_INVOCATION]
+        turns = [
+            parallel_invocation(
+                name,
+                round_num,
+                k,
+                self.session.scheduler.allocate_order(),
+                feedback=next((i.feedback for i in leftovers if i.worker == name and i.feedback), None),
+            )
+            for k, name in enumerate(names)
+        ]
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                CONTROL_KIND,
+                f"round {round_num}: parallel: {', '.join(names)}",
+                worker=CONTROL_WORKER,
+                invocation=round_id(round_num),
+                meta=parallel_control_meta(names, round_num),
+                usage=Usage(component="coordinator"),
+            )
+
+        def changes(_d: Decision, _pushed: Sequence[Invocation]) -> AgendaChanges:
+            return AgendaChanges(cancel=[i.id for i in leftovers], push=tuple(turns))
+
+        await self.transact(prepare, changes)
+        await self.emit(
+            COORDINATOR_DECIDED,
+            round=round_num,
+            terminate=False,
+            next_agent=None,
+            next_agents=list(names),
+            raw=PARALLEL_RAW[:_PREVIEW],
+        )
+        claimed = [await self._claim(t) for t in turns]
+        for inv in claimed:
+            await self.emit(INVOKING, round=round_num, agent=inv.worker)
+        views = [self._view(inv) for inv in claimed]
+        keeper = asyncio.create_task(self._keep_leases([inv.id for inv in claimed]))
+        calls = [
+            asyncio.ensure_future(self.session.engine.workers[inv.worker].propose(v, inv.event, feedback=inv.feedback))
+            for inv, v in zip(claimed, views, strict=True)
+        ]
+        try:
+            replies = await asyncio.gather(*calls)
+        except BaseException:
+            # One call failing (workers never raise for a model failure: this is a crash or a
+            # cancellation) ends the round: the others are not left running behind the run.
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+            raise
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        for inv, view, reply in zip(claimed, views, replies, strict=True):
+            if self._halted() is not None:
+                await self._drop(inv, round_num, reply)
+                continue
+            reply = renumber(reply, f"e{len(self.public()) + 1}")
+            meta: dict[str, JSON] = {k: v for k, v in inv.meta.items() if k != ONCE_KEY}
+            meta[PARALLEL_META] = True
+            meta["round_version"] = view.version
+            proposal = dataclasses.replace(
+                reply.to_proposal(view, invocation=inv.id, event=inv.event, meta=meta), viewed_version=None
+            )
+            outcome = await self.session.engine.decide(inv, proposal, reply=reply)
+            assert outcome.record is not None  # Solo: never dropped
+            await self._taken(inv.worker, round_num, outcome.record, reply)
+
+    def _view(self, inv: Invocation) -> View:
+        """The view of ``inv``'s worker now, built as the step engine builds it."""
+        engine = self.session.engine
+        return build_view(
+            engine.blueprint,
+            inv.worker,
+            readable_state(engine.blueprint, inv.worker, self.kernel.state),
+            self.kernel.version,
+            event=inv.event,
+            rejections=list(engine.accounts.rejections[inv.worker]),
+            expand=engine.expand.pop(inv.worker, ()),
+            budget=engine.accounts.budgets.get(inv.worker),
+        )
+
+    async def _keep_leases(self, invocation_ids: Sequence[str]) -> None:
+        """Extend the leases on a parallel round's turns while their models run."""
+        while True:
+            await asyncio.sleep(_LEASE_S / 3)
+            for inv_id in invocation_ids:
+                with contextlib.suppress(StoreError):
+                    await self.store.heartbeat(self.board_id, inv_id, owner=self.owner, lease_s=_LEASE_S)
+
+    async def _drop(self, inv: Invocation, round_num: int, reply: WorkerReply) -> None:
+        """Log a parallel turn the run cannot commit (it halted first): an action record that
+        completes the turn and carries its model's usage, so the spend stays in the log."""
+        model = reply.diagnostics.get("model")
+        meta: dict[str, JSON] = {"event": TURN_DROPPED, "round": round_num, PARALLEL_META: True}
+        if isinstance(model, str):
+            meta["model"] = model
+        why = self._halted() or ""
+
+        def prepare() -> Decision:
+            return self.kernel.action(
+                CONTROL_KIND,
+                f"round {round_num}: {inv.worker}'s turn dropped: {why}"[:_PREVIEW],
+                worker=inv.worker,
+                invocation=inv.id,
+                meta=meta,
+                usage=reply.usage,
+            )
+
+        await self.transact(prepare, lambda _d, _p: AgendaChanges(complete=(inv.id,)))
+        await self.emit(REJECTED, round=round_num, agent=inv.worker, stage="dropped", reason=why[:_PREVIEW], error=None)
+
+    # -- quarantine (``untrusted=``; see slateboard.team._quarantine) ---------------------------
+    async def _unsanitised(self, round_num: int) -> None:
+        """On resume: put to the sanitiser every quarantined entry a dead run committed but did
+        not release or withhold (no record names it), so none is silently lost."""
+        if self.team.sanitiser is None:
+            return
+        decided = {
+            r.meta.get("quarantined") for r in self.session.history if r.meta.get("event") in (RELEASED, WITHHELD)
+        }
+        state = self.kernel.state
+        assert isinstance(state, dict)
+        for agent in self.team.untrusted:
+            for index in range(len(state["quarantine"][agent])):
+                if f"/quarantine/{escape_token(agent)}/{index}" not in decided:
+                    await self._quarantined(agent, round_num, index)
+
+    async def _quarantined(self, agent: str, round_num: int, index: int = -1) -> None:
+        """An untrusted agent's entry (``index`` in its array; default the last) was committed
+        to quarantine: put it to the sanitiser, then release it on the public board (a system
+        entry, kind ``released``) or log that it is withheld."""
+        state = self.kernel.state
+        assert isinstance(state, dict)
+        held = state["quarantine"][agent]
+        index = index if index >= 0 else len(held) - 1
+        entry = dict(held[index])
+        where = f"/quarantine/{escape_token(agent)}/{index}"
+        await self.emit(QUARANTINED, round=round_num, agent=agent, entry=str(entry.get("id")), path=where)
+        sanitiser = self.team.sanitiser
+        if sanitiser is None:
+            return
+        released = sanitiser(copy.deepcopy(entry))
+        if inspect.isawaitable(released):
+            released = await released
+        if released is not None and not isinstance(released, str):
+            raise TypeError(f"a sanitiser must return a string or None, got {type(released).__name__}")
+        meta: dict[str, JSON] = {"round": round_num, "quarantined": where, "agent": agent}
+        if released is None:
+            await self.transact(
+                lambda: self.kernel.action(
+                    QUARANTINE_KIND,
+                    f"round {round_num}: the sanitiser withheld {agent}'s entry at {where}",
+                    worker=SYSTEM_WORKER,
+                    invocation=round_id(round_num),
+                    meta={**meta, "event": WITHHELD},
+                )
+            )
+            await self.emit(WITHHELD, round=round_num, agent=agent, path=where)
+            return
+        entry_id = f"e{len(self.public()) + 1}"
+        public = make_entry(entry_id, SYSTEM_AUTHOR, released, kind=RELEASED_KIND, at=self.team.clock())
+
+        def prepare() -> Decision:
+            return self.kernel.prepare(
+                Proposal(
+                    SYSTEM_WORKER,
+                    [
+                        {"op": "add", "path": "/public/-", "value": public},
+                        {"op": "add", "path": f"/signatures/{SYSTEM_AUTHOR}", "value": entry_id},
+                    ],
+                    viewed_version=self.kernel.version,
+                    invocation=round_id(round_num),
+                    event={"kind": "quarantine", "round": round_num, "path": where},
+                    usage=Usage(component="system"),
+                    meta={**meta, "event": RELEASED},
+                )
+            )
+
+        rec = await self.transact(prepare)
+        if rec.outcome == "accepted":
+            await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:_PREVIEW])
+        else:
+            await self.emit(REJECTED, round=round_num, agent=SYSTEM_WORKER, stage=rec.stage, reason=rec.reason)
 
     # -- approvals ----------------------------------------------------------------------------
     async def _settle_approvals(self) -> str | None:
