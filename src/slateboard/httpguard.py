@@ -12,6 +12,8 @@ from urllib.parse import parse_qsl
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .errors import InvalidInput
+
 __all__ = ["MIN_TOKEN_CHARS", "TokenGuard", "error_response", "is_loopback"]
 
 MIN_TOKEN_CHARS = 12
@@ -47,7 +49,7 @@ class TokenGuard:
 
     def __init__(self, app: ASGIApp, token: str | None, name: str = "this server") -> None:
         if token is not None and len(token) < MIN_TOKEN_CHARS:
-            raise ValueError(f"the token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
+            raise InvalidInput(f"the token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
         self.app = app
         self.token = token.encode("utf-8") if token else None
         self.name = name  # how refusals name the server ("this dashboard", ...)

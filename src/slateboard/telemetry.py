@@ -32,6 +32,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .errors import InvalidInput
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
@@ -114,7 +116,7 @@ def enable_from_env(environ: Mapping[str, str] | None = None) -> bool:
 
         exporter = OTLPSpanExporter()  # endpoint, headers: the standard OTEL_EXPORTER_OTLP_* variables
     else:
-        raise ValueError(f"{ENV} must be otlp, console or off, not {kind!r}")
+        raise InvalidInput(f"{ENV} must be otlp, console or off, not {kind!r}")
     service = env.get("OTEL_SERVICE_NAME", "slateboard")
     provider = SdkProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(BatchSpanProcessor(exporter))

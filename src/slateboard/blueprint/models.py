@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..errors import InvalidInput
+
 OpName = Literal["add", "remove", "replace", "move", "copy", "test"]
 TriggerOp = Literal["add", "remove", "replace", "move", "copy", "any", "start"]
 
@@ -70,15 +72,15 @@ class WorkerSpec(_Strict):
         # that compile_blueprint reports as a BlueprintError naming the path (its protocol).
         for path in [*self.pinned, *self.windows]:
             if path not in self.reads:
-                raise ValueError(f"pinned/windowed path {path!r} is not one of the worker's reads")
+                raise InvalidInput(f"pinned/windowed path {path!r} is not one of the worker's reads")
             if "*" in path.split("/") or path.endswith("/**"):
-                raise ValueError(f"pinned/windowed path {path!r} must be a concrete pointer (no '*')")
+                raise InvalidInput(f"pinned/windowed path {path!r} must be a concrete pointer (no '*')")
         for path, size in self.windows.items():
             if size < 1:
-                raise ValueError(f"window {path!r} must show at least one item, got {size}")
+                raise InvalidInput(f"window {path!r} must show at least one item, got {size}")
         overlap = set(self.pinned) & set(self.windows)
         if overlap:
-            raise ValueError(f"paths both pinned and windowed: {sorted(overlap)}")
+            raise InvalidInput(f"paths both pinned and windowed: {sorted(overlap)}")
         return self
 
 

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..runtime.events import INVOCATION_STARTED, PROPOSAL_DECIDED, RUN_ENDED, RunEvent
@@ -133,7 +134,7 @@ class Bridge:
 
     def __init__(self, runner: Runner, worker: ExternalWorker) -> None:
         if runner.parallel != 1:
-            raise ValueError("an external worker is driven one invocation at a time: use parallel=1")
+            raise InvalidInput("an external worker is driven one invocation at a time: use parallel=1")
         self.runner = runner
         self.worker = worker
         self.ended: str | None = None

@@ -24,6 +24,7 @@ import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..models.protocol import Model
 from ..runtime.runner import Runner
@@ -123,7 +124,9 @@ async def open_bridge(
     )
     await runner.open()
     if worker not in runner.blueprint.workers:
-        raise ValueError(f"board {board_id} has no worker {worker!r} (workers: {', '.join(runner.blueprint.workers)})")
+        raise InvalidInput(
+            f"board {board_id} has no worker {worker!r} (workers: {', '.join(runner.blueprint.workers)})"
+        )
     bridge = Bridge(runner, external)
     bridge.start()
     task = asyncio.create_task(runner.run())
@@ -171,7 +174,7 @@ async def _serve_http(
     import uvicorn
 
     if sock is None:
-        raise ValueError("the HTTP transport needs a listening socket")
+        raise InvalidInput("the HTTP transport needs a listening socket")
     app = http_app(server, host=host, token=token)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
     uv = uvicorn.Server(config)

@@ -21,6 +21,7 @@ import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..workers.tools import Tool
 
@@ -39,7 +40,7 @@ def server_target(spec: ServerSpec) -> Any:
         if "url" in spec:
             return str(spec["url"])
         if "command" not in spec:
-            raise ValueError(f"an MCP server mapping needs 'command' or 'url', got {sorted(spec)}")
+            raise InvalidInput(f"an MCP server mapping needs 'command' or 'url', got {sorted(spec)}")
         env = spec.get("env")
         return StdioServerParameters(
             command=str(spec["command"]),
@@ -51,7 +52,7 @@ def server_target(spec: ServerSpec) -> Any:
         return text
     parts = shlex.split(text)
     if not parts:
-        raise ValueError("an empty MCP server command")
+        raise InvalidInput("an empty MCP server command")
     return StdioServerParameters(command=parts[0], args=parts[1:])
 
 
@@ -88,7 +89,7 @@ async def mcp_tools(*servers: ServerSpec, prefix: bool = False) -> AsyncIterator
             for t in (await client.list_tools()).tools:
                 name = f"s{i}_{t.name}" if prefix else t.name
                 if any(existing.name == name for existing in tools):
-                    raise ValueError(f"two MCP servers offer a tool {name!r}: pass prefix=True")
+                    raise InvalidInput(f"two MCP servers offer a tool {name!r}: pass prefix=True")
                 tools.append(
                     Tool(name, _caller(client, t.name), description=t.description or "", parameters=t.input_schema)
                 )

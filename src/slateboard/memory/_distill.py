@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.pointer import MISSING, Pattern, parse_pointer, resolve
 from ..kernel.record import Record, Usage
@@ -78,7 +79,7 @@ async def distill_board(
 
     info = await store.board_info(board_id)
     if info.status not in _ENDED:
-        raise ValueError(f"board {board_id} has not ended (status {info.status}): distil it when it is done")
+        raise InvalidInput(f"board {board_id} has not ended (status {info.status}): distil it when it is done")
     records = await store.read_records(board_id)
     if distiller is not None:
         state = (await board_result(store, board_id)).state

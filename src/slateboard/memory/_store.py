@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from ..errors import InvalidInput
 from ._model import COLUMNS, Fact, NewFact, fact_from_row, query_terms, query_terms_all
 
 __all__ = ["InProcessMemory", "MemoryStore", "SqliteMemory", "open_memory"]
@@ -284,4 +285,4 @@ async def open_memory(url: str) -> MemoryStore:
         return await PostgresMemory.open(url)
     if url.startswith("memory:"):
         return InProcessMemory(url)
-    raise ValueError(f"no memory store for {url!r}: use sqlite:, postgresql: or memory:")
+    raise InvalidInput(f"no memory store for {url!r}: use sqlite:, postgresql: or memory:")

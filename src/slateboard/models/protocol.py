@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
+from ..errors import InvalidInput
+
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TEMPERATURE",
@@ -40,7 +42,7 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
-            raise ValueError(f"message role must be one of {sorted(_ROLES)}, got {self.role!r}")
+            raise InvalidInput(f"message role must be one of {sorted(_ROLES)}, got {self.role!r}")
         if not isinstance(self.content, str):
             raise TypeError(f"message content must be str, got {type(self.content).__name__}")
 

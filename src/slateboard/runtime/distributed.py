@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
-from ..errors import RunError
+from ..errors import InvalidInput, RunError
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Model, ModelError, resolve_model
@@ -153,13 +153,13 @@ async def submit(
         meta["model"] = model
     if control is not None:
         if control not in CONTROL_UNITS:
-            raise ValueError(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
+            raise InvalidInput(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
         if control == "coordinator" and model is None:
-            raise ValueError("the coordinator control unit needs a model: submit with model=...")
+            raise InvalidInput("the coordinator control unit needs a model: submit with model=...")
         meta["control"] = control
     if max_steps is not None:
         if max_steps < 1:
-            raise ValueError("max_steps must be >= 1")
+            raise InvalidInput("max_steps must be >= 1")
         meta["max_steps"] = max_steps
     return await create_board(store, compiled, inputs=inputs, task=task, board_id=board_id, name=name, meta=meta)
 
@@ -252,11 +252,11 @@ class RunnerProcess:
         log_line: Callable[[str], None] | None = None,
     ) -> None:
         if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
+            raise InvalidInput("concurrency must be >= 1")
         if lease_s <= 0:
-            raise ValueError("lease_s must be > 0")
+            raise InvalidInput("lease_s must be > 0")
         if worker_names is not None and not list(worker_names):
-            raise ValueError("worker_names is empty: name at least one worker (or None for all)")
+            raise InvalidInput("worker_names is empty: name at least one worker (or None for all)")
         if store.url.lower().startswith("sqlite"):
             raise RunnerError(f"{SCALE_OUT_NEEDS_POSTGRES} (got {store.url}); run a board in one process with Runner")
         self.store = store

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
 from ..kernel.pointer import parse_pointer
@@ -74,12 +75,12 @@ async def create_board(
         key = parse_pointer(compiled.spec.task)[0]
         props = compiled.spec.state_schema.get("properties")
         if not isinstance(props, dict) or key not in props:
-            raise ValueError(f"blueprint {compiled.spec.name!r} has no {compiled.spec.task!r} member for the task")
+            raise InvalidInput(f"blueprint {compiled.spec.name!r} has no {compiled.spec.task!r} member for the task")
         inputs = {**(inputs or {}), key: task}
     if inputs:
         state = compiled.initial_state()
         if not isinstance(state, dict):
-            raise ValueError("inputs need a blueprint whose initial state is an object")
+            raise InvalidInput("inputs need a blueprint whose initial state is an object")
         state.update(inputs)
         spec_json["initial_state"] = state
         compiled = compile_blueprint(spec_json)  # re-checks schema and invariants on the new state
@@ -133,7 +134,7 @@ class Runner:
         owner: str | None = None,
     ) -> None:
         if parallel != "auto" and parallel < 1:
-            raise ValueError("parallel must be >= 1 or 'auto'")
+            raise InvalidInput("parallel must be >= 1 or 'auto'")
         self.store = store
         self.board_id = board_id
         self.model = model
@@ -141,7 +142,7 @@ class Runner:
         self.tools = tools
         self.override_workers = dict(workers or {})
         if isinstance(control, str) and control not in CONTROL_UNITS:
-            raise ValueError(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
+            raise InvalidInput(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
         self._control_name = control if isinstance(control, str) else None
         self.control: ControlUnit = control if control is not None and not isinstance(control, str) else AgendaOrder()
         self._auto_parallel = parallel == "auto"

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, KeysView
 from dataclasses import replace
 from typing import Any
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from .invocation import CLAIMED, PENDING, Invocation
 
@@ -170,11 +171,11 @@ class Agenda:
         for raw in data.get("pending") or ():
             inv = Invocation.from_json(raw)
             if not agenda.push(inv):
-                raise ValueError(f"agenda snapshot repeats invocation {inv.id!r} (key {inv.key})")
+                raise InvalidInput(f"agenda snapshot repeats invocation {inv.id!r} (key {inv.key})")
         for raw in data.get("claimed") or ():
             inv = Invocation.from_json(raw)
             if inv.id in agenda._pending or inv.id in agenda._claimed:
-                raise ValueError(f"agenda snapshot repeats invocation {inv.id!r}")
+                raise InvalidInput(f"agenda snapshot repeats invocation {inv.id!r}")
             agenda._claimed[inv.id] = replace(inv, status=CLAIMED)
         return agenda
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from .invocation import Invocation
@@ -81,7 +82,7 @@ class Selection:
 
     def __post_init__(self) -> None:
         if (self.invocation is None) != self.terminate:
-            raise ValueError("a Selection chooses an invocation or terminates, exactly one of the two")
+            raise InvalidInput("a Selection chooses an invocation or terminates, exactly one of the two")
 
     @classmethod
     def choose(cls, invocation: Invocation, reason: str) -> Selection:
@@ -96,7 +97,7 @@ class Selection:
     def check(self, eligible: Sequence[Invocation]) -> None:
         """Raise ValueError when the chosen invocation is not (by id) among ``eligible``."""
         if self.invocation is not None and all(e.id != self.invocation.id for e in eligible):
-            raise ValueError(f"selected invocation {self.invocation.id!r} is not eligible")
+            raise InvalidInput(f"selected invocation {self.invocation.id!r} is not eligible")
 
     def to_json(self) -> dict[str, JSON]:
         """Plain JSON form for logs: the chosen id and worker (or terminate) and the reason."""
@@ -147,9 +148,9 @@ class RoundRobin:
 
     def __init__(self, workers: Sequence[str], *, last: str | None = None) -> None:
         if not workers:
-            raise ValueError("RoundRobin needs at least one worker")
+            raise InvalidInput("RoundRobin needs at least one worker")
         if len(set(workers)) != len(workers):
-            raise ValueError(f"RoundRobin workers repeat: {list(workers)}")
+            raise InvalidInput(f"RoundRobin workers repeat: {list(workers)}")
         self.workers: tuple[str, ...] = tuple(workers)
         self._last = last if last in self.workers else None
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from .diagnostics import Diagnostic
 
@@ -79,7 +80,7 @@ class StageTracker:
         self._stages: tuple[CompiledStage, ...] = tuple(stages)
         names = [s.name for s in self._stages]
         if len(set(names)) != len(names):
-            raise ValueError(f"duplicate stage names: {names}")
+            raise InvalidInput(f"duplicate stage names: {names}")
         self._status: dict[str, str] = dict.fromkeys(names, PENDING)
         self._since: dict[str, int | None] = dict.fromkeys(names, None)
         self._evaluated: int | None = None
@@ -177,10 +178,10 @@ class StageTracker:
         saved = data.get("stages") or {}
         for name, entry in saved.items():
             if name not in tracker._status:
-                raise ValueError(f"snapshot names unknown stage {name!r}")
+                raise InvalidInput(f"snapshot names unknown stage {name!r}")
             status = entry.get("status", PENDING)
             if status not in STAGE_STATUSES:
-                raise ValueError(f"stage {name!r}: unknown status {status!r}")
+                raise InvalidInput(f"stage {name!r}: unknown status {status!r}")
             tracker._status[name] = status
             since = entry.get("since")
             tracker._since[name] = None if since is None else int(since)

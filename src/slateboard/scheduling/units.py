@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import InvalidInput
 from .control import AgendaOrder, ControlUnit, RoundRobin
 from .coordinator import CoordinatorControl
 
@@ -26,6 +27,6 @@ def make_control(name: str, workers: Sequence[str], *, model: Any = None, state:
         return RoundRobin(workers)
     if name == "coordinator":
         if model is None:
-            raise ValueError("the coordinator control unit needs a model (--model)")
+            raise InvalidInput("the coordinator control unit needs a model (--model)")
         return CoordinatorControl(model, state=state)
-    raise ValueError(f"unknown control unit {name!r}; expected one of {', '.join(CONTROL_UNITS)}")
+    raise InvalidInput(f"unknown control unit {name!r}; expected one of {', '.join(CONTROL_UNITS)}")

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import telemetry
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.pointer import escape_token, is_array_index
 from ..kernel.record import Usage
@@ -103,13 +104,13 @@ class Agent:
         if max_tokens is not None and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
         ):
-            raise ValueError(f"Agent max_tokens must be a positive integer or None, got {max_tokens!r}")
+            raise InvalidInput(f"Agent max_tokens must be a positive integer or None, got {max_tokens!r}")
         if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0.0 <= temperature <= 2.0:
-            raise ValueError(f"Agent temperature must be a number in [0, 2], got {temperature!r}")
+            raise InvalidInput(f"Agent temperature must be a number in [0, 2], got {temperature!r}")
         if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 0:
-            raise ValueError(f"Agent max_tool_calls must be an integer >= 0, got {max_tool_calls!r}")
+            raise InvalidInput(f"Agent max_tool_calls must be an integer >= 0, got {max_tool_calls!r}")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-            raise ValueError(f"Agent timeout must be a positive number of seconds or None, got {timeout!r}")
+            raise InvalidInput(f"Agent timeout must be a positive number of seconds or None, got {timeout!r}")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"Agent name must be a string, got {type(name).__name__}")
         if tools is None:
@@ -121,7 +122,7 @@ class Agent:
         built = tuple(as_tool(t) for t in tools if t is not Ellipsis)
         names = [t.name for t in built]
         if len(set(names)) != len(names):
-            raise ValueError(f"duplicate tool names: {names}")
+            raise InvalidInput(f"duplicate tool names: {names}")
         for key, value in (
             ("instructions", instructions),
             ("model", model),

@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.invariants import CompiledInvariant, InvariantContext
 from ..kernel.pointer import escape_token
@@ -109,14 +110,14 @@ def check_agent_names(names: Sequence[str]) -> None:
     starting with ``__`` (internal workers)."""
     for name in names:
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"agent names must be non-empty strings, got {name!r}")
+            raise InvalidInput(f"agent names must be non-empty strings, got {name!r}")
         if len(name) > MAX_AGENT_NAME:
-            raise ValueError(
+            raise InvalidInput(
                 f"agent name {name[:40]!r}... is {len(name)} characters long; the board's entries hold "
                 f"author names of at most {MAX_AGENT_NAME} characters"
             )
         if name in RESERVED_AUTHORS or name.startswith("__"):
-            raise ValueError(f"agent name {name!r} is reserved (user, system and names starting with '__')")
+            raise InvalidInput(f"agent name {name!r} is reserved (user, system and names starting with '__')")
 
 
 def timestamp(moment: datetime) -> str:
@@ -178,7 +179,7 @@ def blackboard_blueprint(
     names = list(agents)
     check_agent_names(names)
     if len(set(names)) != len(names):
-        raise ValueError(f"agent names repeat: {names}")
+        raise InvalidInput(f"agent names repeat: {names}")
     authors = [*names, SYSTEM_AUTHOR]
     # The user's slot is set once, in the initial state, for the problem entry; no contract
     # writes it, so nobody can append as the user later.

@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from ..blueprint.compile import compile_blueprint
-from ..errors import StoreError, UsageError
+from ..errors import InvalidInput, StoreError, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
 from ..kernel.kernel import Decision, Kernel, Proposal
@@ -360,11 +360,11 @@ class Team:
                 f"agents must be a mapping of names to Agents (agents={{'name': Agent(...)}}), got {type(agents).__name__}"
             )
         if not agents:
-            raise ValueError("Blackboard requires at least one agent")
+            raise InvalidInput("Blackboard requires at least one agent")
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int):
             raise TypeError(f"max_rounds must be an integer, got {type(max_rounds).__name__}")
         if max_rounds < 1:
-            raise ValueError("max_rounds must be >= 1")
+            raise InvalidInput("max_rounds must be >= 1")
         check_agent_names(list(agents))
         for n, a in agents.items():
             if not isinstance(a, Agent):
@@ -386,13 +386,13 @@ class Team:
         if clock is not None and not callable(clock):
             raise TypeError(f"clock must be a zero-argument callable returning a datetime, got {type(clock).__name__}")
         if isinstance(view_budget, bool) or not isinstance(view_budget, int) or view_budget < 1:
-            raise ValueError(f"view_budget must be a positive number of characters, got {view_budget!r}")
+            raise InvalidInput(f"view_budget must be a positive number of characters, got {view_budget!r}")
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
+            raise InvalidInput(f"name must be a non-empty string, got {name!r}")
         if not isinstance(parallel, bool):
             raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
         if parallel and coordinator is not None:
-            raise ValueError(
+            raise InvalidInput(
                 "parallel=True needs coordinator=None: a coordinator names one agent per round, and a "
                 "parallel round gives every agent a turn (drop the coordinator, or run with parallel=False)"
             )
@@ -401,13 +401,15 @@ class Team:
             raise TypeError(f"untrusted must be a list of agent names, got {untrusted!r}")
         strangers = [n for n in untrusted or () if n not in agents]
         if strangers:
-            raise ValueError(f"untrusted names agents the team does not have: {strangers!r} (agents: {list(agents)!r})")
+            raise InvalidInput(
+                f"untrusted names agents the team does not have: {strangers!r} (agents: {list(agents)!r})"
+            )
         if sanitiser is not None and not callable(sanitiser):
             raise TypeError(
                 f"sanitiser must be a callable releasing a quarantined entry, got {type(sanitiser).__name__}"
             )
         if sanitiser is not None and not untrusted:
-            raise ValueError("sanitiser= needs untrusted=[...]: with no untrusted agent nothing is quarantined")
+            raise InvalidInput("sanitiser= needs untrusted=[...]: with no untrusted agent nothing is quarantined")
         self.untrusted: tuple[str, ...] = tuple(dict.fromkeys(untrusted or ()))
         self.sanitiser = sanitiser
         self.agents: dict[str, Agent] = dict(agents)
@@ -441,7 +443,7 @@ class Team:
         settings = dict(circuit or {})
         repeats = settings.pop("max_repeats", DEFAULT_MAX_REPEATS)
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
-            raise ValueError(f"circuit max_repeats must be an integer >= 0 (0: off), got {repeats!r}")
+            raise InvalidInput(f"circuit max_repeats must be an integer >= 0 (0: off), got {repeats!r}")
         self.max_repeats: int = repeats
         self.circuit: dict[str, Any] = settings
         self._models: dict[str, Model] = {}

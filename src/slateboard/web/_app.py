@@ -27,6 +27,7 @@ from fastapi.staticfiles import StaticFiles
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..errors import InvalidInput
 from ..httpguard import MIN_TOKEN_CHARS, TokenGuard, error_response
 from ..stores.base import Store, StoreError, StoreUnavailable
 from ._data import ApiError, Dashboard, parse_version
@@ -88,7 +89,7 @@ def create_app(
     MIN_TOKEN_CHARS.
     """
     if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ValueError(f"the dashboard token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
+        raise InvalidInput(f"the dashboard token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
     owned = not isinstance(store, Store)
     url = store.url if isinstance(store, Store) else store
 

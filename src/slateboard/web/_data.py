@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
-from ..errors import UsageError
+from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..stores.base import BoardInfo, BoardNotFound, Store
@@ -153,7 +153,7 @@ class Dashboard:
 
     def __init__(self, store: Store, *, poll_s: float = 0.5, anchor: tuple[bytes, Path] | None = None) -> None:
         if poll_s <= 0:
-            raise ValueError("poll_s must be positive")
+            raise InvalidInput("poll_s must be positive")
         self.store = store
         # (key, anchor file): each board's log is checked against its signed checkpoints (I1).
         self.anchor = anchor
