@@ -3,9 +3,11 @@ in it imports and documents itself, and every exception derives from ``Slateboar
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import slateboard
 from slateboard import errors
@@ -170,3 +172,19 @@ def test_issue12_narrow_errors_keep_their_standard_bases() -> None:
             assert reason in str(exc) and str(exc).count("anchor file line") == 1
         else:
             raise AssertionError("no AnchorError raised")
+
+
+def test_no_bare_value_error_is_raised_in_the_package() -> None:
+    # A bad value raises InvalidInput (or a narrower class): a ValueError for code written
+    # against the standard exception, and a SlateboardError for code that catches ours. Read
+    # from the source with ast, so a raise on a path no test reaches is found too.
+    src = Path(slateboard.__file__).resolve().parent
+    bare = []
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id == "ValueError":
+                    bare.append(f"{path.relative_to(src)}:{node.lineno}")
+    assert len(list(src.rglob("*.py"))) > 50  # the walk saw the package
+    assert bare == []
