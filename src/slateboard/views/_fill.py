@@ -303,27 +303,38 @@ class Fill:
         return size
 
     def _range_summary(self, node: RNode, a: int, b: int) -> str | None:
+        """A range's summary: its first and last members' names (None if any of the first two
+        or the last is unnamed). Names are looked up first to last and the lookup stops at the
+        first unnamed one: on a list of plain items (no ``id``) that is the range's start, which
+        the builder's ranges share, so pricing a range costs one memo hit instead of naming its
+        newest member on every promotion."""
         if self.summary <= 0:
             return None
-        names = []
-        for pos in sorted({a, a + 1, b - 1}):
-            if pos < b:
-                key = ("name", node.tokens, pos)
-                if key not in self.memo:  # ranges share their ends: name each member once
-                    self.memo[key] = self._member_name(node, pos)
-                names.append(self.memo[key])
-        if not all(name is not None for name in names):
-            return None
-        shown = [name for name in names if name is not None]
-        text = shown[0] if b - a == 1 else f"{shown[0]}, {shown[1]}" if b - a == 2 else f"{shown[0]} … {shown[-1]}"
+        names: list[str] = []
+        for pos in (a, a + 1, b - 1) if b - a > 2 else range(a, b):
+            name = self._name(node, pos)
+            if name is None:
+                return None
+            names.append(name)
+        text = names[0] if b - a == 1 else f"{names[0]}, {names[1]}" if b - a == 2 else f"{names[0]} … {names[-1]}"
         return shorten(text, min(self.summary, 48))
+
+    def _name(self, node: RNode, pos: int) -> str | None:
+        key = ("name", node.tokens, pos)
+        if key in self.memo:  # ranges share their ends: name each member once
+            hit = self.memo[key]
+            assert hit is None or isinstance(hit, str)
+            return hit
+        name = self._member_name(node, pos)
+        self.memo[key] = name
+        return name
 
     @staticmethod
     def _member_name(node: RNode, pos: int) -> str | None:
         """How a range summary names a member: its key, or its id (None for a plain index)."""
         if not node.is_list:
             return node.member_token(pos)
-        name = node.member_at(pos).handle_id()
+        name = node.member_handle_id(pos)
         return None if name == node.member_token(pos) else name
 
     def _ranges_cost(self, node: RNode, ivs: list[tuple[int, int]]) -> int:

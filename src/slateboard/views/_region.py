@@ -224,6 +224,23 @@ class RNode:
                 return ident
         return self.tokens[-1] if self.tokens else ""
 
+    def member_handle_id(self, pos: int) -> str:
+        """``member_at(pos).handle_id()`` without building the member's node."""
+        cache = self._cache
+        if cache is not None and pos in cache:
+            return cache[pos].handle_id()
+        if isinstance(self.value, list):
+            if self.readable:
+                ident = _id_of(self.value[pos])
+                if ident is not None:
+                    return ident
+            else:
+                keys, tails = self._scan()
+                ident = _id_of(self.value[int(keys[pos])])
+                if ident is not None and _id_readable(tails[pos]):
+                    return ident
+        return self.member_token(pos)
+
     def find_member(self, ident: str) -> RNode | None:
         """The region member whose handle id is ``ident`` (an ``id`` field first, then the token)."""
         value = self.value
