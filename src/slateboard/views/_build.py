@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidInput, UnknownName
-from ..kernel.canonical import JSON, canonical_str, sha256_hex
+from ..kernel.canonical import JSON, canonical_bytes, canonical_str, sha256_hex
 from ..kernel.pointer import PointerError, escape_token, parse_pointer
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
@@ -285,7 +285,8 @@ def build_view(
         content["data"] = data
         if handles:
             content["handles"] = [h.to_json() for h in handles]
-        text = canonical_str(content)
+        raw = canonical_bytes(content)
+        text = raw.decode("utf-8")
         if _STRICT and len(text) != fill.total():
             raise AssertionError(f"view size accounting is off: predicted {fill.total()}, rendered {len(text)}")
         if len(text) > limit:
@@ -294,13 +295,14 @@ def build_view(
             content["data"] = {**data, **fixed_data}
             handles = [*handles, *fixed_handles]
             content["handles"] = [h.to_json() for h in handles]
-            text = canonical_str(content)
-        return _view(contract.name, version, limit, index, text, handles)
+            raw = canonical_bytes(content)
+            text = raw.decode("utf-8")
+        return _view(contract.name, version, limit, index, text, raw, handles)
     bare: dict[str, JSON] = {"data": dict(fixed_data)}
     if fixed_handles:
         bare["handles"] = [h.to_json() for h in fixed_handles]
     text = canonical_str(bare) if (fixed_data or fixed_handles) else '{"data":{}}' if limit >= 11 else "{}"
-    return _view(contract.name, version, limit, len(_LEVELS), text, list(fixed_handles))
+    return _view(contract.name, version, limit, len(_LEVELS), text, text.encode("utf-8"), list(fixed_handles))
 
 
 def _fixed(
@@ -342,8 +344,10 @@ def _lookup(state: JSON, tokens: Sequence[str]) -> tuple[bool, JSON]:
     return True, node
 
 
-def _view(worker: str, version: int, budget: int, level: int, text: str, handles: list[Handle]) -> View:
-    shown: dict[str, Any] = orjson.loads(text)  # detached from the state
+def _view(worker: str, version: int, budget: int, level: int, text: str, raw: bytes, handles: list[Handle]) -> View:
+    """The View of rendered ``text``; ``raw`` is its UTF-8 form, as built (parsed and hashed
+    as is rather than encoded again)."""
+    shown: dict[str, Any] = orjson.loads(raw)  # detached from the state
     return View(
         worker=worker,
         version=version,
@@ -355,7 +359,7 @@ def _view(worker: str, version: int, budget: int, level: int, text: str, handles
         handles=tuple(handles),
         notes=tuple(shown.get("notes", ())),
         size=len(text),
-        hash=sha256_hex(text.encode("utf-8")),
+        hash=sha256_hex(raw),
         level=level,
         text=text,
     )

@@ -247,6 +247,14 @@ class Fill:
     # -- costs --------------------------------------------------------------------------
     def full_cost(self, node: RNode, limit: int) -> tuple[int, int] | None:
         """(entries, characters) of showing ``node`` in full, or None when over ``limit``."""
+        if node.readable:  # the common case, one anchor: the node itself (no generator)
+            self.meter.work += 1
+            k = str_size(node.pointer) + 1
+            rem = limit - k
+            if rem < 1 or self.meter.exhausted:
+                return None
+            v = self.meter.size(node.value, rem)
+            return None if v > rem else (1, k + v)
         n = s = 0
         for a in node.anchors():
             self.meter.work += 1
@@ -338,7 +346,10 @@ class Fill:
         return None if name == node.member_token(pos) else name
 
     def _ranges_cost(self, node: RNode, ivs: list[tuple[int, int]]) -> int:
-        return sum(self.range_cost(node, a, b) for a, b in ivs)
+        total = 0
+        for a, b in ivs:
+            total += self.range_cost(node, a, b)
+        return total
 
     def _skeleton(self, node: RNode, size: int | str, summary: str | None) -> Handle:
         parent = node.parent
@@ -389,7 +400,7 @@ class Fill:
         sp = self.splits[parent.tokens]
         i, old, new = sp.without(m.pos)
         rn = len(new) - 1
-        rs = self._ranges_cost(parent, new) - self._ranges_cost(parent, [old])
+        rs = self._ranges_cost(parent, new) - self.range_cost(parent, *old)
 
         def commit_range() -> None:
             sp.intervals[i : i + 1] = new
