@@ -269,3 +269,25 @@ def test_a_member_pointer_built_from_its_parent_is_format_pointer_of_its_tokens(
         assert node.pointer == format_pointer(node.tokens)
         if node.container:
             stack.extend(node.members())
+
+
+def test_the_remembered_writable_part_follows_the_blueprint_and_stays_bounded(monkeypatch: Any) -> None:
+    from slateboard.views import _build
+
+    def bp(writes: list[str]) -> Any:
+        return compile_blueprint(
+            {
+                "schema": {"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "string"}}},
+                "initial_state": {},
+                "workers": {"w": {"reads": ["/**"], "writes": writes, "view_budget": 1000}},
+            }
+        )
+
+    monkeypatch.setattr(_build, "_WRITABLE", {})
+    monkeypatch.setattr(_build, "_WRITABLE_MAX", 2)
+    first, second, third = bp(["/a/-"]), bp(["/b"]), bp(["/a/-", "/b"])
+    for _ in range(2):  # the second round is served from the table: the same views
+        for blueprint, paths in ((first, ["/a/-"]), (second, ["/b"]), (third, ["/a/-", "/b"])):
+            view = build_view(blueprint, "w", {"a": [], "b": "x"}, 1)
+            assert [w["path"] for w in view.writable] == paths
+            assert len(_build._WRITABLE) <= 2

@@ -181,6 +181,31 @@ def _writable(bp: KernelBlueprint, contract: WorkerContract) -> list[tuple[str, 
     return out
 
 
+_Writable = list[tuple[str, list[str], JSON]]
+_WRITABLE: dict[tuple[int, int], tuple[object, object, _Writable]] = {}
+_WRITABLE_MAX = 256
+
+
+def _writable_of(bp: KernelBlueprint, contract: WorkerContract) -> _Writable:
+    """_writable(bp, contract), remembered per contract and schema object.
+
+    It depends only on the two (both fixed once compiled) and took about a tenth of a build on a
+    large board (issue 14). Keys are identities, checked against the strong references the entry
+    holds, so a key can never be reused by another object while its entry lives; the table is
+    emptied when full, which bounds it. Callers only read the list.
+    """
+    schema = bp.schema
+    key = (id(contract), id(schema))
+    hit = _WRITABLE.get(key)
+    if hit is not None and hit[0] is contract and hit[1] is schema:
+        return hit[2]
+    out = _writable(bp, contract)
+    if len(_WRITABLE) >= _WRITABLE_MAX:
+        _WRITABLE.clear()
+    _WRITABLE[key] = (contract, schema, out)
+    return out
+
+
 def _event_shown(event: JSON) -> JSON:
     if isinstance(event, dict):
         return {k: v for k, v in event.items() if k in EVENT_KEYS and not isinstance(v, (dict, list))}
@@ -263,7 +288,7 @@ def build_view(
     root = region_root(state, budgeted) if (pinned or windows) else region_root(state, contract.reads)
     fixed_data, fixed_handles = _fixed(state, contract.reads, pinned, windows)
     targets = _targets(root, expand, event, recent)
-    writable = _writable(blueprint, contract)
+    writable = _writable_of(blueprint, contract)
     recs = sorted(
         (r for r in rejections if r.worker == worker_name and r.outcome == "rejected"),
         key=lambda r: r.seq,
