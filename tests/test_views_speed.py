@@ -291,3 +291,24 @@ def test_the_remembered_writable_part_follows_the_blueprint_and_stays_bounded(mo
             view = build_view(blueprint, "w", {"a": [], "b": "x"}, 1)
             assert [w["path"] for w in view.writable] == paths
             assert len(_build._WRITABLE) <= 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.sampled_from([["/**"], ["/items/*/x"], ["/items/*/id", "/items/*/x"], ["/items/*"]]))
+def test_skeleton_size_is_the_rendered_size_of_the_bare_item_handle(value: JSON, reads: list[str]) -> None:
+    from slateboard.views._fill import Fill, Targets
+    from slateboard.views._measure import json_size
+    from slateboard.views._region import region_root
+
+    bp = _bp(reads)
+    state: dict[str, Any] = {"items": value, 'i~/é\\"\n': [{"id": "a/b~\u2028"}, {"id": 7, "x": [1]}]}
+    root = region_root(state, bp.workers["w"].reads)
+    if root is None:
+        return
+    fill = Fill(root, Meter(10**9), 10**6, 0, 0, Targets(), bp, {})
+    stack = list(root.members())
+    while stack:
+        node = stack.pop()
+        assert fill.skeleton_size(node) == json_size(fill._skeleton(node, 0, None).to_json())
+        if node.container:
+            stack.extend(node.members())

@@ -358,6 +358,26 @@ class Fill:
         items = node.count() if node.container else None
         return Handle(f"{parent.pointer}#{ident}", parent.pointer, ident, node.pointer, summary, size, items)
 
+    def skeleton_size(self, node: RNode) -> int:
+        """The size of ``_skeleton(node, 0, None)`` (the least an item handle can take), by
+        arithmetic instead of building and encoding the handle.
+
+        The builder prices it for every member that does not fit in full, most of which never
+        get a handle. The rendered form is ``{"handle":H,"id":I[,"items":N],"path":Q,
+        "pointer":P,"size":0}`` (keys sorted) with ``H`` = ``P#I``; JSON escapes each character
+        on its own, so ``H`` costs the string sizes of ``P`` and ``I`` less one (two quotes
+        shared, one ``#``). Tests pin this to the rendered length.
+        """
+        parent = node.parent
+        assert parent is not None
+        p = str_size(parent.pointer)
+        i = str_size(node.handle_id())
+        # braces, then "handle":H ,"id":I ,"path":Q ,"pointer":P ,"size":0
+        size = 2 + 9 + (p + i - 1) + 1 + 5 + i + 1 + 7 + str_size(node.pointer) + 1 + 10 + p + 1 + 8
+        if node.container:
+            size += 1 + 8 + len(str(node.count()))  # ,"items":N
+        return size
+
     def item_handle(self, node: RNode) -> tuple[Handle, int]:
         """The item handle of ``node`` and its size."""
         key = ("item", node.tokens, self.summary)
@@ -418,7 +438,7 @@ class Fill:
                 return True
             sp.intervals[i : i + len(new)] = [old]
             self._apply(hn=-rn, hs=-rs)
-        skeleton = json_size(self._skeleton(m, 0, None).to_json())
+        skeleton = self.skeleton_size(m)
         if self.fits(hn=rn + 1, hs=rs + skeleton):
             h, cost = self.item_handle(m)
             if self.fits(hn=rn + 1, hs=rs + cost):
