@@ -42,6 +42,9 @@ _FULL, _HANDLE, _SPLIT = "full", "handle", "split"
 _QUIET = 3  # urgency of a node no target relates to
 
 Key = tuple[int, int, int, int]
+# "Not looked up yet" in Fill._names, compared by identity: a member named by an equal string
+# only makes the look-up run again, with the same result.
+_UNNAMED = "\0not named yet"
 
 
 @dataclass(slots=True)
@@ -92,6 +95,11 @@ class Fill:
         self.targets = targets
         self.bp = bp
         self.memo = memo
+        # Typed tables inside the shared memo for the hottest look-ups (one per promotion):
+        # range costs, pointer sizes and member names, keyed without a tag to build each time.
+        self._rcost: dict[tuple[Tokens, int, int, int], int] = memo.setdefault("rcost", {})
+        self._ptr_size: dict[Tokens, int] = memo.setdefault("ptr", {})
+        self._names: dict[tuple[Tokens, int], str | None] = memo.setdefault("name", {})
         self.dn = self.ds = self.hn = self.hs = 0
         self.rep: dict[Tokens, tuple[str, RNode]] = {}
         self.handles: dict[Tokens, tuple[Handle, int]] = {}
@@ -292,22 +300,20 @@ class Fill:
         handle string costs the pointer's string size plus ``1 + len(I)``. Tests pin this to the
         rendered length.
         """
-        key = ("rcost", node.tokens, a, b, self.summary)
-        hit = self.memo.get(key)
+        key = (node.tokens, a, b, self.summary)
+        hit = self._rcost.get(key)
         if hit is not None:
-            assert isinstance(hit, int)
             return hit
-        ptr_key = ("ptr", node.tokens)
-        p = self.memo.get(ptr_key)
+        p = self._ptr_size.get(node.tokens)
         if p is None:
-            p = self.memo[ptr_key] = str_size(node.pointer)
+            p = self._ptr_size[node.tokens] = str_size(node.pointer)
         ident = len(str(a)) + len(str(b)) + 3
         # {"handle":H,"id":I,"items":N,"pointer":P}: braces, four keys with colons, three commas
         size = 2 + 9 + (p + 1 + ident) + 1 + 5 + (ident + 2) + 1 + 8 + len(str(b - a)) + 1 + 10 + p
         summary = self._range_summary(node, a, b)
         if summary is not None:
             size += 1 + 10 + str_size(summary)  # ,"summary":S
-        self.memo[key] = size
+        self._rcost[key] = size
         return size
 
     def _range_summary(self, node: RNode, a: int, b: int) -> str | None:
@@ -328,13 +334,12 @@ class Fill:
         return shorten(text, min(self.summary, 48))
 
     def _name(self, node: RNode, pos: int) -> str | None:
-        key = ("name", node.tokens, pos)
-        if key in self.memo:  # ranges share their ends: name each member once
-            hit = self.memo[key]
-            assert hit is None or isinstance(hit, str)
+        key = (node.tokens, pos)
+        hit = self._names.get(key, _UNNAMED)
+        if hit is not _UNNAMED:  # ranges share their ends: name each member once
             return hit
         name = self._member_name(node, pos)
-        self.memo[key] = name
+        self._names[key] = name
         return name
 
     @staticmethod
