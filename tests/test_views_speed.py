@@ -172,3 +172,143 @@ def test_range_cost_is_the_rendered_size_of_the_range_handle(
     b = data.draw(st.integers(a + 1, len(ids)))
     handle, size = fill.range_handle(coll, a, b)
     assert size == fill.range_cost(coll, a, b) == json_size(handle.to_json())
+
+
+def _reference_range_summary(fill: Any, node: Any, a: int, b: int) -> str | None:
+    """The range summary as first written: name all of a range's ends, then check them."""
+    from slateboard.views._measure import shorten
+
+    if fill.summary <= 0:
+        return None
+    names: list[str | None] = []
+    for pos in sorted({a, a + 1, b - 1}):
+        if pos < b:
+            if not node.is_list:
+                names.append(node.member_token(pos))
+            else:
+                name = node.member_at(pos).handle_id()
+                names.append(None if name == node.member_token(pos) else name)
+    if not all(name is not None for name in names):
+        return None
+    shown = [name for name in names if name is not None]
+    text = shown[0] if b - a == 1 else f"{shown[0]}, {shown[1]}" if b - a == 2 else f"{shown[0]} … {shown[-1]}"
+    return shorten(text, min(fill.summary, 48))
+
+
+ids = st.one_of(st.text(max_size=6), st.integers(-3, 30), st.booleans(), st.none())
+members = st.one_of(st.integers(), st.fixed_dictionaries({"x": st.integers()}, optional={"id": ids}))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.lists(members, min_size=1, max_size=30), st.dictionaries(texts, members, min_size=1, max_size=30)),
+    st.sampled_from([["/**"], ["/items/*/x"], ["/items/*/id", "/items/*/x"], ["/items/*"]]),
+    st.integers(0, 200),
+    st.data(),
+)
+def test_range_summaries_and_member_ids_match_the_plain_reference(
+    items: Any, reads: list[str], summary: int, data: st.DataObject
+) -> None:
+    """The short-circuiting range summary and member_handle_id (no node built) give exactly
+    what naming every end through a built member gave, readable or structural, with or
+    without ids (including ids equal to their index, empty, or not strings/integers)."""
+    from slateboard.views._fill import Fill, Targets
+    from slateboard.views._region import find, region_root
+
+    state: dict[str, Any] = {"items": items}
+    bp = _bp(reads)
+    root = region_root(state, bp.workers["w"].reads)
+    coll = find(root, ("items",))
+    if coll is None or not coll.count():
+        return
+    n = coll.count()
+    built = data.draw(st.sets(st.integers(0, n - 1)))  # some members built first, as a build does
+    for pos in built:
+        coll.member_at(pos)
+    for pos in range(n):
+        assert coll.member_handle_id(pos) == coll.member_at(pos).handle_id()
+    fill = Fill(root, Meter(10**9), 10**6, 0, summary, Targets(), bp, {})
+    for _ in range(5):
+        a = data.draw(st.integers(0, n - 1))
+        b = data.draw(st.integers(a + 1, n))
+        want = _reference_range_summary(fill, coll, a, b)
+        assert fill._range_summary(coll, a, b) == want
+        handle, size = fill.range_handle(coll, a, b)
+        assert handle.summary == want and size == fill.range_cost(coll, a, b)
+
+
+def test_a_range_whose_second_member_is_unnamed_has_no_summary() -> None:
+    from slateboard.views._fill import Fill, Targets
+    from slateboard.views._region import find, region_root
+
+    state: dict[str, Any] = {"items": [{"id": "a"}, 5, {"id": "c"}, {"id": "d"}, {"id": 4}]}
+    bp = _bp(["/**"])
+    root = region_root(state, bp.workers["w"].reads)
+    coll = find(root, ("items",))
+    assert coll is not None
+    fill = Fill(root, Meter(10**9), 10**6, 0, 120, Targets(), bp, {})
+    assert fill._range_summary(coll, 0, 4) is None  # "a", unnamed, ..., "d"
+    assert fill._range_summary(coll, 0, 1) == "a"
+    assert fill._range_summary(coll, 2, 4) == "c, d"
+    assert fill._range_summary(coll, 2, 5) is None  # id 4 at index 4 is a plain index
+    assert fill._range_summary(coll, 2, 4) == _reference_range_summary(fill, coll, 2, 4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(json_values)
+def test_a_member_pointer_built_from_its_parent_is_format_pointer_of_its_tokens(value: JSON) -> None:
+    from slateboard.kernel.pointer import format_pointer
+    from slateboard.views._region import region_root
+
+    bp = _bp(["/**"])
+    root = region_root({"a~/b": value}, bp.workers["w"].reads)
+    assert root is not None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        assert node.pointer == format_pointer(node.tokens)
+        if node.container:
+            stack.extend(node.members())
+
+
+def test_the_remembered_writable_part_follows_the_blueprint_and_stays_bounded(monkeypatch: Any) -> None:
+    from slateboard.views import _build
+
+    def bp(writes: list[str]) -> Any:
+        return compile_blueprint(
+            {
+                "schema": {"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "string"}}},
+                "initial_state": {},
+                "workers": {"w": {"reads": ["/**"], "writes": writes, "view_budget": 1000}},
+            }
+        )
+
+    monkeypatch.setattr(_build, "_WRITABLE", {})
+    monkeypatch.setattr(_build, "_WRITABLE_MAX", 2)
+    first, second, third = bp(["/a/-"]), bp(["/b"]), bp(["/a/-", "/b"])
+    for _ in range(2):  # the second round is served from the table: the same views
+        for blueprint, paths in ((first, ["/a/-"]), (second, ["/b"]), (third, ["/a/-", "/b"])):
+            view = build_view(blueprint, "w", {"a": [], "b": "x"}, 1)
+            assert [w["path"] for w in view.writable] == paths
+            assert len(_build._WRITABLE) <= 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.sampled_from([["/**"], ["/items/*/x"], ["/items/*/id", "/items/*/x"], ["/items/*"]]))
+def test_skeleton_size_is_the_rendered_size_of_the_bare_item_handle(value: JSON, reads: list[str]) -> None:
+    from slateboard.views._fill import Fill, Targets
+    from slateboard.views._measure import json_size
+    from slateboard.views._region import region_root
+
+    bp = _bp(reads)
+    state: dict[str, Any] = {"items": value, 'i~/é\\"\n': [{"id": "a/b~\u2028"}, {"id": 7, "x": [1]}]}
+    root = region_root(state, bp.workers["w"].reads)
+    if root is None:
+        return
+    fill = Fill(root, Meter(10**9), 10**6, 0, 0, Targets(), bp, {})
+    stack = list(root.members())
+    while stack:
+        node = stack.pop()
+        assert fill.skeleton_size(node) == json_size(fill._skeleton(node, 0, None).to_json())
+        if node.container:
+            stack.extend(node.members())

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidInput, UnknownName
-from ..kernel.canonical import JSON, canonical_str, sha256_hex
+from ..kernel.canonical import JSON, canonical_bytes, canonical_str, sha256_hex
 from ..kernel.pointer import PointerError, escape_token, parse_pointer
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
@@ -181,6 +181,31 @@ def _writable(bp: KernelBlueprint, contract: WorkerContract) -> list[tuple[str, 
     return out
 
 
+_Writable = list[tuple[str, list[str], JSON]]
+_WRITABLE: dict[tuple[int, int], tuple[object, object, _Writable]] = {}
+_WRITABLE_MAX = 256
+
+
+def _writable_of(bp: KernelBlueprint, contract: WorkerContract) -> _Writable:
+    """_writable(bp, contract), remembered per contract and schema object.
+
+    It depends only on the two (both fixed once compiled) and took about a tenth of a build on a
+    large board (issue 14). Keys are identities, checked against the strong references the entry
+    holds, so a key can never be reused by another object while its entry lives; the table is
+    emptied when full, which bounds it. Callers only read the list.
+    """
+    schema = bp.schema
+    key = (id(contract), id(schema))
+    hit = _WRITABLE.get(key)
+    if hit is not None and hit[0] is contract and hit[1] is schema:
+        return hit[2]
+    out = _writable(bp, contract)
+    if len(_WRITABLE) >= _WRITABLE_MAX:
+        _WRITABLE.clear()
+    _WRITABLE[key] = (contract, schema, out)
+    return out
+
+
 def _event_shown(event: JSON) -> JSON:
     if isinstance(event, dict):
         return {k: v for k, v in event.items() if k in EVENT_KEYS and not isinstance(v, (dict, list))}
@@ -263,7 +288,7 @@ def build_view(
     root = region_root(state, budgeted) if (pinned or windows) else region_root(state, contract.reads)
     fixed_data, fixed_handles = _fixed(state, contract.reads, pinned, windows)
     targets = _targets(root, expand, event, recent)
-    writable = _writable(blueprint, contract)
+    writable = _writable_of(blueprint, contract)
     recs = sorted(
         (r for r in rejections if r.worker == worker_name and r.outcome == "rejected"),
         key=lambda r: r.seq,
@@ -285,7 +310,8 @@ def build_view(
         content["data"] = data
         if handles:
             content["handles"] = [h.to_json() for h in handles]
-        text = canonical_str(content)
+        raw = canonical_bytes(content)
+        text = raw.decode("utf-8")
         if _STRICT and len(text) != fill.total():
             raise AssertionError(f"view size accounting is off: predicted {fill.total()}, rendered {len(text)}")
         if len(text) > limit:
@@ -294,13 +320,14 @@ def build_view(
             content["data"] = {**data, **fixed_data}
             handles = [*handles, *fixed_handles]
             content["handles"] = [h.to_json() for h in handles]
-            text = canonical_str(content)
-        return _view(contract.name, version, limit, index, text, handles)
+            raw = canonical_bytes(content)
+            text = raw.decode("utf-8")
+        return _view(contract.name, version, limit, index, text, raw, handles)
     bare: dict[str, JSON] = {"data": dict(fixed_data)}
     if fixed_handles:
         bare["handles"] = [h.to_json() for h in fixed_handles]
     text = canonical_str(bare) if (fixed_data or fixed_handles) else '{"data":{}}' if limit >= 11 else "{}"
-    return _view(contract.name, version, limit, len(_LEVELS), text, list(fixed_handles))
+    return _view(contract.name, version, limit, len(_LEVELS), text, text.encode("utf-8"), list(fixed_handles))
 
 
 def _fixed(
@@ -342,8 +369,10 @@ def _lookup(state: JSON, tokens: Sequence[str]) -> tuple[bool, JSON]:
     return True, node
 
 
-def _view(worker: str, version: int, budget: int, level: int, text: str, handles: list[Handle]) -> View:
-    shown: dict[str, Any] = orjson.loads(text)  # detached from the state
+def _view(worker: str, version: int, budget: int, level: int, text: str, raw: bytes, handles: list[Handle]) -> View:
+    """The View of rendered ``text``; ``raw`` is its UTF-8 form, as built (parsed and hashed
+    as is rather than encoded again)."""
+    shown: dict[str, Any] = orjson.loads(raw)  # detached from the state
     return View(
         worker=worker,
         version=version,
@@ -355,7 +384,7 @@ def _view(worker: str, version: int, budget: int, level: int, text: str, handles
         handles=tuple(handles),
         notes=tuple(shown.get("notes", ())),
         size=len(text),
-        hash=sha256_hex(text.encode("utf-8")),
+        hash=sha256_hex(raw),
         level=level,
         text=text,
     )

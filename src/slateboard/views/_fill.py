@@ -42,6 +42,9 @@ _FULL, _HANDLE, _SPLIT = "full", "handle", "split"
 _QUIET = 3  # urgency of a node no target relates to
 
 Key = tuple[int, int, int, int]
+# "Not looked up yet" in Fill._names, compared by identity: a member named by an equal string
+# only makes the look-up run again, with the same result.
+_UNNAMED = "\0not named yet"
 
 
 @dataclass(slots=True)
@@ -92,6 +95,11 @@ class Fill:
         self.targets = targets
         self.bp = bp
         self.memo = memo
+        # Typed tables inside the shared memo for the hottest look-ups (one per promotion):
+        # range costs, pointer sizes and member names, keyed without a tag to build each time.
+        self._rcost: dict[tuple[Tokens, int, int, int], int] = memo.setdefault("rcost", {})
+        self._ptr_size: dict[Tokens, int] = memo.setdefault("ptr", {})
+        self._names: dict[tuple[Tokens, int], str | None] = memo.setdefault("name", {})
         self.dn = self.ds = self.hn = self.hs = 0
         self.rep: dict[Tokens, tuple[str, RNode]] = {}
         self.handles: dict[Tokens, tuple[Handle, int]] = {}
@@ -247,6 +255,14 @@ class Fill:
     # -- costs --------------------------------------------------------------------------
     def full_cost(self, node: RNode, limit: int) -> tuple[int, int] | None:
         """(entries, characters) of showing ``node`` in full, or None when over ``limit``."""
+        if node.readable:  # the common case, one anchor: the node itself (no generator)
+            self.meter.work += 1
+            k = str_size(node.pointer) + 1
+            rem = limit - k
+            if rem < 1 or self.meter.exhausted:
+                return None
+            v = self.meter.size(node.value, rem)
+            return None if v > rem else (1, k + v)
         n = s = 0
         for a in node.anchors():
             self.meter.work += 1
@@ -284,50 +300,61 @@ class Fill:
         handle string costs the pointer's string size plus ``1 + len(I)``. Tests pin this to the
         rendered length.
         """
-        key = ("rcost", node.tokens, a, b, self.summary)
-        hit = self.memo.get(key)
+        key = (node.tokens, a, b, self.summary)
+        hit = self._rcost.get(key)
         if hit is not None:
-            assert isinstance(hit, int)
             return hit
-        ptr_key = ("ptr", node.tokens)
-        p = self.memo.get(ptr_key)
+        p = self._ptr_size.get(node.tokens)
         if p is None:
-            p = self.memo[ptr_key] = str_size(node.pointer)
+            p = self._ptr_size[node.tokens] = str_size(node.pointer)
         ident = len(str(a)) + len(str(b)) + 3
         # {"handle":H,"id":I,"items":N,"pointer":P}: braces, four keys with colons, three commas
         size = 2 + 9 + (p + 1 + ident) + 1 + 5 + (ident + 2) + 1 + 8 + len(str(b - a)) + 1 + 10 + p
         summary = self._range_summary(node, a, b)
         if summary is not None:
             size += 1 + 10 + str_size(summary)  # ,"summary":S
-        self.memo[key] = size
+        self._rcost[key] = size
         return size
 
     def _range_summary(self, node: RNode, a: int, b: int) -> str | None:
+        """A range's summary: its first and last members' names (None if any of the first two
+        or the last is unnamed). Names are looked up first to last and the lookup stops at the
+        first unnamed one: on a list of plain items (no ``id``) that is the range's start, which
+        the builder's ranges share, so pricing a range costs one memo hit instead of naming its
+        newest member on every promotion."""
         if self.summary <= 0:
             return None
-        names = []
-        for pos in sorted({a, a + 1, b - 1}):
-            if pos < b:
-                key = ("name", node.tokens, pos)
-                if key not in self.memo:  # ranges share their ends: name each member once
-                    self.memo[key] = self._member_name(node, pos)
-                names.append(self.memo[key])
-        if not all(name is not None for name in names):
-            return None
-        shown = [name for name in names if name is not None]
-        text = shown[0] if b - a == 1 else f"{shown[0]}, {shown[1]}" if b - a == 2 else f"{shown[0]} … {shown[-1]}"
+        names: list[str] = []
+        for pos in (a, a + 1, b - 1) if b - a > 2 else range(a, b):
+            name = self._name(node, pos)
+            if name is None:
+                return None
+            names.append(name)
+        text = names[0] if b - a == 1 else f"{names[0]}, {names[1]}" if b - a == 2 else f"{names[0]} … {names[-1]}"
         return shorten(text, min(self.summary, 48))
+
+    def _name(self, node: RNode, pos: int) -> str | None:
+        key = (node.tokens, pos)
+        hit = self._names.get(key, _UNNAMED)
+        if hit is not _UNNAMED:  # ranges share their ends: name each member once
+            return hit
+        name = self._member_name(node, pos)
+        self._names[key] = name
+        return name
 
     @staticmethod
     def _member_name(node: RNode, pos: int) -> str | None:
         """How a range summary names a member: its key, or its id (None for a plain index)."""
         if not node.is_list:
             return node.member_token(pos)
-        name = node.member_at(pos).handle_id()
+        name = node.member_handle_id(pos)
         return None if name == node.member_token(pos) else name
 
     def _ranges_cost(self, node: RNode, ivs: list[tuple[int, int]]) -> int:
-        return sum(self.range_cost(node, a, b) for a, b in ivs)
+        total = 0
+        for a, b in ivs:
+            total += self.range_cost(node, a, b)
+        return total
 
     def _skeleton(self, node: RNode, size: int | str, summary: str | None) -> Handle:
         parent = node.parent
@@ -335,6 +362,26 @@ class Fill:
         ident = node.handle_id()
         items = node.count() if node.container else None
         return Handle(f"{parent.pointer}#{ident}", parent.pointer, ident, node.pointer, summary, size, items)
+
+    def skeleton_size(self, node: RNode) -> int:
+        """The size of ``_skeleton(node, 0, None)`` (the least an item handle can take), by
+        arithmetic instead of building and encoding the handle.
+
+        The builder prices it for every member that does not fit in full, most of which never
+        get a handle. The rendered form is ``{"handle":H,"id":I[,"items":N],"path":Q,
+        "pointer":P,"size":0}`` (keys sorted) with ``H`` = ``P#I``; JSON escapes each character
+        on its own, so ``H`` costs the string sizes of ``P`` and ``I`` less one (two quotes
+        shared, one ``#``). Tests pin this to the rendered length.
+        """
+        parent = node.parent
+        assert parent is not None
+        p = str_size(parent.pointer)
+        i = str_size(node.handle_id())
+        # braces, then "handle":H ,"id":I ,"path":Q ,"pointer":P ,"size":0
+        size = 2 + 9 + (p + i - 1) + 1 + 5 + i + 1 + 7 + str_size(node.pointer) + 1 + 10 + p + 1 + 8
+        if node.container:
+            size += 1 + 8 + len(str(node.count()))  # ,"items":N
+        return size
 
     def item_handle(self, node: RNode) -> tuple[Handle, int]:
         """The item handle of ``node`` and its size."""
@@ -378,7 +425,7 @@ class Fill:
         sp = self.splits[parent.tokens]
         i, old, new = sp.without(m.pos)
         rn = len(new) - 1
-        rs = self._ranges_cost(parent, new) - self._ranges_cost(parent, [old])
+        rs = self._ranges_cost(parent, new) - self.range_cost(parent, *old)
 
         def commit_range() -> None:
             sp.intervals[i : i + 1] = new
@@ -396,7 +443,7 @@ class Fill:
                 return True
             sp.intervals[i : i + len(new)] = [old]
             self._apply(hn=-rn, hs=-rs)
-        skeleton = json_size(self._skeleton(m, 0, None).to_json())
+        skeleton = self.skeleton_size(m)
         if self.fits(hn=rn + 1, hs=rs + skeleton):
             h, cost = self.item_handle(m)
             if self.fits(hn=rn + 1, hs=rs + cost):
