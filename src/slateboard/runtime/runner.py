@@ -301,6 +301,8 @@ class Runner:
                 # Claim, then run (the order of the runner processes): the store's lease is what
                 # makes the invocation this runner's, not the mirror.
                 claim, held = await self._claim(selection.invocation, held), None
+                if claim is None:
+                    continue
                 inv = session.adopt(claim.invocation)
                 if inv is None:  # the mirror no longer knows it: give the lease back, choose again
                     await self._release(claim)
@@ -356,12 +358,13 @@ class Runner:
             return None
         return ClaimRequest(owner=self.owner, lease_s=self.lease_s, worker_names=list(self.session.workers))
 
-    async def _claim(self, chosen: Invocation, held: Claim | None) -> Claim:
+    async def _claim(self, chosen: Invocation, held: Claim | None) -> Claim | None:
         """The lease on ``chosen``: ``held`` when it is that invocation as the mirror has it,
         else a claim of exactly that invocation (``held`` is given back). While another owner's
         lease on it has not expired (a runner that died, say) this waits; once that owner has
         appended to the board (or the board left ``running``), it raises ``BoardBusy``: a second
-        runner on a busy board never runs a step of its own."""
+        runner on a busy board never runs a step of its own. None: ``chosen`` left this runner's
+        agenda meanwhile (a step of its own in flight cancelled or completed it): choose again."""
         if held is not None:
             if held.invocation.id == chosen.id and held.invocation.with_status(chosen.status) == chosen:
                 return held
@@ -372,6 +375,8 @@ class Runner:
             )
             if claim is not None:
                 return claim
+            if self.session.agenda.get(chosen.id) is None:
+                return None
             info = await self.store.board_info(self.board_id)
             if info.status != "running":
                 raise BoardBusy(
