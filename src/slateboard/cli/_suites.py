@@ -32,6 +32,7 @@ ModelOption = Annotated[
         "--model", "-m", metavar="MODEL", help="Model string for every system ('walkthrough' plays the gold path)."
     ),
 ]
+StepsOption = Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")]
 SystemsOption = Annotated[
     str, typer.Option("--systems", metavar="LIST", help="Comma-separated systems (slateboard and the peers).")
 ]
@@ -325,7 +326,7 @@ def register(app: typer.Typer) -> None:
     @_with_matrix
     def scienceworld_command(
         model: ModelOption = "local",
-        steps: Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")] = 60,
+        steps: StepsOption = 60,
         tasks: Annotated[
             str, typer.Option("--tasks", metavar="LIST", help="ScienceWorld task names (default: the CI set).")
         ] = "",
@@ -353,7 +354,7 @@ def register(app: typer.Typer) -> None:
     @_with_matrix
     def twx_command(
         model: ModelOption = "local",
-        steps: Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")] = 30,
+        steps: StepsOption = 30,
         games: Annotated[
             str, typer.Option("--games", metavar="LIST", help="Game labels or game names (default: the CI set).")
         ] = "",
