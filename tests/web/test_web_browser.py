@@ -10,16 +10,12 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 from web_boards import make_board, new_board, run_board
-from web_testkit import browser_page, serve_cli
+from web_testkit import browser_page, playwright_or_skip, serve_cli
 
 from slateboard.stores import open_store
 
-CHROMIUM = Path(os.environ.get("SLATEBOARD_CHROMIUM", "/usr/bin/chromium"))
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-if not CHROMIUM.exists():
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+sync_api, CHROMIUM = playwright_or_skip()
 
 expect = sync_api.expect
 TOKEN = "browser-test-token"

@@ -6,20 +6,15 @@ is loaded and decoded by the browser."""
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-from web_testkit import browser_page, serve_cli
+from web_testkit import browser_page, playwright_or_skip, serve_cli
 
 from slateboard.eval.report import write_report
 from slateboard.stores import open_store
 
-CHROMIUM = Path(os.environ.get("SLATEBOARD_CHROMIUM", "/usr/bin/chromium"))
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-if not CHROMIUM.exists():
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+sync_api, CHROMIUM = playwright_or_skip()
 
 expect = sync_api.expect
 TOKEN = "evaluation-browser-token"

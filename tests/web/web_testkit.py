@@ -139,3 +139,13 @@ def browser_page(playwright: Any, chromium: Path) -> Iterator[tuple[Any, list[st
         yield page, problems
     finally:
         browser.close()
+
+
+def playwright_or_skip() -> tuple[Any, Path]:
+    """Playwright's sync API and the Chromium the browser tests drive (``SLATEBOARD_CHROMIUM``,
+    else Debian's); called at a test module's top, it skips that module, saying which is missing."""
+    chromium = Path(os.environ.get("SLATEBOARD_CHROMIUM", "/usr/bin/chromium"))
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    if not chromium.exists():
+        pytest.skip(f"no Chromium at {chromium} (apt-get install chromium)", allow_module_level=True)
+    return sync_api, chromium
