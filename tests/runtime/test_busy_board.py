@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from runtime_testkit import chain_blueprint
+
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.replay import replay
 from slateboard.runtime import Runner, create_board
@@ -22,14 +24,7 @@ from slateboard.stores import open_store
 
 STEPS = 4
 
-CHAIN: dict[str, Any] = {
-    "name": "chain",
-    "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-    "initial_state": {"notes": []},
-    "workers": {"w": {"reads": ["/notes"], "writes": ["/notes/-"]}},
-    "rules": [{"on": {"op": "start"}, "invoke": "w"}, {"on": {"op": "add", "path": "/notes/-"}, "invoke": "w"}],
-    "limits": {"max_steps": STEPS},
-}
+CHAIN = chain_blueprint(max_steps=STEPS)
 
 
 async def _race(url: str) -> tuple[list[Any], Counter[int], list[str], str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_testkit import chain_blueprint
 
 import slateboard
 from slateboard.kernel.record import Record
@@ -16,14 +17,7 @@ from slateboard.runtime.step import cas_retry
 from slateboard.stores import open_store
 from slateboard.stores.base import AgendaChanges, Conflict, StoreUnavailable
 
-CHAIN: dict[str, Any] = {
-    "name": "chain",
-    "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-    "initial_state": {"notes": []},
-    "workers": {"w": {"reads": ["/notes"], "writes": ["/notes/-"]}},
-    "rules": [{"on": {"op": "start"}, "invoke": "w"}, {"on": {"op": "add", "path": "/notes/-"}, "invoke": "w"}],
-    "limits": {"max_steps": 5},
-}
+CHAIN = chain_blueprint(max_steps=5)
 
 
 def writer(view: Any) -> Any:

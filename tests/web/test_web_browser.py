@@ -10,16 +10,12 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 from web_boards import make_board, new_board, run_board
-from web_testkit import serve_cli
+from web_testkit import browser_page, playwright_or_skip, serve_cli
 
 from slateboard.stores import open_store
 
-CHROMIUM = Path(os.environ.get("SLATEBOARD_CHROMIUM", "/usr/bin/chromium"))
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-if not CHROMIUM.exists():
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+sync_api, CHROMIUM = playwright_or_skip()
 
 expect = sync_api.expect
 TOKEN = "browser-test-token"
@@ -62,87 +58,80 @@ def test_dashboard_in_a_browser(store_url: str, tmp_path: Path) -> None:
     with (
         serve_cli("--store", store_url, "--token", TOKEN, "--poll", "0.2") as served,
         sync_api.sync_playwright() as pw,
+        browser_page(pw, CHROMIUM) as (page, problems),
     ):
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1050})
-            problems: list[str] = []
-            page.on("pageerror", lambda exc: problems.append(str(exc)))
-            page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-            page.goto(f"{served.url}/?token={TOKEN}")
+        page.goto(f"{served.url}/?token={TOKEN}")
 
-            # the board list, then one board
-            boards = page.locator("#boards tbody tr")
-            expect(boards).to_have_count(2)
-            page.locator(f"#boards tr[data-board='{done}']").click()
-            rows = page.locator("#timeline tbody tr")
-            expect(rows).to_have_count(7)
-            tree = page.get_by_test_id("state-tree")
-            expect(tree).to_have_attribute("data-version", "5")
-            expect(tree).to_contain_text("one: four notes")
+        # the board list, then one board
+        boards = page.locator("#boards tbody tr")
+        expect(boards).to_have_count(2)
+        page.locator(f"#boards tr[data-board='{done}']").click()
+        rows = page.locator("#timeline tbody tr")
+        expect(rows).to_have_count(7)
+        tree = page.get_by_test_id("state-tree")
+        expect(tree).to_have_attribute("data-version", "5")
+        expect(tree).to_contain_text("one: four notes")
 
-            # time travel: the slider to the start, then one version on
-            slider = page.get_by_test_id("slider")
-            slider.focus()
-            page.keyboard.press("Home")
-            expect(tree).to_have_attribute("data-version", "0")
-            expect(tree).not_to_contain_text("one: first note by a")
-            page.keyboard.press("ArrowRight")
-            expect(tree).to_have_attribute("data-version", "1")
-            expect(page.get_by_test_id("version-label")).to_have_text("version 1 of 5")
-            expect(tree).to_contain_text("one: first note by a")
-            expect(tree).not_to_contain_text("one: b replies")
-            expect(tree).not_to_contain_text("four notes")
-            expect(page.locator("#state-tree details[data-pointer='/notes'] > summary")).to_contain_text("[1]")
+        # time travel: the slider to the start, then one version on
+        slider = page.get_by_test_id("slider")
+        slider.focus()
+        page.keyboard.press("Home")
+        expect(tree).to_have_attribute("data-version", "0")
+        expect(tree).not_to_contain_text("one: first note by a")
+        page.keyboard.press("ArrowRight")
+        expect(tree).to_have_attribute("data-version", "1")
+        expect(page.get_by_test_id("version-label")).to_have_text("version 1 of 5")
+        expect(tree).to_contain_text("one: first note by a")
+        expect(tree).not_to_contain_text("one: b replies")
+        expect(tree).not_to_contain_text("four notes")
+        expect(page.locator("#state-tree details[data-pointer='/notes'] > summary")).to_contain_text("[1]")
 
-            # the rejected proposal with its stage and reason
-            rejected = page.locator("#timeline tr[data-outcome='rejected']")
-            expect(rejected).to_have_count(1)
-            expect(rejected.locator("td.stage")).to_have_text("invariants")
-            expect(rejected.locator("td.reason")).to_contain_text("notes are not empty")
+        # the rejected proposal with its stage and reason
+        rejected = page.locator("#timeline tr[data-outcome='rejected']")
+        expect(rejected).to_have_count(1)
+        expect(rejected.locator("td.stage")).to_have_text("invariants")
+        expect(rejected.locator("td.reason")).to_contain_text("notes are not empty")
 
-            # the token chart: one bar pair per worker, lengths in proportion to the tokens
-            chart = page.get_by_test_id("tokens-svg")
-            widths: dict[str, float] = {}
-            for worker, total in tokens.items():
-                bar_in = chart.locator(f"rect.bar-in[data-name='{worker}']").first
-                bar_out = chart.locator(f"rect.bar-out[data-name='{worker}']").first
-                widths[worker] = float(bar_in.get_attribute("width") or 0) + float(bar_out.get_attribute("width") or 0)
-                assert widths[worker] > 0
-                expect(chart).to_contain_text(f"{total} (")
-            biggest = max(tokens, key=lambda w: tokens[w])
-            smallest = min(tokens, key=lambda w: tokens[w])
-            assert widths[biggest] > widths[smallest]
+        # the token chart: one bar pair per worker, lengths in proportion to the tokens
+        chart = page.get_by_test_id("tokens-svg")
+        widths: dict[str, float] = {}
+        for worker, total in tokens.items():
+            bar_in = chart.locator(f"rect.bar-in[data-name='{worker}']").first
+            bar_out = chart.locator(f"rect.bar-out[data-name='{worker}']").first
+            widths[worker] = float(bar_in.get_attribute("width") or 0) + float(bar_out.get_attribute("width") or 0)
+            assert widths[worker] > 0
+            expect(chart).to_contain_text(f"{total} (")
+        biggest = max(tokens, key=lambda w: tokens[w])
+        smallest = min(tokens, key=lambda w: tokens[w])
+        assert widths[biggest] > widths[smallest]
 
-            # the view worker b saw when it retried: rebuilt, and its hash matches the log
-            page.locator("#timeline tr[data-seq='3'] [data-testid='view-button']").click()
-            expect(page.get_by_test_id("view-match")).to_contain_text("hash matches the log")
-            expect(page.get_by_test_id("view-panel")).to_contain_text("notes are not empty")
+        # the view worker b saw when it retried: rebuilt, and its hash matches the log
+        page.locator("#timeline tr[data-seq='3'] [data-testid='view-button']").click()
+        expect(page.get_by_test_id("view-match")).to_contain_text("hash matches the log")
+        expect(page.get_by_test_id("view-panel")).to_contain_text("notes are not empty")
 
-            # live: open the waiting board, run it from here, watch the records arrive
-            page.locator(f"#boards tr[data-board='{waiting}']").click()
-            expect(page.get_by_test_id("board-status")).to_have_text("running")
-            expect(rows).to_have_count(0)
-            with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's event loop
-                ran = pool.submit(asyncio.run, _run(store_url, waiting)).result(timeout=60)
-            expect(rows).to_have_count(ran["records"])
-            # the badge tells solved (done condition met) from exhausted (slateboard.status)
-            expect(page.get_by_test_id("board-status")).to_have_text("solved")
-            expect(tree).to_have_attribute("data-version", str(ran["version"]))
-            expect(tree).to_contain_text("two: four notes")
-            expect(page.locator(f"#boards tr[data-board='{waiting}']")).to_contain_text("solved")
-            page.locator("#timeline tr[data-outcome='rejected'] [data-testid='view-button']").click()
-            expect(page.get_by_test_id("view-match")).to_contain_text("hash matches the log")
+        # live: open the waiting board, run it from here, watch the records arrive
+        page.locator(f"#boards tr[data-board='{waiting}']").click()
+        expect(page.get_by_test_id("board-status")).to_have_text("running")
+        expect(rows).to_have_count(0)
+        with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's event loop
+            ran = pool.submit(asyncio.run, _run(store_url, waiting)).result(timeout=60)
+        expect(rows).to_have_count(ran["records"])
+        # the badge tells solved (done condition met) from exhausted (slateboard.status)
+        expect(page.get_by_test_id("board-status")).to_have_text("solved")
+        expect(tree).to_have_attribute("data-version", str(ran["version"]))
+        expect(tree).to_contain_text("two: four notes")
+        expect(page.locator(f"#boards tr[data-board='{waiting}']")).to_contain_text("solved")
+        page.locator("#timeline tr[data-outcome='rejected'] [data-testid='view-button']").click()
+        expect(page.get_by_test_id("view-match")).to_contain_text("hash matches the log")
 
-            shot = tmp_path / "dashboard.png"
-            page.screenshot(path=str(shot), full_page=True)
-            print(f"dashboard screenshot: {shot}")
-            wanted = os.environ.get("SLATEBOARD_SCREENSHOTS")
-            if wanted:
-                Path(wanted).mkdir(parents=True, exist_ok=True)
-                copy = Path(wanted) / "dashboard.png"
-                shutil.copyfile(shot, copy)
-                print(f"dashboard screenshot copied to: {copy}")
-            assert problems == []
-        finally:
-            browser.close()
+        shot = tmp_path / "dashboard.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"dashboard screenshot: {shot}")
+        wanted = os.environ.get("SLATEBOARD_SCREENSHOTS")
+        if wanted:
+            Path(wanted).mkdir(parents=True, exist_ok=True)
+            copy = Path(wanted) / "dashboard.png"
+            shutil.copyfile(shot, copy)
+            print(f"dashboard screenshot copied to: {copy}")
+        assert problems == []

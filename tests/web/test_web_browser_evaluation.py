@@ -6,20 +6,15 @@ is loaded and decoded by the browser."""
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-from conftest import serve_cli
+from web_testkit import browser_page, playwright_or_skip, serve_cli
 
 from slateboard.eval.report import write_report
 from slateboard.stores import open_store
 
-CHROMIUM = Path(os.environ.get("SLATEBOARD_CHROMIUM", "/usr/bin/chromium"))
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-if not CHROMIUM.exists():
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+sync_api, CHROMIUM = playwright_or_skip()
 
 expect = sync_api.expect
 TOKEN = "evaluation-browser-token"
@@ -75,53 +70,46 @@ def test_evaluation_page_in_a_browser(store_url: str, tmp_path: Path) -> None:
     with (
         serve_cli("--store", store_url, "--token", TOKEN, env={"SLATEBOARD_EVAL_DIR": str(evals)}) as served,
         sync_api.sync_playwright() as pw,
+        browser_page(pw, CHROMIUM) as (page, problems),
     ):
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1050})
-            problems: list[str] = []
-            page.on("pageerror", lambda exc: problems.append(str(exc)))
-            page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-            page.goto(f"{served.url}/evaluation?token={TOKEN}")
+        page.goto(f"{served.url}/evaluation?token={TOKEN}")
 
-            section = page.get_by_test_id("report")
-            expect(section).to_have_count(1)
-            expect(page.get_by_test_id("eval-dir")).to_have_text(str(evals))
-            expect(section.locator("h2")).to_contain_text("twx-small (15 episodes")
-            expect(section.locator("h2")).to_contain_text("model walkthrough")
-            tables = section.locator("table")
-            expect(tables).to_have_count(2)
-            # one row per (system, setting), as summarise ordered them, with the Wilson interval
-            systems = tables.nth(0).locator("tbody tr")
-            expect(systems).to_have_count(len(report["systems"]))
-            first = report["systems"][0]
-            cells = systems.nth(0).locator("td")
-            expect(cells.nth(1)).to_have_text(first["system"])
-            expect(cells.nth(2)).to_have_text(first["setting"])
-            expect(cells.nth(3)).to_have_text(f"{first['wins']}/{first['games']}")
-            expect(cells.nth(4)).to_have_text("0.67 [0.21, 0.94]")
-            generated = tables.nth(0).locator("tbody tr", has_text="generated")
-            expect(generated).to_have_count(1)
-            expect(generated.locator("td").nth(3)).to_have_text("2/3")
-            # the paired comparisons: every (system, setting) but the reference
-            comparisons = tables.nth(1).locator("tbody tr")
-            expect(comparisons).to_have_count(len(report["comparisons"]))
-            ratio = tables.nth(1).locator("tbody tr", has_text="generated").locator("td").nth(6)
-            expect(ratio).to_contain_text("2.20")
+        section = page.get_by_test_id("report")
+        expect(section).to_have_count(1)
+        expect(page.get_by_test_id("eval-dir")).to_have_text(str(evals))
+        expect(section.locator("h2")).to_contain_text("twx-small (15 episodes")
+        expect(section.locator("h2")).to_contain_text("model walkthrough")
+        tables = section.locator("table")
+        expect(tables).to_have_count(2)
+        # one row per (system, setting), as summarise ordered them, with the Wilson interval
+        systems = tables.nth(0).locator("tbody tr")
+        expect(systems).to_have_count(len(report["systems"]))
+        first = report["systems"][0]
+        cells = systems.nth(0).locator("td")
+        expect(cells.nth(1)).to_have_text(first["system"])
+        expect(cells.nth(2)).to_have_text(first["setting"])
+        expect(cells.nth(3)).to_have_text(f"{first['wins']}/{first['games']}")
+        expect(cells.nth(4)).to_have_text("0.67 [0.21, 0.94]")
+        generated = tables.nth(0).locator("tbody tr", has_text="generated")
+        expect(generated).to_have_count(1)
+        expect(generated.locator("td").nth(3)).to_have_text("2/3")
+        # the paired comparisons: every (system, setting) but the reference
+        comparisons = tables.nth(1).locator("tbody tr")
+        expect(comparisons).to_have_count(len(report["comparisons"]))
+        ratio = tables.nth(1).locator("tbody tr", has_text="generated").locator("td").nth(6)
+        expect(ratio).to_contain_text("2.20")
 
-            # every figure is fetched with the token and decoded (a broken image has no width)
-            images = section.get_by_test_id("figure")
-            expect(images).to_have_count(len(figures))
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('img.eval-figure')].every(i => i.complete && i.naturalWidth > 0)"
-            )
-            sizes = images.evaluate_all("(imgs) => imgs.map(i => [i.alt, i.naturalWidth, i.naturalHeight])")
-            assert [s[0] for s in sizes] == figures
-            assert all(w > 300 and h > 200 for _, w, h in sizes), sizes
-            assert problems == []
+        # every figure is fetched with the token and decoded (a broken image has no width)
+        images = section.get_by_test_id("figure")
+        expect(images).to_have_count(len(figures))
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('img.eval-figure')].every(i => i.complete && i.naturalWidth > 0)"
+        )
+        sizes = images.evaluate_all("(imgs) => imgs.map(i => [i.alt, i.naturalWidth, i.naturalHeight])")
+        assert [s[0] for s in sizes] == figures
+        assert all(w > 300 and h > 200 for _, w, h in sizes), sizes
+        assert problems == []
 
-            # without the token the API refuses, and the page says it could not load
-            page.goto(f"{served.url}/evaluation")
-            expect(page.get_by_test_id("report")).to_have_count(0)
-        finally:
-            browser.close()
+        # without the token the API refuses, and the page says it could not load
+        page.goto(f"{served.url}/evaluation")
+        expect(page.get_by_test_id("report")).to_have_count(0)

@@ -124,3 +124,28 @@ def serve_cli(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+
+
+@contextlib.contextmanager
+def browser_page(playwright: Any, chromium: Path) -> Iterator[tuple[Any, list[str]]]:
+    """A page of a headless ``chromium`` (1400x1050) and the list its page errors and console
+    errors are collected into (a test asserts it stays empty); the browser closes on exit."""
+    browser = playwright.chromium.launch(executable_path=str(chromium), headless=True)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1050})
+        problems: list[str] = []
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+        yield page, problems
+    finally:
+        browser.close()
+
+
+def playwright_or_skip() -> tuple[Any, Path]:
+    """Playwright's sync API and the Chromium the browser tests drive (``SLATEBOARD_CHROMIUM``,
+    else Debian's); called at a test module's top, it skips that module, saying which is missing."""
+    chromium = Path(os.environ.get("SLATEBOARD_CHROMIUM", "/usr/bin/chromium"))
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    if not chromium.exists():
+        pytest.skip(f"no Chromium at {chromium} (apt-get install chromium)", allow_module_level=True)
+    return sync_api, chromium

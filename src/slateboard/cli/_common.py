@@ -42,6 +42,64 @@ StoreOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")]
 
+# The options `run`, `resume` and `submit` share: one definition, so their names, metavars and
+# help cannot drift apart between the commands that create or drive a board.
+BlueprintArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="BLUEPRINT_OR_TEMPLATE",
+        help="A blueprint file (YAML or JSON) or the name of a template (see: slateboard templates).",
+        show_default=False,
+    ),
+]
+TaskOption = Annotated[
+    str | None, typer.Option("--task", "-t", help="The task, put into the board's initial state at /task.")
+]
+InputsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--input",
+        "-i",
+        metavar="NAME=VALUE",
+        help="Put VALUE (JSON, else a string) at /NAME of the initial state; repeatable.",
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini, python:MODULE:NAME.",
+    ),
+]
+ApiKeyEnvOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        metavar="NAME",
+        help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
+    ),
+]
+ParallelOption = Annotated[
+    str,
+    typer.Option(
+        "--parallel",
+        "-p",
+        metavar="N|auto",
+        help="Invocations in flight at once: N, or auto (workers whose contracts cannot conflict run together).",
+    ),
+]
+ControlOption = Annotated[
+    str,
+    typer.Option("--control", help="Control unit choosing the next invocation: agenda, round-robin or coordinator."),
+]
+MaxStepsOption = Annotated[
+    int | None,
+    typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
+]
+NameOption = Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")]
+
 
 def console_err() -> Console:
     """A console on stderr for progress lines (stdout stays the table or the JSON)."""

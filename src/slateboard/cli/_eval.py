@@ -21,6 +21,7 @@ from ._common import (
     store_hint,
 )
 from ._errors import EXIT_USAGE, CliError
+from ._suites import textworld_specs
 
 if TYPE_CHECKING:
     from ..eval.textworld import EpisodeResult, SuiteResult
@@ -90,7 +91,7 @@ def textworld_command(
 ) -> None:
     """Play the TextWorld games with every system; report success, steps and tokens per system."""
     from ..envs import VERIFIERS
-    from ..envs.textworld import TextWorldMissing, existing_games, game_set, generate_games, textworld_available
+    from ..envs.textworld import TextWorldMissing, existing_games, generate_games
     from ..eval.textworld import check_systems, parse_systems, run_suite
 
     try:
@@ -103,12 +104,7 @@ def textworld_command(
         raise CliError(f"--counting: unknown method {counting!r} (tokenizer, estimate)", code=EXIT_USAGE)
     if full:
         tier = "full"
-    try:
-        specs = game_set(tier=tier, games=games)
-    except ValueError as exc:
-        raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
-    if not textworld_available():
-        raise CliError("TextWorld is not installed: pip install 'slateboard[textworld]'")
+    specs = textworld_specs(tier, games, "--games")
     try:
         check_systems(chosen)
     except RuntimeError as exc:

@@ -24,8 +24,17 @@ from rich.text import Text
 
 from ..progress import follow
 from ._common import (
+    ApiKeyEnvOption,
+    BlueprintArgument,
+    ControlOption,
+    InputsOption,
     JsonOption,
+    MaxStepsOption,
+    ModelOption,
+    NameOption,
+    ParallelOption,
     StoreOption,
+    TaskOption,
     add_import_paths,
     cell,
     console,
@@ -187,62 +196,16 @@ def _inputs(compiled: CompiledBlueprint, task: str | None, pairs: list[str], lab
 
 
 def run_command(
-    blueprint: Annotated[
-        str,
-        typer.Argument(
-            metavar="BLUEPRINT_OR_TEMPLATE",
-            help="A blueprint file (YAML or JSON) or the name of a template (see: slateboard templates).",
-            show_default=False,
-        ),
-    ],
-    task: Annotated[
-        str | None,
-        typer.Option("--task", "-t", help="The task, put into the board's initial state at /task."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", "-m", metavar="MODEL", help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini."
-        ),
-    ] = None,
-    inputs: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--input",
-            "-i",
-            metavar="NAME=VALUE",
-            help="Put VALUE (JSON, else a string) at /NAME of the initial state; repeatable.",
-        ),
-    ] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            metavar="NAME",
-            help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
-        ),
-    ] = None,
+    blueprint: BlueprintArgument,
+    task: TaskOption = None,
+    model: ModelOption = None,
+    inputs: InputsOption = None,
+    api_key_env: ApiKeyEnvOption = None,
     store: StoreOption = None,
-    parallel: Annotated[
-        str,
-        typer.Option(
-            "--parallel",
-            "-p",
-            metavar="N|auto",
-            help="Invocations in flight at once: N, or auto (workers whose contracts cannot conflict run together).",
-        ),
-    ] = "auto",
-    control: Annotated[
-        str,
-        typer.Option(
-            "--control", help="Control unit choosing the next invocation: agenda, round-robin or coordinator."
-        ),
-    ] = "agenda",
-    max_steps: Annotated[
-        int | None,
-        typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
-    ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")] = None,
+    parallel: ParallelOption = "auto",
+    control: ControlOption = "agenda",
+    max_steps: MaxStepsOption = None,
+    name: NameOption = None,
     mcp: Annotated[
         list[str] | None,
         typer.Option(
@@ -328,33 +291,11 @@ def _mcp_servers(compiled: CompiledBlueprint, pairs: list[str]) -> dict[str, lis
 
 def resume_command(
     board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model for every LLM worker.")
-    ] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            metavar="NAME",
-            help="Environment variable holding the API key for --model's endpoint (sent to that host only).",
-        ),
-    ] = None,
+    model: ModelOption = None,
+    api_key_env: ApiKeyEnvOption = None,
     store: StoreOption = None,
-    parallel: Annotated[
-        str,
-        typer.Option(
-            "--parallel",
-            "-p",
-            metavar="N|auto",
-            help="Invocations in flight at once: N, or auto (workers whose contracts cannot conflict run together).",
-        ),
-    ] = "auto",
-    control: Annotated[
-        str,
-        typer.Option(
-            "--control", help="Control unit choosing the next invocation: agenda, round-robin or coordinator."
-        ),
-    ] = "agenda",
+    parallel: ParallelOption = "auto",
+    control: ControlOption = "agenda",
     as_json: JsonOption = False,
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it

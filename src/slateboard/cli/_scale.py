@@ -17,8 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ._common import (
+    BlueprintArgument,
+    InputsOption,
     JsonOption,
+    MaxStepsOption,
+    ModelOption,
+    NameOption,
     StoreOption,
+    TaskOption,
     add_import_paths,
     load_blueprint_or_template,
     opened_store,
@@ -33,16 +39,6 @@ from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 if TYPE_CHECKING:
     from ..runtime import RunnerStats, RunResult
     from ..stores.base import BoardInfo
-
-ModelOption = Annotated[
-    str | None,
-    typer.Option(
-        "--model",
-        "-m",
-        metavar="MODEL",
-        help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini, python:MODULE:NAME.",
-    ),
-]
 
 
 def _out(line: str) -> None:
@@ -135,30 +131,13 @@ def worker_command(
 
 
 def submit_command(
-    blueprint: Annotated[
-        str,
-        typer.Argument(
-            metavar="BLUEPRINT_OR_TEMPLATE",
-            help="A blueprint file (YAML or JSON) or the name of a template (see: slateboard templates).",
-            show_default=False,
-        ),
-    ],
-    task: Annotated[
-        str | None, typer.Option("--task", "-t", help="The task, put into the board's initial state at /task.")
-    ] = None,
-    inputs: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--input", "-i", metavar="NAME=VALUE", help="Put VALUE (JSON, else a string) at /NAME of the initial state."
-        ),
-    ] = None,
+    blueprint: BlueprintArgument,
+    task: TaskOption = None,
+    inputs: InputsOption = None,
     model: ModelOption = None,
     store: StoreOption = None,
-    name: Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")] = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
-    ] = None,
+    name: NameOption = None,
+    max_steps: MaxStepsOption = None,
     control: Annotated[
         str | None,
         typer.Option(

@@ -4,6 +4,10 @@ statistics and figures."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,9 +19,10 @@ from ._common import JsonOption, StoreOption, console, console_err, print_json, 
 from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
+    from ..envs.textworld import GameSpec
     from ..eval.suites import GameRef
 
-__all__ = ["register"]
+__all__ = ["register", "textworld_specs"]
 
 _DEFAULT_SYSTEMS = "slateboard,langgraph,loomflow"
 
@@ -27,6 +32,7 @@ ModelOption = Annotated[
         "--model", "-m", metavar="MODEL", help="Model string for every system ('walkthrough' plays the gold path)."
     ),
 ]
+StepsOption = Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")]
 SystemsOption = Annotated[
     str, typer.Option("--systems", metavar="LIST", help="Comma-separated systems (slateboard and the peers).")
 ]
@@ -69,6 +75,60 @@ BlueprintOption = Annotated[
         ),
     ),
 ]
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    """The options every suite command shares: which systems, settings and budgets make the
+    episode matrix, where results and the report go, and how it is played."""
+
+    systems: str
+    ablations: str
+    budgets: str
+    blueprint: str
+    results: Path | None
+    out: Path | None
+    workers: int
+    plots: bool
+    store: str | None
+    as_json: bool
+
+
+# The typer parameters of _Matrix, in --help order: (name, annotation, default).
+_MATRIX_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("systems", SystemsOption, _DEFAULT_SYSTEMS),
+    ("ablations", AblationsOption, ""),
+    ("budgets", BudgetsOption, ""),
+    ("blueprint", BlueprintOption, "fixed"),
+    ("results", ResultsOption, None),
+    ("out", OutOption, None),
+    ("workers", WorkersOption, 1),
+    ("plots", PlotsOption, True),
+    ("store", StoreOption, None),
+    ("as_json", JsonOption, False),
+)
+
+
+def _with_matrix(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` (whose last parameter is ``matrix: _Matrix``) as a typer command taking the
+    shared suite options in place of ``matrix``: each suite declares only its own options and
+    the rest is defined once, so the suites' option names, defaults and help cannot drift."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "matrix"]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        for name, annotation, default in _MATRIX_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        matrix = _Matrix(**{name: kwargs.pop(name) for name, _, _ in _MATRIX_OPTIONS})
+        command(**kwargs, matrix=matrix)
+
+    params = [*own, *shared]
+    # typer reads the signature and the resolved annotations of what it registers.
+    wrapper.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -121,35 +181,41 @@ def _systems(text: str) -> list[str]:
     return chosen
 
 
+def textworld_specs(tier: str, games: int | None, option: str) -> list[GameSpec]:
+    """The generated TextWorld games of ``tier`` (its first ``games`` when given), checked before
+    anything is generated: a usage CliError naming ``option`` for an unknown tier or count, a
+    CliError when TextWorld is not installed."""
+    from ..envs.textworld import game_set, textworld_available
+
+    try:
+        specs = game_set(tier=tier, games=games)
+    except ValueError as exc:
+        raise CliError(f"{option}: {exc}", code=EXIT_USAGE) from exc
+    if not textworld_available():
+        raise CliError("TextWorld is not installed: pip install 'slateboard[textworld]'")
+    return specs
+
+
 def _run(
     suite: str,
     games: list[GameRef],
     *,
     model: str,
     steps: int,
-    systems: str,
-    ablations: str,
-    budgets: str,
-    results: Path | None,
-    out: Path | None,
-    workers: int,
-    plots: bool,
-    store: str | None,
-    as_json: bool,
-    blueprint: str = "fixed",
+    matrix: _Matrix,
 ) -> None:
     from ..eval.report import write_report
     from ..eval.suites import matrix_jobs, run_matrix
 
-    chosen = _systems(systems)
-    settings = list(dict.fromkeys([*_settings(ablations), *_sources(blueprint)]))
-    sweep = _ints(budgets, "--budgets")
+    chosen = _systems(matrix.systems)
+    settings = list(dict.fromkeys([*_settings(matrix.ablations), *_sources(matrix.blueprint)]))
+    sweep = _ints(matrix.budgets, "--budgets")
     if model != "walkthrough":
         from ..models import resolve_model
 
         resolve_model(model)  # a bad model string fails here, before any game starts
-    root = out or Path("eval-results") / suite
-    path = results or root / "results.jsonl"
+    root = matrix.out or Path("eval-results") / suite
+    path = matrix.results or root / "results.jsonl"
     games = _pinned(games, path.with_suffix(".games.json"))
     try:
         jobs = matrix_jobs(games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep)
@@ -169,12 +235,17 @@ def _run(
             line.print(f"{row['game']} {row['system']} ({row['setting']}): {what}")
             line.update(f"{head}: {played}/{len(jobs)} done")
 
-        rows = run_async(lambda: run_matrix(jobs, path, store_url=store, workers=workers, on_row=report_row))
+        rows = run_async(
+            lambda: run_matrix(jobs, path, store_url=matrix.store, workers=matrix.workers, on_row=report_row)
+        )
         line.update(f"eval {suite}: writing the report under {root}")
         report = write_report(
-            rows, root, plots=plots, meta={"suite": suite, "model": model, "steps": steps, "blueprint": blueprint}
+            rows,
+            root,
+            plots=matrix.plots,
+            meta={"suite": suite, "model": model, "steps": steps, "blueprint": matrix.blueprint},
         )
-    if as_json:
+    if matrix.as_json:
         print_json({k: v for k, v in report.items() if k != "rows"})
     else:
         _print_report(report, root)
@@ -252,9 +323,10 @@ def register(app: typer.Typer) -> None:
     """Add the suite commands to ``app`` (the ``eval`` group)."""
 
     @app.command("scienceworld")
+    @_with_matrix
     def scienceworld_command(
         model: ModelOption = "local",
-        steps: Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")] = 60,
+        steps: StepsOption = 60,
         tasks: Annotated[
             str, typer.Option("--tasks", metavar="LIST", help="ScienceWorld task names (default: the CI set).")
         ] = "",
@@ -263,16 +335,8 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--simplification", metavar="STR", help="ScienceWorld simplifications, e.g. easy.")
         ] = "",
         full: Annotated[bool, typer.Option("--full", help="The broader task set instead of the CI one.")] = False,
-        systems: SystemsOption = _DEFAULT_SYSTEMS,
-        ablations: AblationsOption = "",
-        budgets: BudgetsOption = "",
-        blueprint: BlueprintOption = "fixed",
-        results: ResultsOption = None,
-        out: OutOption = None,
-        workers: WorkersOption = 1,
-        plots: PlotsOption = True,
-        store: StoreOption = None,
-        as_json: JsonOption = False,
+        *,
+        matrix: _Matrix,
     ) -> None:
         """Play ScienceWorld task variations with every system; report with intervals and figures."""
         from ..envs.scienceworld import CI_TASKS, FULL_TASKS, scienceworld_missing, task_specs
@@ -284,31 +348,20 @@ def register(app: typer.Typer) -> None:
         names = _names(tasks) or list(FULL_TASKS if full else CI_TASKS)
         specs = task_specs(names, _ints(variations, "--variations"), simplification)
         games = [GameRef("scienceworld", s.name, s.variation, s.to_json()) for s in specs]
-        _run(
-            "scienceworld", games, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
-            results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
-            blueprint=blueprint,
-        )  # fmt: skip
+        _run("scienceworld", games, model=model, steps=steps, matrix=matrix)
 
     @app.command("twx")
+    @_with_matrix
     def twx_command(
         model: ModelOption = "local",
-        steps: Annotated[int, typer.Option("--steps", min=1, max=500, help="Command budget of every episode.")] = 30,
+        steps: StepsOption = 30,
         games: Annotated[
             str, typer.Option("--games", metavar="LIST", help="Game labels or game names (default: the CI set).")
         ] = "",
         seeds: Annotated[str, typer.Option("--seeds", metavar="LIST", help="Game seeds.")] = "1",
         full: Annotated[bool, typer.Option("--full", help="The full game set instead of the CI one.")] = False,
-        systems: SystemsOption = _DEFAULT_SYSTEMS,
-        ablations: AblationsOption = "",
-        budgets: BudgetsOption = "",
-        blueprint: BlueprintOption = "fixed",
-        results: ResultsOption = None,
-        out: OutOption = None,
-        workers: WorkersOption = 1,
-        plots: PlotsOption = True,
-        store: StoreOption = None,
-        as_json: JsonOption = False,
+        *,
+        matrix: _Matrix,
     ) -> None:
         """Play TextWorldExpress games (CookingWorld, TWC, Coin Collector, ...) with every system."""
         from ..envs.twx import game_specs, twx_missing
@@ -322,13 +375,10 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
         refs = [GameRef("twx", s.name(seed), seed, s.to_json()) for s in specs for seed in _ints(seeds, "--seeds")]
-        _run(
-            "twx", refs, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
-            results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
-            blueprint=blueprint,
-        )  # fmt: skip
+        _run("twx", refs, model=model, steps=steps, matrix=matrix)
 
     @app.command("textworld-suite")
+    @_with_matrix
     def textworld_suite_command(
         model: ModelOption = "local",
         steps: Annotated[int, typer.Option("--steps", min=1, max=200, help="Command budget of every episode.")] = 30,
@@ -341,38 +391,21 @@ def register(app: typer.Typer) -> None:
         cache: Annotated[
             Path | None, typer.Option("--cache", metavar="DIR", help="Where generated games are kept.")
         ] = None,
-        systems: SystemsOption = _DEFAULT_SYSTEMS,
-        ablations: AblationsOption = "",
-        budgets: BudgetsOption = "",
-        blueprint: BlueprintOption = "fixed",
-        results: ResultsOption = None,
-        out: OutOption = None,
-        workers: WorkersOption = 1,
-        plots: PlotsOption = True,
-        store: StoreOption = None,
-        as_json: JsonOption = False,
+        *,
+        matrix: _Matrix,
     ) -> None:
         """Play the generated TextWorld games on the suite runner (ablations, budgets, intervals,
         figures), like the other suites; ``eval textworld`` is TextWorld's own per-component report."""
-        from ..envs.textworld import TextWorldMissing, game_set, generate_games, textworld_available
+        from ..envs.textworld import TextWorldMissing, generate_games
         from ..eval.suites import GameRef
 
-        try:
-            specs = game_set(tier=tier, games=games)
-        except ValueError as exc:
-            raise CliError(f"--tier/--games: {exc}", code=EXIT_USAGE) from exc
-        if not textworld_available():
-            raise CliError("TextWorld is not installed: pip install 'slateboard[textworld]'")
+        specs = textworld_specs(tier, games, "--tier/--games")
         try:
             files = generate_games(specs, seed=seed, cache_dir=cache)
         except (TextWorldMissing, RuntimeError) as exc:
             raise CliError(str(exc)) from exc
         refs = [GameRef("textworld", f.name, f.seed, {"path": str(f.path)}, f.walkthrough) for f in files]
-        _run(
-            "textworld", refs, model=model, steps=steps, systems=systems, ablations=ablations, budgets=budgets,
-            results=results, out=out, workers=workers, plots=plots, store=store, as_json=as_json,
-            blueprint=blueprint,
-        )  # fmt: skip
+        _run("textworld", refs, model=model, steps=steps, matrix=matrix)
 
     @app.command("report")
     def report_command(

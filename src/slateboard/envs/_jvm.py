@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..errors import UsageError
 from ._gold import GoldTracker
-from ._protocol import TextTurn
+from ._protocol import EpisodeCounters, TextTurn
 
 __all__ = ["JvmGame", "JvmMissing", "JvmPool", "Loaded", "java_missing"]
 
@@ -89,7 +89,7 @@ class Loaded:
     objective: str
 
 
-class JvmGame(ABC):
+class JvmGame(EpisodeCounters, ABC):
     """A game of a JVM-backed suite as a TextEnvironment.
 
     Guarantees: the simulator starts on the first ``reset`` (``missing_error`` with the reason
@@ -104,11 +104,9 @@ class JvmGame(ABC):
     missing_error: ClassVar[type[JvmMissing]] = JvmMissing
 
     def __init__(self, *, gold: Sequence[str] | None = None) -> None:
+        super().__init__()
         self._pinned = tuple(gold) if gold else None
         self._env: Any = None
-        self._objective = ""
-        self._commands = 0
-        self._last: TextTurn | None = None
         self._gold = GoldTracker()
 
     # -- what a suite says --------------------------------------------------------------------
@@ -138,22 +136,7 @@ class JvmGame(ABC):
     def turn(self, observation: str, info: dict[str, Any], done: bool) -> TextTurn:
         """The TextTurn of an answer (``commands`` is already counted when it is called)."""
 
-    # -- the TextEnvironment ------------------------------------------------------------------
-    @property
-    def objective(self) -> str:
-        """The task as the player is shown it."""
-        return self._objective
-
-    @property
-    def commands(self) -> int:
-        """Commands executed since the last reset."""
-        return self._commands
-
-    @property
-    def last(self) -> TextTurn | None:
-        """The latest turn."""
-        return self._last
-
+    # -- the TextEnvironment (objective, commands and last come from EpisodeCounters) ---------
     @property
     def gold(self) -> tuple[str, ...]:
         """The game's gold action sequence (empty before the first reset)."""

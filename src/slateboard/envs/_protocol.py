@@ -11,6 +11,7 @@ from ..kernel.canonical import JSON
 
 __all__ = [
     "MAX_OBSERVATION_CHARS",
+    "EpisodeCounters",
     "History",
     "TextEnvironment",
     "TextEnvironmentError",
@@ -108,6 +109,33 @@ class TextEnvironment(Protocol):
     def close(self) -> None:
         """Release the environment's resources."""
         ...
+
+
+class EpisodeCounters:
+    """What every TextEnvironment implementation keeps of its episode: the objective, the
+    commands executed since the last reset and the latest turn, with the read-only properties
+    the protocol names. Subclasses set ``_objective``, ``_commands`` and ``_last`` on reset and
+    step; before the first reset they are ``""``, 0 and None."""
+
+    def __init__(self) -> None:
+        self._objective = ""
+        self._commands = 0
+        self._last: TextTurn | None = None
+
+    @property
+    def objective(self) -> str:
+        """The task as the player is shown it (after the first reset)."""
+        return self._objective
+
+    @property
+    def commands(self) -> int:
+        """Commands executed since the last reset."""
+        return self._commands
+
+    @property
+    def last(self) -> TextTurn | None:
+        """The latest turn (None before the first reset)."""
+        return self._last
 
 
 def clip(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:

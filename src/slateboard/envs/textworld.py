@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, UsageError
-from ._protocol import TextTurn, clip
+from ._protocol import EpisodeCounters, TextTurn, clip
 
 __all__ = [
     "CI_GAMES",
@@ -362,7 +362,7 @@ def clean_feedback(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", out)
 
 
-class TextWorldGame:
+class TextWorldGame(EpisodeCounters):
     """A generated TextWorld game as a TextEnvironment (see slateboard.envs).
 
     Each turn carries the cleaned feedback, the admissible commands TextWorld computes for the
@@ -376,32 +376,15 @@ class TextWorldGame:
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no TextWorld game at {self.path}")
+        super().__init__()
         self._name = name or self.path.stem
         self._env: Any = None
         self._state: Any = None
-        self._objective = ""
-        self._commands = 0
-        self._last: TextTurn | None = None
 
     @property
     def name(self) -> str:
         """The game's name (its file stem unless given)."""
         return self._name
-
-    @property
-    def objective(self) -> str:
-        """The game's objective text (after the first reset)."""
-        return self._objective
-
-    @property
-    def commands(self) -> int:
-        """Commands executed since the last reset."""
-        return self._commands
-
-    @property
-    def last(self) -> TextTurn | None:
-        """The latest turn."""
-        return self._last
 
     def _start(self) -> Any:
         if self._env is None:

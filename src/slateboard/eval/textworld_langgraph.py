@@ -28,7 +28,7 @@ from typing import Any
 
 from ..envs import History, TextEnvironment, TextTurn, admissible_match
 from ..models import Message, ModelError
-from .textworld_peers import CountingModel, PeerEpisode, context_text, outcome_word
+from .textworld_peers import CountingModel, PeerEpisode, context_text
 
 __all__ = ["SUPERVISOR_PROMPT", "play_langgraph_supervisor"]
 
@@ -241,19 +241,8 @@ async def play_langgraph_supervisor(env: TextEnvironment, model: CountingModel, 
         command = admissible_match(answer, turn.admissible)
         turn = await env.step(command)
         history.add(command, turn.observation)
-    last = env.last
-    return PeerEpisode(
-        won=bool(last and last.won),
-        lost=bool(last and last.lost),
-        commands=env.commands,
-        outcome=outcome_word(last, env.commands, max_commands, "finished"),
-        last=last,
-        calls=model.calls,
-        tokens_in=model.tokens_in,
-        tokens_out=model.tokens_out,
-        errors=model.errors,
-        notes=[f"{stalled} turns hit the recursion limit"] if stalled else [],
-        trace=[command for command, _ in history.pairs],
+    return PeerEpisode.ended(
+        env, model, history, max_commands, notes=[f"{stalled} turns hit the recursion limit"] if stalled else []
     )
 
 

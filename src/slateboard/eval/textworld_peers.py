@@ -172,6 +172,34 @@ class PeerEpisode:
     trace: list[str] = field(default_factory=list)
     """The commands sent to the environment, in order."""
 
+    @classmethod
+    def ended(
+        cls,
+        env: TextEnvironment,
+        model: CountingModel,
+        history: History,
+        max_commands: int,
+        *,
+        fallback: str = "finished",
+        notes: Sequence[str] = (),
+    ) -> PeerEpisode:
+        """The episode as ``env`` left it (its latest turn, command count and outcome, see
+        ``outcome_word``), with what ``model`` counted and the commands ``history`` recorded."""
+        last = env.last
+        return cls(
+            won=bool(last and last.won),
+            lost=bool(last and last.lost),
+            commands=env.commands,
+            outcome=outcome_word(last, env.commands, max_commands, fallback),
+            last=last,
+            calls=model.calls,
+            tokens_in=model.tokens_in,
+            tokens_out=model.tokens_out,
+            errors=model.errors,
+            notes=list(notes),
+            trace=[command for command, _ in history.pairs],
+        )
+
 
 def outcome_word(turn: TextTurn | None, commands: int, max_commands: int, fallback: str) -> str:
     """Why a peer episode ended: won, lost, budget, else ``fallback``."""
@@ -335,19 +363,7 @@ async def play_langgraph_lean(env: TextEnvironment, model: CountingModel, *, max
         await app.ainvoke(initial, {"recursion_limit": limit})
     except GraphRecursionError:
         fallback = "recursion_limit"
-    last = env.last
-    return PeerEpisode(
-        won=bool(last and last.won),
-        lost=bool(last and last.lost),
-        commands=env.commands,
-        outcome=outcome_word(last, env.commands, max_commands, fallback),
-        last=last,
-        calls=model.calls,
-        tokens_in=model.tokens_in,
-        tokens_out=model.tokens_out,
-        errors=model.errors,
-        trace=[command for command, _ in history.pairs],
-    )
+    return PeerEpisode.ended(env, model, history, max_commands, fallback=fallback)
 
 
 # -- loomflow -------------------------------------------------------------------------------------
@@ -438,17 +454,10 @@ async def play_loomflow(env: TextEnvironment, model: CountingModel, *, max_comma
         unmatched += bool(turn.admissible) and command not in turn.admissible
         turn = await env.step(command)
         history.add(command, turn.observation)
-    last = env.last
-    return PeerEpisode(
-        won=bool(last and last.won),
-        lost=bool(last and last.lost),
-        commands=env.commands,
-        outcome=outcome_word(last, env.commands, max_commands, "finished"),
-        last=last,
-        calls=model.calls,
-        tokens_in=model.tokens_in,
-        tokens_out=model.tokens_out,
-        errors=model.errors,
+    return PeerEpisode.ended(
+        env,
+        model,
+        history,
+        max_commands,
         notes=[f"{unmatched} replies matched no admissible command"] if unmatched else [],
-        trace=[command for command, _ in history.pairs],
     )

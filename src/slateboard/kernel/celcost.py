@@ -138,7 +138,7 @@ class _Parser:
                 self.take()
                 name = self.take()[1]
                 if self.peek() == "(":
-                    node = _Node("call", name, self.call_args(), node)
+                    node = _Node("call", name, self.items("(", ")"), node)
                 else:
                     node = _Node("select", name, (), node)
             elif tok in ("[", "[?"):
@@ -149,15 +149,16 @@ class _Parser:
             else:
                 return node
 
-    def call_args(self) -> tuple[_Node, ...]:
-        self.take("(")
-        args: list[_Node] = []
-        while self.peek() != ")":
-            args.append(self.expr())
-            if self.peek() != ")":
+    def items(self, open_: str, close: str) -> tuple[_Node, ...]:
+        """The comma-separated expressions between ``open_`` and ``close`` (a trailing comma allowed)."""
+        self.take(open_)
+        parts: list[_Node] = []
+        while self.peek() != close:
+            parts.append(self.expr())
+            if self.peek() != close:
                 self.take(",")
-        self.take(")")
-        return tuple(args)
+        self.take(close)
+        return tuple(parts)
 
     def primary(self) -> _Node:
         kind, text = self.take()
@@ -167,7 +168,7 @@ class _Parser:
             if text in ("true", "false", "null"):
                 return _Node("lit", text)
             if self.peek() == "(":
-                return _Node("call", text, self.call_args())
+                return _Node("call", text, self.items("(", ")"))
             if self.peek() == "{":  # a message literal: Name{field: value}
                 return _Node("map", text, self.inits("}"))
             return _Node("ident", text)
@@ -178,13 +179,8 @@ class _Parser:
             self.take(")")
             return node
         if text == "[":
-            items: list[_Node] = []
-            while self.peek() != "]":
-                items.append(self.expr())
-                if self.peek() != "]":
-                    self.take(",")
-            self.take("]")
-            return _Node("list", "", tuple(items))
+            self.i -= 1
+            return _Node("list", "", self.items("[", "]"))
         if text == "{":
             self.i -= 1
             return _Node("map", "", self.inits("}"))

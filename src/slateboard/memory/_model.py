@@ -11,7 +11,7 @@ import orjson
 
 from ..kernel.canonical import JSON
 
-__all__ = ["COLUMNS", "Fact", "NewFact", "fact_from_row", "query_terms", "query_terms_all"]
+__all__ = ["COLUMNS", "Fact", "NewFact", "fact_from_row", "prune_where", "query_terms", "query_terms_all"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
@@ -63,6 +63,31 @@ def fact_from_row(row: Sequence[Any], score: float = 0.0) -> Fact:
 
 
 COLUMNS = "id, text, board, seq, worker, created, last_used, meta"
+
+
+def prune_where(
+    mark: str,
+    *,
+    at: float,
+    older_than_s: float | None,
+    unused_for_s: float | None,
+    keep_last: int | None,
+) -> tuple[str, list[Any]] | None:
+    """The SQL condition (and its arguments) selecting the facts ``MemoryStore.prune`` deletes
+    at time ``at``, written with ``mark`` as the driver's placeholder (``?`` for SQLite, ``%s``
+    for PostgreSQL); None when no rule is given (nothing is deleted)."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    if older_than_s is not None:
+        clauses.append(f"created < {mark}")
+        args.append(at - older_than_s)
+    if unused_for_s is not None:
+        clauses.append(f"COALESCE(last_used, created) < {mark}")
+        args.append(at - unused_for_s)
+    if keep_last is not None:
+        clauses.append(f"id NOT IN (SELECT id FROM memory_facts ORDER BY id DESC LIMIT {mark})")
+        args.append(max(0, keep_last))
+    return (" OR ".join(clauses), args) if clauses else None
 
 
 def query_terms_all(text: str) -> list[str]:

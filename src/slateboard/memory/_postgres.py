@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from ._model import COLUMNS, Fact, NewFact, fact_from_row, query_terms
+from ._model import COLUMNS, Fact, NewFact, fact_from_row, prune_where, query_terms
 
 __all__ = ["PostgresMemory"]
 
@@ -114,20 +114,11 @@ class PostgresMemory:
     ) -> int:
         """Apply the retention rules (see ``MemoryStore.prune``)."""
         at = time.time() if now is None else now
-        clauses: list[str] = []
-        args: list[Any] = []
-        if older_than_s is not None:
-            clauses.append("created < %s")
-            args.append(at - older_than_s)
-        if unused_for_s is not None:
-            clauses.append("COALESCE(last_used, created) < %s")
-            args.append(at - unused_for_s)
-        if keep_last is not None:
-            clauses.append("id NOT IN (SELECT id FROM memory_facts ORDER BY id DESC LIMIT %s)")
-            args.append(max(0, keep_last))
-        if not clauses:
+        where = prune_where("%s", at=at, older_than_s=older_than_s, unused_for_s=unused_for_s, keep_last=keep_last)
+        if where is None:
             return 0
-        cur = await self._conn.execute(f"DELETE FROM memory_facts WHERE {' OR '.join(clauses)}", args)
+        clause, args = where
+        cur = await self._conn.execute(f"DELETE FROM memory_facts WHERE {clause}", args)
         return int(cur.rowcount)
 
     async def close(self) -> None:

@@ -18,12 +18,12 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
 from ..errors import InvalidInput
-from ._model import COLUMNS, Fact, NewFact, fact_from_row, query_terms, query_terms_all
+from ._model import COLUMNS, Fact, NewFact, fact_from_row, prune_where, query_terms, query_terms_all
 
 __all__ = ["InProcessMemory", "MemoryStore", "SqliteMemory", "open_memory"]
 
@@ -148,21 +148,12 @@ class SqliteMemory:
     ) -> int:
         """Apply the retention rules (see ``MemoryStore.prune``)."""
         at = time.time() if now is None else now
-        clauses: list[str] = []
-        args: list[Any] = []
-        if older_than_s is not None:
-            clauses.append("created < ?")
-            args.append(at - older_than_s)
-        if unused_for_s is not None:
-            clauses.append("COALESCE(last_used, created) < ?")
-            args.append(at - unused_for_s)
-        if keep_last is not None:
-            clauses.append("id NOT IN (SELECT id FROM memory_facts ORDER BY id DESC LIMIT ?)")
-            args.append(max(0, keep_last))
-        if not clauses:
+        where = prune_where("?", at=at, older_than_s=older_than_s, unused_for_s=unused_for_s, keep_last=keep_last)
+        if where is None:
             return 0
+        clause, args = where
         async with self._lock:
-            cur = self._conn.execute(f"DELETE FROM memory_facts WHERE {' OR '.join(clauses)}", args)
+            cur = self._conn.execute(f"DELETE FROM memory_facts WHERE {clause}", args)
             return int(cur.rowcount)
 
     async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
