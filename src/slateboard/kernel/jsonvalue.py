@@ -53,9 +53,11 @@ def _reject_constant(name: str) -> Any:
 
 
 # One token of JSON text for the nesting pre-scan: a string (its closing quote optional, so a
-# match never fails and every character is consumed once: linear time) or a bracket.
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+# match never fails and every character is consumed once: linear time) or a bracket. The string
+# is written unrolled (runs of plain characters, then an escape): the same matches as
+# '"(?:[^"\\]|\\.)*"?' at a fraction of the cost, and the brackets come out of the same scan
+# instead of a second pass over the text with its strings removed.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 _DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
@@ -68,8 +70,8 @@ def nesting_depth(text: str) -> int:
     """
     if "[" not in text and "{" not in text:
         return 0
-    brackets = _BRACKETS.findall(_STRING.sub("", text))
-    return max(0, max(accumulate(map(_DELTA.__getitem__, brackets)), default=0))
+    delta = _DELTA.get  # a string token counts 0
+    return max(0, max(accumulate(delta(t, 0) for t in _TOKEN.findall(text)), default=0))
 
 
 def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
