@@ -59,8 +59,15 @@ class WorkerContract:
 
     def may_write(self, tokens: Tokens) -> bool:
         """True when some write pattern covers the concrete op path."""
-        return any(p.covers(tokens) for p in self.writes)
+        # A loop, not any(generator): this runs several times per step (authorise, reply schema).
+        for p in self.writes:
+            if p.covers(tokens):
+                return True
+        return False
 
     def may_read(self, tokens: Tokens) -> bool:
         """True when the node at ``tokens`` lies inside some read pattern's region."""
-        return any(region_contains(p, tokens) for p in self.reads)
+        for p in self.reads:
+            if region_contains(p, tokens):
+                return True
+        return False
