@@ -59,15 +59,8 @@ class WorkerContract:
 
     def may_write(self, tokens: Tokens) -> bool:
         """True when some write pattern covers the concrete op path."""
-        # A loop, not any(generator): this runs several times per step (authorise, reply schema).
-        for p in self.writes:
-            if p.covers(tokens):
-                return True
-        return False
+        return any(p.covers(tokens) for p in self.writes)
 
     def may_read(self, tokens: Tokens) -> bool:
         """True when the node at ``tokens`` lies inside some read pattern's region."""
-        for p in self.reads:
-            if region_contains(p, tokens):
-                return True
-        return False
+        return any(region_contains(p, tokens) for p in self.reads)
