@@ -108,6 +108,8 @@ class CelExpr:
 
     def estimate(self, context: dict[str, Any] | SharedContext) -> int:
         """The estimated steps of evaluating with ``context`` (see ``celcost``)."""
+        if self.cost.static is not None:
+            return self.cost.static  # no value can change it (see CostModel.static)
         values = context.values if isinstance(context, SharedContext) else context
         if self.variables is not _ALL:
             # Only what the expression names counts: a large unused variable costs nothing.

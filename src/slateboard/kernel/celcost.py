@@ -333,6 +333,21 @@ def _literal_max(node: _Node) -> int:
     return best
 
 
+def _value_free(node: _Node) -> bool:
+    """True when the estimate of ``node`` cannot depend on the variables' values: no
+    comprehension anywhere, and every ``in`` tests membership in a list literal (whose size
+    the estimate takes from the expression, not from the values)."""
+    if node.kind == "call" and node.name in COMPREHENSIONS and node.target is not None:
+        return False
+    if node.kind == "op" and node.name == "in" and (len(node.args) != 2 or node.args[1].kind != "list"):
+        return False
+    return all(_value_free(a) for a in node.args) and (node.target is None or _value_free(node.target))
+
+
+def _no_variable(name: str) -> int:
+    raise AssertionError(f"a value-free estimate read variable {name!r}")
+
+
 def _loops(node: _Node) -> bool:
     if (node.kind == "call" and node.name in COMPREHENSIONS and node.target is not None) or (
         node.kind == "op" and node.name == "in"
@@ -354,16 +369,28 @@ class CostModel:
             # No comprehension and no membership test: the work is bounded by the expression's
             # length and the values' sizes, and estimating would only add overhead.
             self.loops = _loops(self.tree)
+            # An estimate that no value can change (``x in ['a', 'b']``) is computed once here
+            # instead of walking the tree at every evaluation; it is the same number.
+            self.static: int | None = None
+            if self.loops and _value_free(self.tree):
+                self.static = _Estimate({}, self.literal_max, _no_variable).cost(self.tree, {})
         except (_Unparsed, RecursionError):
             self.tree = None
             self.literal_max = len(source)
             self.loops = nesting > 0 or " in " in source
+            self.static = None
 
     def estimate(self, variables: Mapping[str, Any], deep_max: Callable[[str], int] | None = None) -> int:
         """Upper estimate of the evaluation steps over ``variables``; ``deep_max(name)`` may
         supply a cached size of the longest collection inside a variable."""
         if not self.loops:
             return 1
+        if self.static is not None:
+            return self.static
+        return self._walk(variables, deep_max)
+
+    def _walk(self, variables: Mapping[str, Any], deep_max: Callable[[str], int] | None = None) -> int:
+        """The estimate computed over the tree (what ``estimate`` returns when not static)."""
 
         def uncached(name: str) -> int:
             return deep_collection_max(variables[name])

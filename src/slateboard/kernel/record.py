@@ -226,9 +226,13 @@ class Record:
 
     def sealed(self) -> Record:
         """A copy with ``hash`` filled in."""
-        from dataclasses import replace
-
-        return replace(self, hash=self.compute_hash())
+        # Built field by field rather than with dataclasses.replace, which introspects the
+        # fields on every call (this runs once per record on the commit path).
+        return Record(
+            self.seq, self.kind, self.outcome, self.worker, self.invocation, self.event, self.view_hash,
+            self.patch, self.stage, self.reason, self.version, self.state_before, self.state_after,
+            self.usage, self.prev, self.meta, self.compute_hash(),
+        )  # fmt: skip
 
     @property
     def accepted(self) -> bool:

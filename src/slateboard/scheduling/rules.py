@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..kernel.canonical import JSON, canonical_str
+from ..kernel.cel import CelExpr, SharedContext
 from ..kernel.pointer import MISSING, resolve
 from .diagnostics import Diagnostic
 from .invocation import Invocation
@@ -159,6 +160,7 @@ class Scheduler:
         batch.diagnostics.extend(update.diagnostics)
         for event in events:
             event_json: JSON = None
+            shared: _EventContext | None = None
             for rule in self._event_rules:
                 trigger = rule.spec.on.op
                 if trigger != "any" and trigger != event.op:
@@ -171,8 +173,9 @@ class Scheduler:
                 if event_json is None:
                     event_json = {"op": event.op, "path": event.path, "version": event.version}
                 if rule.when is not None:
-                    ctx = _context(rule, event_json, event, binding, state)
-                    if not batch.condition(rule, ctx, event_json):
+                    if shared is None:
+                        shared = _EventContext(event_json, event, state)
+                    if not batch.condition(rule, shared.bind(rule.when, binding), event_json):
                         continue
                 batch.add(rule, event_json, binding)
         return Scheduled(batch.invocations, batch.diagnostics, update.events)
@@ -249,7 +252,7 @@ class _Batch:
         self.invocations: list[Invocation] = []
         self.diagnostics: list[Diagnostic] = []
 
-    def condition(self, rule: CompiledRule, ctx: dict[str, Any], event: JSON) -> bool:
+    def condition(self, rule: CompiledRule, ctx: dict[str, Any] | SharedContext, event: JSON) -> bool:
         assert rule.when is not None
         result = rule.when.test(ctx)
         if result.error is not None:
@@ -302,6 +305,40 @@ def _context(
     if expr.uses("state"):
         ctx["state"] = state
     return ctx
+
+
+class _EventContext:
+    """The CEL variables of one event, converted once for all the rules it triggers.
+
+    A plain dict is converted to CEL again at every evaluation; the rules of one event see the
+    same ``event``, ``value`` and ``state``, so each is bound once, when a rule first uses it
+    (a rule never pays for a variable it does not name). ``bindings`` differ per rule and are
+    bound again for each rule that uses them. An expression's result does not depend on
+    variables it does not name, and the budget estimate only counts the ones it names, so
+    each rule gets what it got from its own dict.
+    """
+
+    def __init__(self, event_json: JSON, event: Event, state: JSON) -> None:
+        self.event_json = event_json
+        self.event = event
+        self.state = state
+        self.ctx = SharedContext({})
+        self.bound: set[str] = set()
+
+    def bind(self, expr: CelExpr, binding: tuple[str, ...]) -> SharedContext:
+        """The shared context, with every variable ``expr`` names bound for this rule."""
+        for name in ("event", "value", "state"):
+            if name not in self.bound and expr.uses(name):
+                if name == "event":
+                    self.ctx.set(name, self.event_json)
+                elif name == "value":
+                    self.ctx.set(name, _value(self.event, self.state))
+                else:
+                    self.ctx.set(name, self.state)
+                self.bound.add(name)
+        if expr.uses("bindings"):
+            self.ctx.set("bindings", list(binding))
+        return self.ctx
 
 
 def _value(event: Event | None, state: JSON) -> JSON:

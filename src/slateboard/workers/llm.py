@@ -129,7 +129,12 @@ class LLMWorker:
         return [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
 
     def _blocks(
-        self, view: View, event: JSON, feedback: Feedback, constrained: bool | None
+        self,
+        view: View,
+        event: JSON,
+        feedback: Feedback,
+        constrained: bool | None,
+        payload: tuple[str, int] | None = None,
     ) -> tuple[list[PromptBlock], list[PromptBlock]]:
         if constrained is None:
             constrained = self.constrains(self.patch_schema(view)[1])
@@ -142,6 +147,7 @@ class LLMWorker:
             tools=self.tools,
             instruction=self.instruction,
             constrained=constrained,
+            payload=payload,
         )
 
     def constrains(self, used: str) -> bool:
@@ -220,7 +226,9 @@ class LLMWorker:
             view, allow_tools=bool(self.tools) and self.max_tool_calls > 0
         )
         constrained = self.constrains(first[1]) if first is not None else False
-        system, user = self._blocks(view, event, feedback, constrained)
+        # The board text is built once: the prompt shows it and the accounting counts its values.
+        payload = view_payload(view, constrained=constrained)
+        system, user = self._blocks(view, event, feedback, constrained, payload)
         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
         usages: list[Usage] = []
         calls: list[JSON] = []
@@ -228,9 +236,7 @@ class LLMWorker:
         diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
         # What the prompt is made of, in characters per block kind (for the token report:
         # schema/format/view framing are overhead, the view's values and the role are content).
-        diagnostics["prompt_chars"] = dict(
-            prompt_accounting(system, user, view_payload(view, constrained=constrained)[1])
-        )
+        diagnostics["prompt_chars"] = dict(prompt_accounting(system, user, payload[1]))
         raw = ""
         parsed: ParsedReply | None = None
         finish: str | None = None

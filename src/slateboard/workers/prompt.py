@@ -160,13 +160,14 @@ def view_payload(view: View, *, constrained: bool) -> tuple[str, int]:
             return view.render(), values
         shown = {k: v for k, v in orjson.loads(view.render()).items() if k != "rejections"}
         return canonical_str(shown), values
-    values = sum(len(v) if isinstance(v, str) else len(canonical_str(v)) for v in view.data.values())
     # A string value is shown as its text (a JSON string's quotes and escapes buy nothing here);
-    # anything else as canonical JSON.
-    lines = [
-        f"{pointer} = {value if isinstance(value, str) else canonical_str(value)}"
+    # anything else as canonical JSON. Each value is encoded once, for the line and the count.
+    texts = [
+        (pointer, value if isinstance(value, str) else canonical_str(value))
         for pointer, value in sorted(view.data.items())
     ]
+    values = sum(len(text) for _, text in texts)
+    lines = [f"{pointer} = {text}" for pointer, text in texts]
     for h in view.handles:
         what = f"{h.items} items" if h.items is not None else (h.summary or "")
         lines.append(f"{h.handle}: not shown ({what})")
@@ -197,6 +198,7 @@ def prompt_blocks(
     instruction: str | None = None,
     example_values: bool = False,
     constrained: bool = False,
+    payload: tuple[str, int] | None = None,
 ) -> tuple[list[PromptBlock], list[PromptBlock]]:
     """The system and user blocks of one invocation's prompt (``build_messages`` joins them).
 
@@ -204,7 +206,9 @@ def prompt_blocks(
     grammar enforces the patch shape, the writable paths and their value schemas): the prompt
     then carries a one-line shape hint instead of the patch rules, the example and the schema,
     and the view without its ``writable`` member. Every block appears once: rejections are
-    listed in the feedback block only, never also inside the rendered view."""
+    listed in the feedback block only, never also inside the rendered view.
+    ``payload`` is ``view_payload(view, constrained=constrained)`` when the caller already has it
+    (it is then not computed again)."""
     contract = blueprint.workers[worker]
     role = (instruction if instruction is not None else contract.spec.instruction).strip()
     system: list[PromptBlock] = []
@@ -248,7 +252,7 @@ def prompt_blocks(
             lines.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
         system.append(("tools", "\n".join(lines)))
     user: list[PromptBlock] = []
-    board, _ = view_payload(view, constrained=constrained)
+    board, _ = payload if payload is not None else view_payload(view, constrained=constrained)
     if constrained:
         user.append(("view", "Board:\n" + board))
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...kernel.canonical import JSON, canonical_str
@@ -156,7 +156,8 @@ def proposal_schema(
         props_top = dict(wrapper["properties"])
         props_top["expand"] = {"type": "array", "maxItems": 4, "items": {"enum": list(dict.fromkeys(handles))}}
         wrapper["properties"] = props_top
-    return replace(derived, schema=wrapper)
+    # Built directly (dataclasses.replace introspects the fields on every call: once per step).
+    return ConstrainedSchema(wrapper, derived.targets, derived.ops, derived.truncated, derived.paths, derived.defs)
 
 
 def _assemble(
