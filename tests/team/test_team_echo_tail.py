@@ -1,0 +1,52 @@
+"""The stuck detector's incremental tail (``EchoTail``): ``echo_check`` of what it keeps is
+``echo_check`` of the whole board, so a round's stuck check costs O(1) in the board's length."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from slateboard.team._control import EchoTail, echo_check
+
+
+def _board(rng: random.Random, size: int) -> list[dict[str, Any]]:
+    authors = ["a", "b", "c", "user", "system"]
+    texts = ["same", "same ", "other", "x"]
+    board: list[dict[str, Any]] = [{"id": "e1", "author": "user", "content": "the problem"}]
+    for i in range(2, size + 1):
+        if len(board) > 2 and rng.random() < 0.6:
+            # Echo the entry two before (A-B-A-B...; or A-A-A when it was A's): halts are likely.
+            echo = board[-2]
+            board.append({"id": f"e{i}", "author": echo["author"], "content": echo["content"]})
+            continue
+        author = rng.choice(authors[:2] if rng.random() < 0.6 else authors)
+        board.append({"id": f"e{i}", "author": author, "content": rng.choice(texts)})
+    return board
+
+
+@pytest.mark.parametrize(("repeats", "alternations"), [(5, 6), (2, 4), (3, 8), (0, 6), (5, 0), (1, 1)])
+def test_echo_check_of_the_tail_is_echo_check_of_the_whole_board(repeats: int, alternations: int) -> None:
+    rng = random.Random(repeats * 100 + alternations)
+    halts = 0
+    for _ in range(40):
+        board = _board(rng, rng.randint(1, 60))
+        tail = EchoTail(repeats=repeats, alternations=alternations)
+        # Synced as a run syncs it: after each appended entry, or a few at once.
+        end = 1
+        while end <= len(board):
+            kept = tail.sync(board[:end])
+            want = echo_check(board[:end], repeats=repeats, alternations=alternations)
+            assert echo_check(kept, repeats=repeats, alternations=alternations) == want
+            assert len(kept) <= max(repeats, 1) + max(alternations, 1)
+            halts += want is not None
+            end += rng.randint(1, 3)
+    if repeats >= 2 or alternations >= 4:
+        assert halts  # the boards do trigger the checks: the comparison is not all None == None
+
+
+def test_the_tail_is_empty_without_contributions() -> None:
+    tail = EchoTail(repeats=5, alternations=6)
+    assert tail.sync([{"id": "e1", "author": "user", "content": "p"}]) == []
+    assert tail.sync([{"id": "e1", "author": "user", "content": "p"}, {"id": "e2", "author": "system"}]) == []
