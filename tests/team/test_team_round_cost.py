@@ -1,5 +1,6 @@
-"""The stuck detector's incremental tail (``EchoTail``): ``echo_check`` of what it keeps is
-``echo_check`` of the whole board, so a round's stuck check costs O(1) in the board's length."""
+"""What a round reads of the board: the stuck detector's incremental tail (``EchoTail``:
+``echo_check`` of what it keeps is ``echo_check`` of the whole board, so a round's stuck check
+costs O(1) in the board's length), and round-robin control never renders the board."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from slateboard.team._control import EchoTail, echo_check
+from slateboard.models.scripted import ScriptedModel
+from slateboard.team import Agent
+from slateboard.team._control import EchoTail, TeamControl, echo_check
 
 
 def _board(rng: random.Random, size: int) -> list[dict[str, Any]]:
@@ -50,3 +53,30 @@ def test_the_tail_is_empty_without_contributions() -> None:
     tail = EchoTail(repeats=5, alternations=6)
     assert tail.sync([{"id": "e1", "author": "user", "content": "p"}]) == []
     assert tail.sync([{"id": "e1", "author": "user", "content": "p"}, {"id": "e2", "author": "system"}]) == []
+
+
+async def test_round_robin_never_renders_the_board_a_coordinator_reads_it() -> None:
+    def unrendered() -> str:
+        raise AssertionError("round-robin rendered the board")
+
+    plain = TeamControl(["a", "b"], {"a": "", "b": ""}, coordinator=None, model=None, instructions="", constrain=False)
+    picks = [(await plain.choose(r, unrendered)).decision.next_agent for r in (1, 2, 3)]
+    assert picks == ["a", "b", "a"]
+
+    seen: list[str] = []
+
+    def reply(messages: Any) -> str:
+        seen.append(messages[-1].content)
+        return '{"terminate": false, "next_agent": "b", "instruction": "go"}'
+
+    led = TeamControl(
+        ["a", "b"],
+        {"a": "", "b": ""},
+        coordinator=Agent("Coordinate."),
+        model=ScriptedModel([reply]),
+        instructions="Coordinate.",
+        constrain=False,
+    )
+    choice = await led.choose(1, lambda: "=== Public board ===\ne1 [problem] user: THE BOARD")
+    assert choice.decision.next_agent == "b"
+    assert "THE BOARD" in seen[0]
