@@ -8,10 +8,13 @@ import random
 from typing import Any
 
 import pytest
+from team_testkit import decision
 
 from slateboard.models.scripted import ScriptedModel
-from slateboard.team import Agent
-from slateboard.team._control import EchoTail, TeamControl, echo_check
+from slateboard.runtime.result import usage_by
+from slateboard.stores import open_store
+from slateboard.team import Agent, Team
+from slateboard.team._control import EchoTail, Tally, TeamControl, echo_check
 
 
 def _board(rng: random.Random, size: int) -> list[dict[str, Any]]:
@@ -80,3 +83,29 @@ async def test_round_robin_never_renders_the_board_a_coordinator_reads_it() -> N
     choice = await led.choose(1, lambda: "=== Public board ===\ne1 [problem] user: THE BOARD")
     assert choice.decision.next_agent == "b"
     assert "THE BOARD" in seen[0]
+
+
+async def test_the_result_counts_the_log_the_store_holds() -> None:
+    """The result's usage and turns come from the session's records, not a re-read of the store:
+    the same numbers, approvals (appended beside the engine) included."""
+    store = await open_store("memory://")
+    try:
+        coordinator = ScriptedModel(
+            [decision(agent="a"), decision(agent="b"), decision(agent="a"), decision(terminate=True)]
+        )
+        team = Team.blackboard(
+            {"a": Agent("x", model=ScriptedModel(["A1", "A2"])), "b": Agent("y", model=ScriptedModel(["B1"]))},
+            coordinator=Agent("c", model=coordinator),
+            max_rounds=5,
+            store=store,
+            approval=lambda request: request.agent == "a",
+        )
+        result = await team.run("task")
+        records = await store.read_records(result.board_id)
+        assert any(r.kind == "approval" for r in records)
+        assert result.usage == usage_by(records, "component") and result.usage["coordinator"].calls == 4
+        assert result.usage_by_agent == usage_by([r for r in records if r.kind == "proposal"], "worker")
+        assert result.turns == Tally().fold(records).calls == 7
+        assert [e["content"] for e in result.public[1:]] == ["A1", "A2"]
+    finally:
+        await store.close()

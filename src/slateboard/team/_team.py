@@ -1342,7 +1342,9 @@ class _BlackboardRun:
         return await self._result(end_reason, final, interrupted=interrupted)
 
     async def _result(self, end_reason: str, final: str, *, interrupted: bool) -> TeamResult:
-        records = await self.store.read_records(self.board_id)
+        # The session noted every record of the board (loaded, appended, or caught up after an
+        # approval appended beside the engine): no decoding of the whole log from the store.
+        records = self.session.history
         return TeamResult(
             output=final,
             board_id=self.board_id,
