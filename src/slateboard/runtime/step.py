@@ -406,6 +406,21 @@ class StepEngine:
                 inv, reason, owner=owner, lease_s=lease_s, meta=meta, stored=stored, claim_next=claim_next
             )
 
+    def view(self, inv: Invocation) -> View:
+        """The view ``inv``'s worker gets now: the committed state it may read, within its
+        budget (a circuit "tighten" budget when one is set), with its recent rejections and
+        the handles it asked to expand (consumed: the next view does not expand them again)."""
+        return build_view(
+            self.blueprint,
+            inv.worker,
+            readable_state(self.blueprint, inv.worker, self.kernel.state),
+            self.kernel.version,
+            event=inv.event,
+            rejections=list(self.accounts.rejections[inv.worker]),
+            expand=self.expand.pop(inv.worker, ()),
+            budget=self.accounts.budgets.get(inv.worker),
+        )
+
     async def _step(
         self,
         inv: Invocation,
@@ -419,16 +434,7 @@ class StepEngine:
     ) -> StepOutcome:
         worker = self.workers[inv.worker]
         with telemetry.span("slateboard.view") as sp:  # telemetry hook (issue 17)
-            view = build_view(
-                self.blueprint,
-                inv.worker,
-                readable_state(self.blueprint, inv.worker, self.kernel.state),
-                self.kernel.version,
-                event=inv.event,
-                rejections=list(self.accounts.rejections[inv.worker]),
-                expand=self.expand.pop(inv.worker, ()),
-                budget=self.accounts.budgets.get(inv.worker),
-            )
+            view = self.view(inv)
             telemetry.record_view(sp, view)
         self.emit(INVOCATION_STARTED, invocation=inv.id, worker=inv.worker, version=view.version, reason=reason)
         reply = await self._propose(worker, view, inv, owner, lease_s)

@@ -585,10 +585,13 @@ class DeciderWorker:
         """The blueprint worker that writes the answer."""
         return DECIDER_WORKER
 
-    def _public(self, view: View) -> list[dict[str, Any]]:
+    def _public(self, view: View) -> Sequence[Mapping[str, Any]]:
         state = self.state() if self.state is not None else None
-        if isinstance(state, dict) and isinstance(state.get("public"), list):
-            return [e for e in state["public"] if isinstance(e, dict)]
+        public = state.get("public") if isinstance(state, dict) else None
+        if isinstance(public, list):
+            # The committed list itself (read only: fallback_answer scans it from the end); the
+            # board's schema makes every entry an object, so no filtered copy of the board.
+            return public
         return _entries_only(_shown_at(view, "/public")[0])
 
     def prompt(self, view: View) -> str:

@@ -15,7 +15,8 @@ either way. ``Progress`` is where a logged run stands (for ``Team.resume``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..kernel.canonical import JSON
@@ -41,6 +42,7 @@ __all__ = [
     "DECIDE_INVOCATION",
     "DEFAULT_MAX_REPEATS",
     "Choice",
+    "EchoTail",
     "Progress",
     "Tally",
     "TeamControl",
@@ -131,11 +133,13 @@ class TeamControl:
         self.instructions = instructions
         self.constrain = constrain
 
-    async def choose(self, round_num: int, board: str) -> Choice:
-        """The decision of round ``round_num`` given the board's text."""
+    async def choose(self, round_num: int, board: Callable[[], str]) -> Choice:
+        """The decision of round ``round_num``; ``board`` renders the board's text, and is called
+        only when a coordinator reads it (round-robin reads nothing: rendering the board every
+        round would cost O(view budget) for nothing)."""
         if self.coordinator is None or self.model is None:
             return Choice(round_robin_decision(self.names, round_num), Usage(component="coordinator"), None)
-        prompt = coordinator_prompt(self.instructions, self.roles, board)
+        prompt = coordinator_prompt(self.instructions, self.roles, board())
         schema = coordinator_schema(self.names) if self.constrain else None
         reply = await run_agent(self.coordinator, self.model, prompt, json_schema=schema)
         usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "coordinator")
@@ -240,6 +244,42 @@ class Progress:
 def _text(entry: Mapping[str, JSON]) -> str:
     content = entry.get("content")
     return content.strip() if isinstance(content, str) else ""
+
+
+def _author_key(entry: Mapping[str, JSON]) -> tuple[bool, str]:
+    # The schema makes authors strings; anything else is keyed apart so no two authors merge.
+    author = entry.get("author")
+    return (True, author) if isinstance(author, str) else (False, repr(author))
+
+
+class EchoTail:
+    """The part of a growing public board that ``echo_check`` reads, kept incrementally.
+
+    ``sync(public)`` notes the entries appended since the last call (the board is append-only)
+    and returns, in board order, the last ``alternations`` contributions and the last ``repeats``
+    contributions of the latest contribution's author: ``echo_check`` of that list is
+    ``echo_check`` of the whole board (it reads nothing else), at a cost independent of the
+    board's length (O(entries appended since the last call))."""
+
+    def __init__(self, *, repeats: int, alternations: int) -> None:
+        self.repeats = max(repeats, 1)
+        self.seen = 0
+        self.recent: deque[tuple[int, Mapping[str, JSON]]] = deque(maxlen=max(alternations, 1))
+        self.mine: dict[tuple[bool, str], deque[tuple[int, Mapping[str, JSON]]]] = {}
+
+    def sync(self, public: Sequence[JSON]) -> list[Mapping[str, JSON]]:
+        """The contributions ``echo_check`` reads of ``public`` (see the class docstring)."""
+        for pos in range(self.seen, len(public)):
+            entry = public[pos]
+            if isinstance(entry, dict) and entry.get("author") not in (USER_AUTHOR, SYSTEM_AUTHOR):
+                self.recent.append((pos, entry))
+                self.mine.setdefault(_author_key(entry), deque(maxlen=self.repeats)).append((pos, entry))
+        self.seen = len(public)
+        if not self.recent:
+            return []
+        merged = dict(self.recent)
+        merged.update(self.mine[_author_key(self.recent[-1][1])])
+        return [merged[pos] for pos in sorted(merged)]
 
 
 def echo_check(public: Sequence[Mapping[str, JSON]], *, repeats: int, alternations: int) -> CircuitAction | None:

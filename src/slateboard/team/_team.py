@@ -61,7 +61,6 @@ from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
 from ..stores import open_store
 from ..stores.base import AgendaChanges, Store
-from ..views import View, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, bounded_board
 from ._board import (
@@ -81,6 +80,7 @@ from ._control import (
     DECIDE_INVOCATION,
     DEFAULT_MAX_REPEATS,
     Choice,
+    EchoTail,
     Progress,
     Tally,
     TeamControl,
@@ -747,6 +747,7 @@ class _BlackboardRun:
         self.session: BoardSession
         self.control: TeamControl
         self.decider: DeciderWorker
+        self.echo: EchoTail
 
     # -- plumbing -----------------------------------------------------------------------------
     async def emit(self, kind: str, **data: JSON) -> None:
@@ -767,10 +768,12 @@ class _BlackboardRun:
     def kernel(self) -> Kernel:
         return self.session.kernel
 
-    def public(self) -> list[dict[str, Any]]:
+    def public(self) -> list[Any]:
+        """The committed public board: the kernel state's own list, not a copy (a round must
+        not cost O(board)); read it, count it or slice its tail, never change it."""
         state = self.kernel.state
-        assert isinstance(state, dict)
-        return [e for e in state["public"] if isinstance(e, dict)]
+        assert isinstance(state, dict) and isinstance(state["public"], list)
+        return state["public"]
 
     async def open(self) -> None:
         """Load the board into a session whose workers are the team's agents and decider."""
@@ -795,6 +798,9 @@ class _BlackboardRun:
         )
         self.session.engine.worker_timeout = None
         await self.session.load()
+        self.echo = EchoTail(
+            repeats=team.max_repeats, alternations=self.session.blueprint.spec.circuit.max_alternations
+        )
         self.control = TeamControl(
             list(team.agents),
             {n: a.instructions for n, a in team.agents.items()},
@@ -949,7 +955,7 @@ class _BlackboardRun:
         """Ask the control unit, then log its decision: one ``control`` record whose append also
         pushes the chosen agent's turn on the agenda (and cancels leftover work: a turn the
         circuit policy queued for an agent carries its feedback into that agent's next turn)."""
-        choice = await self.control.choose(round_num, bounded_board(self.public(), self.team.view_budget))
+        choice = await self.control.choose(round_num, lambda: bounded_board(self.public(), self.team.view_budget))
         agent = choice.decision.next_agent
         leftovers = [i for i in self.session.agenda.eligible() if i.id != DECIDE_INVOCATION]
         feedback = next((i.feedback for i in leftovers if i.worker == agent and i.feedback), None)
@@ -1066,7 +1072,7 @@ class _BlackboardRun:
         claimed = [await self._claim(t) for t in turns]
         for inv in claimed:
             await self.emit(INVOKING, round=round_num, agent=inv.worker)
-        views = [self._view(inv) for inv in claimed]
+        views = [self.session.engine.view(inv) for inv in claimed]
         keeper = asyncio.create_task(self._keep_leases([inv.id for inv in claimed]))
         calls = [
             asyncio.ensure_future(self.session.engine.workers[inv.worker].propose(v, inv.event, feedback=inv.feedback))
@@ -1099,20 +1105,6 @@ class _BlackboardRun:
             outcome = await self.session.engine.decide(inv, proposal, reply=reply)
             assert outcome.record is not None  # Solo: never dropped
             await self._taken(inv.worker, round_num, outcome.record, reply)
-
-    def _view(self, inv: Invocation) -> View:
-        """The view of ``inv``'s worker now, built as the step engine builds it."""
-        engine = self.session.engine
-        return build_view(
-            engine.blueprint,
-            inv.worker,
-            readable_state(engine.blueprint, inv.worker, self.kernel.state),
-            self.kernel.version,
-            event=inv.event,
-            rejections=list(engine.accounts.rejections[inv.worker]),
-            expand=engine.expand.pop(inv.worker, ()),
-            budget=engine.accounts.budgets.get(inv.worker),
-        )
 
     async def _keep_leases(self, invocation_ids: Sequence[str]) -> None:
         """Extend the leases on a parallel round's turns while their models run."""
@@ -1192,26 +1184,13 @@ class _BlackboardRun:
             )
             await self.emit(WITHHELD, round=round_num, agent=agent, path=where)
             return
-        entry_id = f"e{len(self.public()) + 1}"
-        public = make_entry(entry_id, SYSTEM_AUTHOR, released, kind=RELEASED_KIND, at=self.team.clock())
-
-        def prepare() -> Decision:
-            return self.kernel.prepare(
-                Proposal(
-                    SYSTEM_WORKER,
-                    [
-                        {"op": "add", "path": "/public/-", "value": public},
-                        {"op": "add", "path": f"/signatures/{SYSTEM_AUTHOR}", "value": entry_id},
-                    ],
-                    viewed_version=self.kernel.version,
-                    invocation=round_id(round_num),
-                    event={"kind": "quarantine", "round": round_num, "path": where},
-                    usage=Usage(component="system"),
-                    meta={**meta, "event": RELEASED},
-                )
-            )
-
-        rec = await self.transact(prepare)
+        rec = await self._post_system(
+            round_num,
+            released,
+            kind=RELEASED_KIND,
+            event={"kind": "quarantine", "round": round_num, "path": where},
+            meta={**meta, "event": RELEASED},
+        )
         if rec.outcome == "accepted":
             await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:_PREVIEW])
         else:
@@ -1270,7 +1249,8 @@ class _BlackboardRun:
         """The classic board's stuck detector (``echo_check``) after a contribution: a halt is
         logged as a ``circuit`` record, like the circuit policy's, and ends the run."""
         spec = self.session.blueprint.spec.circuit
-        action = echo_check(self.public(), repeats=self.team.max_repeats, alternations=spec.max_alternations)
+        tail = self.echo.sync(self.public())  # what echo_check reads of the board, kept incrementally
+        action = echo_check(tail, repeats=self.team.max_repeats, alternations=spec.max_alternations)
         if action is None or self.session.halted:
             return
         await self.transact(
@@ -1279,8 +1259,16 @@ class _BlackboardRun:
 
     # -- system entries, the decider, the end -------------------------------------------------
     async def _post_error(self, round_num: int, message: str) -> None:
+        event: dict[str, JSON] = {"kind": "coordinator", "round": round_num}
+        await self._post_system(round_num, message, kind="error", event=event, meta={"round": round_num})
+
+    async def _post_system(
+        self, round_num: int, content: str, *, kind: str, event: dict[str, JSON], meta: dict[str, JSON]
+    ) -> Record:
+        """Append one ``system`` entry (an error, a released quarantined entry) to the public
+        board, signed by the system worker, through the kernel: the record it logged."""
         entry_id = f"e{len(self.public()) + 1}"
-        entry = make_entry(entry_id, SYSTEM_AUTHOR, message, kind="error", at=self.team.clock())
+        entry = make_entry(entry_id, SYSTEM_AUTHOR, content, kind=kind, at=self.team.clock())
 
         def prepare() -> Decision:
             return self.kernel.prepare(
@@ -1292,13 +1280,13 @@ class _BlackboardRun:
                     ],
                     viewed_version=self.kernel.version,
                     invocation=round_id(round_num),
-                    event={"kind": "coordinator", "round": round_num},
+                    event=event,
                     usage=Usage(component="system"),
-                    meta={"round": round_num},
+                    meta=meta,
                 )
             )
 
-        await self.transact(prepare)
+        return await self.transact(prepare)
 
     async def _decide(self) -> str:
         """The decider's turn (its invocation pushed on the agenda, claimed, one step); on a
@@ -1354,7 +1342,9 @@ class _BlackboardRun:
         return await self._result(end_reason, final, interrupted=interrupted)
 
     async def _result(self, end_reason: str, final: str, *, interrupted: bool) -> TeamResult:
-        records = await self.store.read_records(self.board_id)
+        # The session noted every record of the board (loaded, appended, or caught up after an
+        # approval appended beside the engine): no decoding of the whole log from the store.
+        records = self.session.history
         return TeamResult(
             output=final,
             board_id=self.board_id,
