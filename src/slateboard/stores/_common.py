@@ -146,26 +146,28 @@ def decode_record(data: bytes | memoryview | None, where: str, seq: int) -> Reco
     return rec
 
 
-def encode_invocation(inv: Invocation) -> bytes:
-    """Canonical JSON of an invocation (the row keeps its queryable fields as columns too)."""
+def encode_invocation(inv: Invocation, *, compress: bool = True) -> bytes:
+    """Canonical JSON of an invocation (the row keeps its queryable fields as columns too),
+    deflated with the invocation dictionary when ``compress`` and that is smaller."""
     try:
-        return pack_small(canonical_bytes(inv.to_json()), DICT_INVOCATION)
+        raw = canonical_bytes(inv.to_json())
     except CanonicalError as exc:
         raise StoreError(f"invocation {inv.id!r} is not storable as JSON: {exc}") from None
+    return pack_small(raw, DICT_INVOCATION) if compress else raw
 
 
 def decode_invocation(data: bytes | memoryview | None, status: str, attempts: int, where: str) -> Invocation:
     """Rebuild an invocation from its row (status and attempts come from the columns)."""
     value = decode_json(data, where)
+    if isinstance(value, dict):
+        # The columns win over the blob: set them before building the object, instead of a
+        # dataclasses.replace afterwards (which introspects the fields on every call, and a
+        # claim always changes the status).
+        value["status"], value["attempts"] = status, attempts
     try:
-        inv = Invocation.from_json(value)
+        return Invocation.from_json(value)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StoreCorrupt(where, f"invocation row is malformed ({type(exc).__name__}: {exc})") from None
-    if inv.status != status or inv.attempts != attempts:
-        from dataclasses import replace
-
-        inv = replace(inv, status=status, attempts=attempts)
-    return inv
 
 
 def expected_version_after(record: Record, version: int) -> int:

@@ -76,8 +76,9 @@ class SnapshotSource:
     records: list[tuple[int, bytes]]
 
 
-def build_snapshot_blob(where: str, src: SnapshotSource) -> tuple[Snapshot, bytes] | None:
-    """Decode ``src``, replay its records and encode the result (CPU only: run in a thread)."""
+def build_snapshot_blob(where: str, src: SnapshotSource, compress: bool = True) -> tuple[Snapshot, bytes] | None:
+    """Decode ``src``, replay its records and encode the result, compressed when ``compress``
+    (CPU only: run in a thread)."""
     start = None
     if src.snapshot is not None:
         blob, version, seq, last_hash, state_hash = src.snapshot
@@ -87,7 +88,7 @@ def build_snapshot_blob(where: str, src: SnapshotSource) -> tuple[Snapshot, byte
     snap = c.build_snapshot(where, start, initial, records)
     if snap is None or snap is start:
         return None
-    return snap, c.encode_json(snap.state)
+    return snap, c.encode_json(snap.state, compress=compress)
 
 
 class StoreBackend:
@@ -95,6 +96,10 @@ class StoreBackend:
 
     url: str
     snapshot_every: int
+    compresses: bool = True
+    """Whether blobs are deflated before they are stored. A durable store trades CPU for bytes
+    on disk; the memory store keeps canonical JSON as is (nothing persists, and the bytes it
+    returns on reads are the same either way: ``unpack`` leaves plain JSON alone)."""
 
     def _init_backend(self) -> None:
         self._snap_hint: dict[str, int] = {}
@@ -103,8 +108,8 @@ class StoreBackend:
         self._stats = [0, 0, 0]  # appends, flushes, batches
 
     # -- prologues --------------------------------------------------------------------------------
-    @staticmethod
     def prepare_board(
+        self,
         blueprint: dict[str, Any],
         initial_state: JSON,
         *,
@@ -117,14 +122,14 @@ class StoreBackend:
         return NewBoard(
             board_id or uuid.uuid4().hex,
             name if name is not None else str(blueprint.get("name", "board")),
-            c.encode_json(blueprint),
-            c.encode_json(initial_state),
+            c.encode_json(blueprint, compress=self.compresses),
+            c.encode_json(initial_state, compress=self.compresses),
             c.json_meta(meta),
-            [(inv, c.encode_invocation(inv)) for inv in agenda],
+            [(inv, c.encode_invocation(inv, compress=self.compresses)) for inv in agenda],
         )
 
-    @staticmethod
     def prepare_append(
+        self,
         board_id: str,
         record: Record,
         *,
@@ -137,13 +142,14 @@ class StoreBackend:
         raw = c.sealed_bytes(record)  # checks the seal with the same encoding it stores
         c.check_changes(board_id, agenda)
         changes = agenda or AgendaChanges()
+        zipped = self.compresses
         return NewRecord(
             board_id,
             record,
-            c.pack_small(raw, c.DICT_RECORD),
+            c.pack_small(raw, c.DICT_RECORD) if zipped else raw,
             changes,
-            [(inv, c.encode_invocation(inv)) for inv in changes.push],
-            [(inv, c.encode_invocation(inv)) for inv in changes.requeue],
+            [(inv, c.encode_invocation(inv, compress=zipped)) for inv in changes.push] if changes.push else [],
+            [(inv, c.encode_invocation(inv, compress=zipped)) for inv in changes.requeue] if changes.requeue else [],
             expected_version,
             state is not None,
             claim,
@@ -206,7 +212,9 @@ class StoreBackend:
                     src = await self._snapshot_source(board_id, seq)
                     if src is None:
                         continue
-                    built = await asyncio.to_thread(build_snapshot_blob, self._snapshot_where(board_id), src)
+                    built = await asyncio.to_thread(
+                        build_snapshot_blob, self._snapshot_where(board_id), src, self.compresses
+                    )
                     if built is not None:
                         await self._put_snapshot(board_id, *built)
                 except Exception as exc:

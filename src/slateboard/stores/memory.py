@@ -1,10 +1,10 @@
 """In-process store for tests and throwaway boards (``memory://``).
 
 Same guarantees as the durable backends except durability: everything lives in this process.
-Values are kept in their encoded form, so callers never share objects with the store. Every
-method runs without yielding to the event loop while it reads or writes, and a thread lock
-guards the data, so each call is atomic; an append validates everything before it changes
-anything, so a failing append leaves no trace.
+Values are kept in their encoded form (canonical JSON bytes, not deflated: nothing persists), so
+callers never share objects with the store. Every method runs without yielding to the event loop
+while it reads or writes, and a thread lock guards the data, so each call is atomic; an append
+validates everything before it changes anything, so a failing append leaves no trace.
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ class _Board:
 
 class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
     """A Store kept in process memory (see module docstring)."""
+
+    compresses = False  # nothing persists: deflating would only cost CPU
 
     def __init__(self, url: str = "memory://", *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY) -> None:
         self._init_backend()
@@ -368,7 +370,7 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
     ) -> None:
         """See Store.write_snapshot."""
-        blob = c.encode_json(state)
+        blob = c.encode_json(state, compress=False)
         with self._lock:
             board = self._board(board_id)
             if seq < 1 or seq > board.seq:
@@ -386,7 +388,7 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
     # -- agenda -----------------------------------------------------------------------------------
     async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
         """See Store.push_invocations."""
-        rows = [(inv, c.encode_invocation(inv)) for inv in invocations]
+        rows = [(inv, c.encode_invocation(inv, compress=False)) for inv in invocations]
         with self._lock:
             added = self._push(self._board(board_id), rows)
         if added:
