@@ -560,32 +560,56 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     def _append_tx(self, db: sqlite3.Connection, job: NewRecord) -> tuple[int, Claim | None]:
         board_id, record = job.board_id, job.record
-        row = db.execute(
-            "SELECT version, last_seq, last_hash, snapshot_seq FROM boards WHERE board_id = ?", (board_id,)
-        ).fetchone()
+        expected_version = job.expected_version
+        row = None
+        if expected_version is None or expected_version == job.prev_version:
+            # The CAS as one statement: the UPDATE matches only when the record continues the
+            # stored log (seq, hash and version; ``prev_version`` is the version check_position
+            # wants the board at), so the common case needs no SELECT first.
+            row = db.execute(
+                "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ?"
+                " WHERE board_id = ? AND last_seq = ? AND last_hash = ? AND version = ?"
+                " RETURNING snapshot_seq, status",
+                (
+                    record.version,
+                    record.seq,
+                    record.hash,
+                    c.now(),
+                    board_id,
+                    record.seq - 1,
+                    record.prev,
+                    job.prev_version,
+                ),
+            ).fetchone()
         if row is None:
-            raise BoardNotFound(board_id)
-        c.check_position(
-            board_id,
-            record,
-            last_seq=int(row[1]),
-            last_hash=row[2],
-            version=int(row[0]),
-            expected_version=job.expected_version,
-        )
+            # Not appended: read the board to say why (the same checks, in the same order).
+            old = db.execute(
+                "SELECT version, last_seq, last_hash FROM boards WHERE board_id = ?", (board_id,)
+            ).fetchone()
+            if old is None:
+                raise BoardNotFound(board_id)
+            c.check_position(
+                board_id,
+                record,
+                last_seq=int(old[1]),
+                last_hash=old[2],
+                version=int(old[0]),
+                expected_version=expected_version,
+            )
+            raise Conflict(board_id, f"record {record.seq} does not continue the log", actual_seq=int(old[1]))
         db.execute("INSERT INTO records (board_id, seq, data) VALUES (?, ?, ?)", (board_id, record.seq, job.data))
-        db.execute(
-            "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ? WHERE board_id = ?",
-            (record.version, record.seq, record.hash, c.now(), board_id),
-        )
-        _apply_agenda(db, board_id, record.seq, job.changes, job.requeues)
-        _push(db, board_id, job.pushes)
+        if job.changes.complete or job.changes.cancel or job.requeues:
+            _apply_agenda(db, board_id, record.seq, job.changes, job.requeues)
+        if job.pushes:
+            _push(db, board_id, job.pushes)
         got = None
         if job.claim is not None:
             req = job.claim
             t = c.now() if req.now is None else req.now
-            got = self._claim_tx(db, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id)
-        return int(row[3]), got
+            got = self._claim_tx(
+                db, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id, board_status=row[1]
+            )
+        return int(row[0]), got
 
     async def _snapshot_source(self, board_id: str, seq: int) -> SnapshotSource | None:
         def q(db: sqlite3.Connection) -> SnapshotSource | None:
@@ -730,7 +754,11 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         lease_s: float,
         worker_names: Sequence[str] | None,
         invocation_id: str | None,
+        *,
+        board_status: str | None = None,
     ) -> Claim | None:
+        """Lease the best claimable invocation (of ``board_id``, or of any running board);
+        ``board_status``: the board's status when the caller read it in this transaction."""
         # ``status IN ('pending', 'claimed')`` is spelt out so the planner uses the partial
         # indexes over live invocations (migration 3), whatever the board's history.
         where = [SQLITE.claimable()]
@@ -745,10 +773,12 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             where.append("i.id = ?")
             params.append(invocation_id)
         if board_id is not None:
-            status = db.execute("SELECT status FROM boards WHERE board_id = ?", (board_id,)).fetchone()
-            if status is None:
-                raise BoardNotFound(board_id)
-            if status[0] != "running":
+            if board_status is None:
+                status = db.execute("SELECT status FROM boards WHERE board_id = ?", (board_id,)).fetchone()
+                if status is None:
+                    raise BoardNotFound(board_id)
+                board_status = status[0]
+            if board_status != "running":
                 return None
             sql = f"SELECT i.rowid FROM invocations i WHERE i.board_id = ? AND {' AND '.join(where)}"
             params.insert(0, board_id)
@@ -913,6 +943,14 @@ def _apply_agenda(
     requeues: Sequence[tuple[Invocation, bytes]],
 ) -> None:
     for inv_id in changes.complete:
+        # Complete a live invocation in one statement; only when none matched, read why.
+        done = db.execute(
+            "UPDATE invocations SET status = 'done', done_seq = ?, owner = NULL, lease_until = NULL"
+            " WHERE board_id = ? AND id = ? AND status IN ('pending', 'claimed') RETURNING 1",
+            (seq, board_id, inv_id),
+        ).fetchone()
+        if done is not None:
+            continue
         row = db.execute(
             "SELECT status, done_seq FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)
         ).fetchone()
@@ -920,13 +958,7 @@ def _apply_agenda(
             raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
         if row[0] == DONE:
             raise DuplicateInvocationCommit(board_id, inv_id, None if row[1] is None else int(row[1]))
-        if row[0] == CANCELLED:
-            raise AgendaError(f"board {board_id}: cannot complete cancelled invocation {inv_id!r}")
-        db.execute(
-            "UPDATE invocations SET status = 'done', done_seq = ?, owner = NULL, lease_until = NULL"
-            " WHERE board_id = ? AND id = ?",
-            (seq, board_id, inv_id),
-        )
+        raise AgendaError(f"board {board_id}: cannot complete {row[0]} invocation {inv_id!r}")
     for inv_id in changes.cancel:
         row = db.execute("SELECT status FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)).fetchone()
         if row is None:
