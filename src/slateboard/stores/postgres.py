@@ -450,14 +450,19 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 expected_version=expected_version,
             )
             raise Conflict(board_id, f"record {record.seq} does not continue the log", actual_seq=info.seq)
-        await self._apply_agenda(conn, board_id, record.seq, changes, job.requeues)
-        added = await self._push(conn, board_id, job.pushes)
+        if changes.complete or changes.cancel or job.requeues:
+            await self._apply_agenda(conn, board_id, record.seq, changes, job.requeues)
+        # Each push sends the work notification in its own statement when it adds a row (one
+        # round trip less than a separate NOTIFY; repeats are folded by the server at commit).
+        added = await self._push(conn, board_id, job.pushes, notify=self.channel) if job.pushes else []
         got = None
         if job.claim is not None:
             req = job.claim
             t = c.now() if req.now is None else req.now
-            got = await self._claim_tx(conn, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id)
-        if added or job.requeues:
+            got = await self._claim_tx(
+                conn, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id, board_known=True
+            )
+        if job.requeues and not added:
             await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
         return int(row[0]), got
 
@@ -533,13 +538,27 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             await _requeue_row(conn, board_id, inv.id, blob, inv.attempts)
 
     @staticmethod
-    async def _push(conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]]) -> list[str]:
+    async def _push(
+        conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]], *, notify: str | None = None
+    ) -> list[str]:
+        """Insert pending invocations (skipping taken ids and pending keys); the ids added.
+        ``notify``: a channel that gets ``NOTIFY <channel>, board_id`` for each row added."""
         added: list[str] = []
+        sql = POSTGRES.insert_invocation
+        if notify is not None:
+            sql = f"WITH ins AS ({sql}) SELECT id, pg_notify(%s, %s) FROM ins"
         for inv, blob in rows:
-            cur = await conn.execute(
-                POSTGRES.insert_invocation,
-                (board_id, inv.id, inv.key, inv.worker, inv.priority, inv.order, inv.attempts, blob),
+            params: tuple[Any, ...] = (
+                board_id,
+                inv.id,
+                inv.key,
+                inv.worker,
+                inv.priority,
+                inv.order,
+                inv.attempts,
+                blob,
             )
+            cur = await conn.execute(sql, params if notify is None else (*params, notify, board_id))
             if await cur.fetchone() is not None:
                 added.append(inv.id)
         return added
@@ -656,7 +675,11 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         lease_s: float,
         worker_names: Sequence[str] | None,
         invocation_id: str | None,
+        *,
+        board_known: bool = False,
     ) -> Claim | None:
+        """Lease the best claimable invocation; ``board_known``: the caller's transaction has
+        already found ``board_id`` (no lookup for ``BoardNotFound``)."""
         until = t + lease_s
         # ``status IN ('pending', 'claimed')`` is spelt out so the planner can use the partial
         # indexes over live invocations (migrations 2 and 3), whatever the board's history.
@@ -673,7 +696,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         if invocation_id is not None:
             where.append("i2.id = %s")
             params.append(invocation_id)
-        if board_id is not None:
+        if board_id is not None and not board_known:
             await self._board_row(conn, board_id)
         cur = await conn.execute(
             "UPDATE invocations i SET status = 'claimed', owner = %s, lease_until = %s, claims = i.claims + 1"
