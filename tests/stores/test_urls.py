@@ -65,7 +65,13 @@ async def test_sqlite_claims_and_agenda_reads_use_the_live_invocation_index(tmp_
     assert await s.claim(None, owner="o") is not None
     assert len(await s.agenda(board.board_id)) == 2
     await s.close()
-    selects = [q for q in seen if q.lstrip().upper().startswith("SELECT") and "invocations" in q]
+    # The reads of invocations, and the claims' pick-and-lease UPDATEs (their pick is a subquery).
+    selects = [
+        q
+        for q in seen
+        if "invocations" in q
+        and (q.lstrip().upper().startswith("SELECT") or (q.lstrip().upper().startswith("UPDATE") and "(SELECT" in q))
+    ]
     assert len(selects) == 3, seen
     db = sqlite3.connect(tmp_path / "plan.db")
     for sql in selects:

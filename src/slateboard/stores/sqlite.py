@@ -787,15 +787,17 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
                 "SELECT i.rowid FROM invocations i JOIN boards b ON b.board_id = i.board_id"
                 f" WHERE b.status = 'running' AND {' AND '.join(where)}"
             )
-        row = db.execute(f"{sql} ORDER BY i.priority DESC, i.ord, i.rowid LIMIT 1", params).fetchone()
-        if row is None:
-            return None
         until = t + lease_s
+        # Pick and lease in one statement (the connection holds the write lock: nobody can take
+        # the row between the pick and the update).
         got = db.execute(
             "UPDATE invocations SET status = 'claimed', owner = ?, lease_until = ?, claims = claims + 1"
-            " WHERE rowid = ? RETURNING board_id, data, attempts, claims",
-            (owner, until, row[0]),
+            f" WHERE rowid = ({sql} ORDER BY i.priority DESC, i.ord, i.rowid LIMIT 1)"
+            " RETURNING board_id, data, attempts, claims",
+            (owner, until, *params),
         ).fetchone()
+        if got is None:
+            return None
         inv = c.decode_invocation(got[1], CLAIMED, int(got[2]), f"{self.path} board {got[0]}")
         return Claim(got[0], inv, owner, until, int(got[3]))
 
