@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import psycopg
-from psycopg import AsyncConnection, errors
+from psycopg import AsyncConnection, AsyncCursor, errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..kernel.canonical import JSON
@@ -417,28 +417,53 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
     async def _append_tx(self, conn: Conn, job: NewRecord) -> tuple[int, Claim | None]:
         board_id, record, changes = job.board_id, job.record, job.changes
         expected_version = job.expected_version
-        # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
-        cur = await conn.execute(
-            "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
-            " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
-            " RETURNING snapshot_seq)"
-            " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
-            " RETURNING (SELECT snapshot_seq FROM b)",
-            (
-                record.version,
-                record.seq,
-                record.hash,
-                c.now(),
-                board_id,
-                record.seq - 1,
-                record.prev,
-                job.prev_version if expected_version is None else expected_version,
-                board_id,
-                record.seq,
-                job.data,
-            ),
-        )
-        row = await cur.fetchone()
+        simple = not changes.cancel and not job.requeues
+        claim_q = None
+        if job.claim is not None:
+            req = job.claim
+            t = c.now() if req.now is None else req.now
+            claim_q = self._claim_query(board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id)
+        row = None
+        done: set[str] = set()
+        added: list[str] = []
+        got = None
+        if expected_version is None or expected_version == job.prev_version:
+            # The common append (complete, push, claim) is sent as one pipeline: one round trip
+            # instead of one per statement. Its statements run even when the CAS refuses; then
+            # this raises below and the caller rolls the transaction (or savepoint) back.
+            async with contextlib.AsyncExitStack() as stack:
+                if simple:
+                    await stack.enter_async_context(conn.pipeline())
+                cur = await conn.execute(
+                    # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
+                    "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
+                    " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
+                    " RETURNING snapshot_seq)"
+                    " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
+                    " RETURNING (SELECT snapshot_seq FROM b)",
+                    (
+                        record.version,
+                        record.seq,
+                        record.hash,
+                        c.now(),
+                        board_id,
+                        record.seq - 1,
+                        record.prev,
+                        job.prev_version,
+                        board_id,
+                        record.seq,
+                        job.data,
+                    ),
+                )
+                if simple:
+                    done_cur = await self._complete(conn, board_id, record.seq, changes.complete)
+                    push_curs = await self._send_push(conn, board_id, job.pushes, notify=self.channel)
+                    claim_cur = None if claim_q is None else await conn.execute(*claim_q)
+                row = await cur.fetchone()
+                if row is not None and simple:
+                    done = set() if done_cur is None else {r[0] for r in await done_cur.fetchall()}
+                    added = [inv_id for inv_id, pc in push_curs if await pc.fetchone() is not None]
+                    got = None if claim_cur is None else self._claimed(await claim_cur.fetchone(), claim_q)
         if row is None:
             info = self._info(await self._board_row(conn, board_id))
             c.check_position(
@@ -450,18 +475,15 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 expected_version=expected_version,
             )
             raise Conflict(board_id, f"record {record.seq} does not continue the log", actual_seq=info.seq)
-        if changes.complete or changes.cancel or job.requeues:
-            await self._apply_agenda(conn, board_id, record.seq, changes, job.requeues)
+        if simple:
+            await self._explain_incomplete(conn, board_id, [i for i in changes.complete if i not in done])
+            return int(row[0]), got
+        await self._apply_agenda(conn, board_id, record.seq, changes, job.requeues)
         # Each push sends the work notification in its own statement when it adds a row (one
         # round trip less than a separate NOTIFY; repeats are folded by the server at commit).
         added = await self._push(conn, board_id, job.pushes, notify=self.channel) if job.pushes else []
-        got = None
-        if job.claim is not None:
-            req = job.claim
-            t = c.now() if req.now is None else req.now
-            got = await self._claim_tx(
-                conn, board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id, board_known=True
-            )
+        if claim_q is not None:
+            got = self._claimed(await (await conn.execute(*claim_q)).fetchone(), claim_q)
         if job.requeues and not added:
             await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, board_id))
         return int(row[0]), got
@@ -495,28 +517,10 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         changes: AgendaChanges,
         requeues: Sequence[tuple[Invocation, bytes]],
     ) -> None:
-        if changes.complete:
-            ids = list(changes.complete)
-            cur = await conn.execute(
-                "UPDATE invocations SET status = 'done', done_seq = %s, owner = NULL, lease_until = NULL"
-                " WHERE board_id = %s AND id = ANY(%s) AND status IN ('pending', 'claimed') RETURNING id",
-                (seq, board_id, ids),
-            )
+        cur = await self._complete(conn, board_id, seq, changes.complete)
+        if cur is not None:
             done = {r[0] for r in await cur.fetchall()}
-            missing = [i for i in ids if i not in done]
-            if missing:
-                cur = await conn.execute(
-                    "SELECT id, status, done_seq FROM invocations WHERE board_id = %s AND id = ANY(%s)",
-                    (board_id, missing),
-                )
-                found = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
-                for inv_id in missing:
-                    status, done_seq = found.get(inv_id, (None, None))
-                    if status == DONE:
-                        raise DuplicateInvocationCommit(board_id, inv_id, None if done_seq is None else int(done_seq))
-                    if status == CANCELLED:
-                        raise AgendaError(f"board {board_id}: cannot complete cancelled invocation {inv_id!r}")
-                    raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
+            await self._explain_incomplete(conn, board_id, [i for i in changes.complete if i not in done])
         for inv_id in changes.cancel:
             cur = await conn.execute(
                 "SELECT status FROM invocations WHERE board_id = %s AND id = %s FOR UPDATE", (board_id, inv_id)
@@ -536,6 +540,64 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             if row[0] in (DONE, CANCELLED) and inv.id not in changes.complete:
                 raise AgendaError(f"board {board_id}: cannot re-queue {row[0]} invocation {inv.id!r}")
             await _requeue_row(conn, board_id, inv.id, blob, inv.attempts)
+
+    @staticmethod
+    async def _complete(conn: Conn, board_id: str, seq: int, ids: Sequence[str]) -> AsyncCursor | None:
+        """Send the UPDATE completing the live ones of ``ids`` (their ids come back); None when
+        there are none."""
+        if not ids:
+            return None
+        return await conn.execute(
+            "UPDATE invocations SET status = 'done', done_seq = %s, owner = NULL, lease_until = NULL"
+            " WHERE board_id = %s AND id = ANY(%s) AND status IN ('pending', 'claimed') RETURNING id",
+            (seq, board_id, list(ids)),
+        )
+
+    @staticmethod
+    async def _explain_incomplete(conn: Conn, board_id: str, missing: Sequence[str]) -> None:
+        """Raise the error for invocations an append could not complete (none: nothing)."""
+        if not missing:
+            return
+        cur = await conn.execute(
+            "SELECT id, status, done_seq FROM invocations WHERE board_id = %s AND id = ANY(%s)",
+            (board_id, list(missing)),
+        )
+        found = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
+        for inv_id in missing:
+            status, done_seq = found.get(inv_id, (None, None))
+            if status == DONE:
+                raise DuplicateInvocationCommit(board_id, inv_id, None if done_seq is None else int(done_seq))
+            if status == CANCELLED:
+                raise AgendaError(f"board {board_id}: cannot complete cancelled invocation {inv_id!r}")
+            raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
+
+    @staticmethod
+    async def _send_push(
+        conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]], *, notify: str
+    ) -> list[tuple[str, AsyncCursor]]:
+        """Send the inserts of ``_push`` (with their NOTIFY); read each cursor for its row."""
+        sql = f"WITH ins AS ({POSTGRES.insert_invocation}) SELECT id, pg_notify(%s, %s) FROM ins"
+        return [
+            (
+                inv.id,
+                await conn.execute(
+                    sql,
+                    (
+                        board_id,
+                        inv.id,
+                        inv.key,
+                        inv.worker,
+                        inv.priority,
+                        inv.order,
+                        inv.attempts,
+                        blob,
+                        notify,
+                        board_id,
+                    ),
+                ),
+            )
+            for inv, blob in rows
+        ]
 
     @staticmethod
     async def _push(
@@ -675,11 +737,27 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         lease_s: float,
         worker_names: Sequence[str] | None,
         invocation_id: str | None,
-        *,
-        board_known: bool = False,
     ) -> Claim | None:
-        """Lease the best claimable invocation; ``board_known``: the caller's transaction has
-        already found ``board_id`` (no lookup for ``BoardNotFound``)."""
+        """Lease the best claimable invocation (of ``board_id``, or of any running board)."""
+        query = self._claim_query(board_id, owner, t, lease_s, worker_names, invocation_id)
+        if query is None:
+            return None
+        if board_id is not None:
+            await self._board_row(conn, board_id)
+        cur = await conn.execute(*query)
+        return self._claimed(await cur.fetchone(), query)
+
+    @staticmethod
+    def _claim_query(
+        board_id: str | None,
+        owner: str,
+        t: float,
+        lease_s: float,
+        worker_names: Sequence[str] | None,
+        invocation_id: str | None,
+    ) -> tuple[str, list[Any]] | None:
+        """The statement that picks and leases the best claimable invocation, with its
+        parameters (the first three: owner, lease end, time); None when nothing may match."""
         until = t + lease_s
         # ``status IN ('pending', 'claimed')`` is spelt out so the planner can use the partial
         # indexes over live invocations (migrations 2 and 3), whatever the board's history.
@@ -696,9 +774,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         if invocation_id is not None:
             where.append("i2.id = %s")
             params.append(invocation_id)
-        if board_id is not None and not board_known:
-            await self._board_row(conn, board_id)
-        cur = await conn.execute(
+        return (
             "UPDATE invocations i SET status = 'claimed', owner = %s, lease_until = %s, claims = i.claims + 1"
             " FROM (SELECT i2.board_id, i2.id FROM invocations i2 JOIN boards b ON b.board_id = i2.board_id"
             f" WHERE {' AND '.join(where)} ORDER BY i2.priority DESC, i2.ord, i2.created LIMIT 1"
@@ -707,9 +783,12 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             " RETURNING i.board_id, i.data, i.attempts, i.claims",
             [owner, until, *params],
         )
-        row = await cur.fetchone()
-        if row is None:
+
+    def _claimed(self, row: Sequence[Any] | None, query: tuple[str, list[Any]] | None) -> Claim | None:
+        """The claim a ``_claim_query`` statement made (its returned row), if any."""
+        if row is None or query is None:
             return None
+        owner, until = query[1][0], query[1][1]
         inv = c.decode_invocation(row[1], CLAIMED, int(row[2]), f"{self._where} board {row[0]}")
         return Claim(row[0], inv, owner, until, int(row[3]))
 
