@@ -383,7 +383,9 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             del self._queue[:BATCH_MAX]
             outcomes: list[tuple[bool, Any]] = []
             try:
-                async with self._conn() as conn, conn.transaction():
+                # Pipeline mode: BEGIN, each SAVEPOINT/RELEASE and the COMMIT travel with the
+                # appends' statements; the connection waits only where a result is read.
+                async with self._conn() as conn, conn.pipeline(), conn.transaction():
                     for job, _ in batch:
                         try:
                             if len(batch) == 1:
@@ -425,45 +427,41 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             claim_q = self._claim_query(board_id, req.owner, t, req.lease_s, req.worker_names, req.invocation_id)
         row = None
         done: set[str] = set()
-        added: list[str] = []
         got = None
         if expected_version is None or expected_version == job.prev_version:
-            # The common append (complete, push, claim) is sent as one pipeline: one round trip
-            # instead of one per statement. Its statements run even when the CAS refuses; then
-            # this raises below and the caller rolls the transaction (or savepoint) back.
-            async with contextlib.AsyncExitStack() as stack:
-                if simple:
-                    await stack.enter_async_context(conn.pipeline())
-                cur = await conn.execute(
-                    # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
-                    "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
-                    " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
-                    " RETURNING snapshot_seq)"
-                    " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
-                    " RETURNING (SELECT snapshot_seq FROM b)",
-                    (
-                        record.version,
-                        record.seq,
-                        record.hash,
-                        c.now(),
-                        board_id,
-                        record.seq - 1,
-                        record.prev,
-                        job.prev_version,
-                        board_id,
-                        record.seq,
-                        job.data,
-                    ),
-                )
-                if simple:
-                    done_cur = await self._complete(conn, board_id, record.seq, changes.complete)
-                    push_curs = await self._send_push(conn, board_id, job.pushes, notify=self.channel)
-                    claim_cur = None if claim_q is None else await conn.execute(*claim_q)
-                row = await cur.fetchone()
-                if row is not None and simple:
-                    done = set() if done_cur is None else {r[0] for r in await done_cur.fetchall()}
-                    added = [inv_id for inv_id, pc in push_curs if await pc.fetchone() is not None]
-                    got = None if claim_cur is None else self._claimed(await claim_cur.fetchone(), claim_q)
+            # The common append (complete, push, claim) is sent at once (the connection is in
+            # pipeline mode: see _drain), one round trip instead of one per statement. Its
+            # statements run even when the CAS refuses; then this raises below and the caller
+            # rolls the transaction (or savepoint) back.
+            cur = await conn.execute(
+                # The CAS and the record insert in one statement: no row from the UPDATE, no insert.
+                "WITH b AS (UPDATE boards SET version = %s, last_seq = %s, last_hash = %s, updated_at = %s"
+                " WHERE board_id = %s AND last_seq = %s AND last_hash = %s AND version = %s"
+                " RETURNING snapshot_seq)"
+                " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
+                " RETURNING (SELECT snapshot_seq FROM b)",
+                (
+                    record.version,
+                    record.seq,
+                    record.hash,
+                    c.now(),
+                    board_id,
+                    record.seq - 1,
+                    record.prev,
+                    job.prev_version,
+                    board_id,
+                    record.seq,
+                    job.data,
+                ),
+            )
+            if simple:
+                done_cur = await self._complete(conn, board_id, record.seq, changes.complete)
+                await self._send_push(conn, board_id, job.pushes, notify=self.channel)  # rows: not needed
+                claim_cur = None if claim_q is None else await conn.execute(*claim_q)
+            row = await cur.fetchone()
+            if row is not None and simple:
+                done = set() if done_cur is None else {r[0] for r in await done_cur.fetchall()}
+                got = None if claim_cur is None else self._claimed(await claim_cur.fetchone(), claim_q)
         if row is None:
             info = self._info(await self._board_row(conn, board_id))
             c.check_position(
@@ -572,32 +570,12 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
 
     @staticmethod
-    async def _send_push(
-        conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]], *, notify: str
-    ) -> list[tuple[str, AsyncCursor]]:
-        """Send the inserts of ``_push`` (with their NOTIFY); read each cursor for its row."""
+    async def _send_push(conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]], *, notify: str) -> None:
+        """Send the inserts of ``_push``, each with its NOTIFY (pipeline mode: not waited for)."""
         sql = f"WITH ins AS ({POSTGRES.insert_invocation}) SELECT id, pg_notify(%s, %s) FROM ins"
-        return [
-            (
-                inv.id,
-                await conn.execute(
-                    sql,
-                    (
-                        board_id,
-                        inv.id,
-                        inv.key,
-                        inv.worker,
-                        inv.priority,
-                        inv.order,
-                        inv.attempts,
-                        blob,
-                        notify,
-                        board_id,
-                    ),
-                ),
-            )
-            for inv, blob in rows
-        ]
+        for inv, blob in rows:
+            params = (board_id, inv.id, inv.key, inv.worker, inv.priority, inv.order, inv.attempts, blob)
+            await conn.execute(sql, (*params, notify, board_id))
 
     @staticmethod
     async def _push(
