@@ -159,7 +159,7 @@ async def run_slateboard_runner(steps: int, url: str, db: Path | None) -> dict[s
         base = store_bench._sqlite_bytes(db)
         store = await open_store(url)
     t0 = time.perf_counter()
-    result = await Runner(store, board, model=ScriptedModel([reply], cycle=True)).run()
+    result = await Runner(store, board, model=ScriptedModel([reply], cycle=True, keep_calls=False)).run()
     run_s = time.perf_counter() - t0
     await store.close()
     entries = len(result.state["entries"]) if isinstance(result.state, dict) else 0
