@@ -131,3 +131,17 @@ def test_a_cached_schema_equals_a_fresh_derivation(states: list[dict[str, Any]],
         assert (served.schema, served.targets, served.ops, served.truncated, served.paths, served.defs) == (
             fresh.schema, fresh.targets, fresh.ops, fresh.truncated, fresh.paths, fresh.defs
         )  # fmt: skip
+
+
+def test_a_hit_returns_this_states_targets() -> None:
+    """Two states with the same offers but different targets (``/meta/k`` is a target while
+    ``/meta`` exists, though a full map offers no add there): the second is served from the
+    cache and lists its own targets."""
+    bp = compile_blueprint(VARIED)
+    _schema.clear_caches()
+    full = proposal_schema(bp, "mapper", {"meta": {"a": 1, "b": 2}, "obj": {}})
+    bare = proposal_schema(bp, "mapper", {"obj": {}})
+    assert full is not None and bare is not None and len(_schema._cache) == 1
+    assert full.schema == bare.schema
+    assert [t.path for t in full.targets] == ["/meta/k", "/obj/inner"]
+    assert [t.path for t in bare.targets] == ["/obj/inner"]
