@@ -39,6 +39,19 @@ async def test_replies_come_back_in_order_with_estimated_usage() -> None:
     assert model.calls[1].messages == tuple(ASK)
 
 
+async def test_keep_calls_false_answers_the_same_and_keeps_nothing() -> None:
+    """A long run or a benchmark need not hold every prompt: the replies and usage are those of
+    a recording model, and ``calls`` stays empty."""
+    kept, lean = (
+        ScriptedModel(["red", "green blue"], cycle=True),
+        ScriptedModel(["red", "green blue"], cycle=True, keep_calls=False),
+    )
+    for _ in range(3):
+        a, b = await kept.generate(ASK), await lean.generate(ASK)
+        assert (a.text, a.usage) == (b.text, b.usage)
+    assert len(kept.calls) == 3 and lean.calls == []
+
+
 async def test_exhausted_script_raises_a_clear_error() -> None:
     model = ScriptedModel(["only"])
     await model.generate(ASK)

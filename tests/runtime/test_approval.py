@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
@@ -141,4 +143,62 @@ async def test_an_approved_patch_counts_as_a_step_like_a_reload_counts_it(tmp_pa
     assert reloaded.steps == session.steps
     fold = Accounts.of(await store.read_records(board))
     assert (fold.steps, fold.tokens) == (session.steps, session.tokens)
+    await store.close()
+
+
+# -- the accounts' running index of held proposals (a Runner keeps no history) ---------------------
+def _rec(seq: int, kind: str, outcome: str, meta: dict[str, Any]) -> Any:
+    from slateboard.kernel.record import Record, Usage
+
+    return Record(seq, kind, outcome, "writer", None, None, None, "[]", None, f"r{seq}", 0, "", "", Usage(), "", meta)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["proposal-held", "proposal-accepted", "approval", "circuit"]),
+            st.one_of(st.integers(0, 40), st.text(max_size=3), st.none(), st.lists(st.integers(), max_size=2)),
+        ),
+        max_size=40,
+    )
+)
+def test_accounts_waiting_equals_a_scan_of_the_whole_log(steps: list[tuple[str, Any]]) -> None:
+    """``Accounts.waiting`` (kept record by record) names exactly the held proposals that
+    ``waiting_approvals`` finds in the whole log, in the same order, at every point of the log;
+    approvals naming unknown, decided or non-integer records change nothing else."""
+    from slateboard.runtime.boards import waiting_approvals
+
+    records = []
+    accounts = Accounts(keep_history=False)
+    for seq, (what, ref) in enumerate(steps, start=1):
+        if what == "approval":
+            rec = _rec(seq, "approval", "accepted", {"record": ref, "decision": "approve"})
+        elif what == "circuit":
+            rec = _rec(seq, "circuit", "accepted", {"action": "noop"})
+        else:
+            rec = _rec(seq, "proposal", what.split("-")[1], {})
+        records.append(rec)
+        accounts.note(rec)
+        assert accounts.waiting() == waiting_approvals(records)
+        assert accounts.last is rec
+    assert accounts.history == []
+
+
+async def test_a_runner_keeps_no_record_history_but_still_sees_its_approvals() -> None:
+    """A Runner's session does not keep every record in memory (a long run would grow by
+    kilobytes per step): ``history`` says so with a RunnerError, while held proposals are
+    still found after a reload (the paused run reports the record it waits on)."""
+    from slateboard.runtime import RunnerError
+
+    store = await open_store("memory://")
+    board = await create_board(store, BP)
+    calls = Calls()
+    runner = Runner(store, board, functions=calls.functions())
+    first = await runner.run()
+    assert first.end_reason.startswith("paused: awaiting approval of record")
+    with pytest.raises(RunnerError, match="keeps no record history"):
+        _ = runner.session.history
+    again = await Runner(store, board, functions=calls.functions()).run()
+    assert again.end_reason == first.end_reason
     await store.close()

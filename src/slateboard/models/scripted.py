@@ -76,10 +76,13 @@ class ScriptedModel:
 
     Guarantees: call n gets reply n (a callable reply is called with the messages); when the
     replies run out it raises `ModelScriptError`, or starts over if `cycle=True`. GenerationUsage is the
-    whitespace/4-character estimate, marked `estimated=True`. Every call is kept in `calls`.
+    whitespace/4-character estimate, marked `estimated=True`. Every call is kept in `calls`,
+    unless `keep_calls=False` (a long run, a benchmark: each call holds its whole prompt).
     """
 
-    def __init__(self, replies: Sequence[Reply], *, cycle: bool = False, name: str = "scripted") -> None:
+    def __init__(
+        self, replies: Sequence[Reply], *, cycle: bool = False, name: str = "scripted", keep_calls: bool = True
+    ) -> None:
         if not replies:
             raise ModelConfigError(name, "a scripted model needs at least one reply")
         self._replies = list(replies)
@@ -87,6 +90,7 @@ class ScriptedModel:
         self._name = name
         self._next = 0
         self.calls: list[ScriptedCall] = []
+        self._keep_calls = keep_calls
 
     @property
     def name(self) -> str:
@@ -106,7 +110,8 @@ class ScriptedModel:
         started = time.perf_counter()
         # A real checkpoint, so cancellation behaves as it does with real providers.
         await asyncio.sleep(0)
-        self.calls.append(ScriptedCall(tuple(messages), json_schema, max_tokens, temperature))
+        if self._keep_calls:
+            self.calls.append(ScriptedCall(tuple(messages), json_schema, max_tokens, temperature))
         if self._next >= len(self._replies):
             if not self._cycle:
                 raise ModelScriptError(

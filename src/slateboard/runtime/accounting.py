@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..kernel.circuit import HALT, RECORD_KIND, TIGHTEN_BUDGET
 from ..kernel.record import Record
-from .boards import ends_run
+from .boards import Held, ends_run, held_of
 from .events import INVOCATION_FAILED
 
 RECENT_REJECTIONS = 3
@@ -32,10 +32,11 @@ def _rejections() -> defaultdict[str, deque[Record]]:
 class Accounts:
     """What a board's records add up to (see the module docstring).
 
-    ``tail`` keeps the last ``tail_size`` records (what the circuit policy inspects); ``history``
-    every record noted, in order (approvals are matched over it), unless ``keep_history`` is
-    False (a run with no approvals and no circuit policy, like ``Team.blackboard``, need not
-    keep every record alive: that only costs memory and garbage-collector time)."""
+    ``tail`` keeps the last ``tail_size`` records (what the circuit policy inspects); ``held``
+    the held proposals no approval decision answered yet, by seq; ``history`` every record
+    noted, in order, unless ``keep_history`` is False: a Runner needs none of it after loading
+    (its approvals are ``held``, its last record ``tail[-1]``), and keeping every record alive
+    grows the process by kilobytes per step and the garbage collector's work with it."""
 
     tail_size: int = 64
     keep_history: bool = True
@@ -53,9 +54,21 @@ class Accounts:
     """The priced tokens of every record noted (``prices``; unpriced models cost nothing)."""
     lost: list[str] = field(default_factory=list)
     """Ids of the invocations that failed (``invocation.failed`` records) since the last run end."""
+    held: dict[int, Record] = field(default_factory=dict)
+    """Held proposals (``outcome == "held"``) with no approval record naming them yet, by seq."""
 
     def __post_init__(self) -> None:
         self.tail = deque(self.tail, maxlen=self.tail_size)
+
+    def waiting(self) -> list[Held]:
+        """The held proposals still waiting for a human, oldest first (what
+        ``waiting_approvals`` finds in the whole log, kept up to date record by record)."""
+        return [held_of(r) for r in self.held.values()]
+
+    @property
+    def last(self) -> Record | None:
+        """The last record noted, or None before the first."""
+        return self.tail[-1] if self.tail else None
 
     @classmethod
     def of(
@@ -87,6 +100,12 @@ class Accounts:
                 self.cost += (rec.usage.tokens_in * price[0] + rec.usage.tokens_out * price[1]) / 1e6
         if rec.outcome == "rejected" and rec.worker:
             self.rejections[rec.worker].append(rec)
+        elif rec.outcome == "held":
+            self.held[rec.seq] = rec
+        if rec.kind == "approval" and self.held:
+            decided = rec.meta.get("record")
+            if not isinstance(decided, (list, dict)):  # JSON scalars are hashable
+                self.held.pop(decided, None)  # type: ignore[arg-type]
         self.ended_at_head = ends_run(rec)
         if self.ended_at_head:
             self.halted = None  # a new run starts from a clean slate

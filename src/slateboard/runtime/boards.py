@@ -48,12 +48,14 @@ class Held:
 
 def waiting_approvals(records: Sequence[Record]) -> list[Held]:
     """Held proposals among ``records`` that have no approval decision yet, oldest first."""
-    decided = {r.meta.get("record") for r in records if r.kind == "approval"}
-    return [
-        Held(r.seq, r.worker or "", r.patch or "", r.reason or "")
-        for r in records
-        if r.outcome == "held" and r.seq not in decided
-    ]
+    # A malformed approval (its "record" a list or object) decides nothing, and must not crash this.
+    decided = {d for r in records if r.kind == "approval" and not isinstance(d := r.meta.get("record"), (list, dict))}
+    return [held_of(r) for r in records if r.outcome == "held" and r.seq not in decided]
+
+
+def held_of(record: Record) -> Held:
+    """The ``Held`` summary of a held proposal record."""
+    return Held(record.seq, record.worker or "", record.patch or "", record.reason or "")
 
 
 def kernel_from(blueprint: CompiledBlueprint, loaded: LoadedBoard) -> Kernel:

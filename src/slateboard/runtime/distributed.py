@@ -511,7 +511,7 @@ class RunnerProcess:
         self._evict(session.board_id)
         if not session.finished_here:
             return
-        last = session.history[-1] if session.history else None
+        last = session.last_record
         reason = last.reason if last is not None else "?"
         self.stats.boards_ended += 1
         self.log_line(f"board {session.board_id} ended: {reason} (version {session.kernel.version})")

@@ -36,7 +36,7 @@ from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
-from ..scheduling.control import AgendaOrder, ControlUnit, Selection, restore_control
+from ..scheduling.control import AgendaOrder, ControlUnit, Resumable, Selection, restore_control
 from ..scheduling.invocation import Invocation
 from ..scheduling.parallel import conflict_map
 from ..scheduling.rules import Scheduler
@@ -165,6 +165,7 @@ class Runner:
             worker_timeout=worker_timeout,
             max_steps=max_steps,
             emit=self._emit,
+            keep_history=False,
         )
         self._opened = False
         self._control_spent = Usage(component="control")
@@ -225,7 +226,8 @@ class Runner:
             )
             self._control_name = None
         # The control unit continues where the board's log says it is (issue 18), not at its start.
-        restore_control(self.control, self.session.history)
+        if isinstance(self.control, Resumable):
+            restore_control(self.control, await self.store.read_records(self.board_id))
         if self._auto_parallel:
             conflicts = conflict_map(self.blueprint)
             names = list(conflicts)
@@ -263,7 +265,8 @@ class Runner:
             # would select work its claims can never take (D4), and a second run-end record would
             # be appended (D16). Its result is the one the log holds. (After an approval decision
             # the run-end record is no longer the head, and the board runs on.)
-            return await session.result(session.history[-1].reason or "")
+            last = session.last_record
+            return await session.result((last.reason if last is not None else None) or "")
         self._emit(RUN_STARTED, version=self.kernel.version, seq=self.kernel.seq, parallel=self.parallel)
         end_reason: str | None = await session.approved_first()
         in_flight: set[asyncio.Task[StepOutcome]] = set()

@@ -60,7 +60,6 @@ from .boards import (
     kernel_from,
     make_result,
     status_for,
-    waiting_approvals,
 )
 from .events import CIRCUIT_ACTION, CONTROL_SPENT, PROPOSAL_DECIDED
 from .result import RunResult
@@ -141,8 +140,12 @@ class BoardSession:
         serve: Sequence[str] | None = None,
         emit: Emit | None = None,
         compile: Callable[[Any], CompiledBlueprint] = compile_blueprint,
+        keep_history: bool = True,
     ) -> None:
         self.store = store
+        # Whether every record stays in memory (``history``): a Team reads its rounds back from
+        # it; a Runner needs only the accounts, and a long run should not grow per step.
+        self.keep_history = keep_history
         # How the stored blueprint becomes the kernel's (Team.blackboard passes one that swaps
         # its built-in whole-state invariants for indexed checks with the same verdicts).
         self._compile = compile
@@ -206,8 +209,16 @@ class BoardSession:
 
     @property
     def history(self) -> list[Record]:
-        """Every record of the board, in order."""
+        """Every record of the board, in order (only for a session made with ``keep_history``:
+        otherwise ``RunnerError``; read the store's log, or ``last_record``, instead)."""
+        if not self.keep_history:
+            raise RunnerError(f"board {self.board_id}: this session keeps no record history (keep_history=False)")
         return self.engine.accounts.history
+
+    @property
+    def last_record(self) -> Record | None:
+        """The board's last record (None for an empty log)."""
+        return self.engine.accounts.last
 
     @property
     def halted(self) -> str | None:
@@ -242,7 +253,9 @@ class BoardSession:
             kernel.note_approval(rec)
         self.circuit = CircuitPolicy.from_blueprint(blueprint)
         prices = {m: (p.input, p.output) for m, p in blueprint.spec.limits.prices.items()}
-        accounts = Accounts.of(history, tail_size=max(self.circuit.tail, 64), prices=prices)
+        accounts = Accounts.of(
+            history, tail_size=max(self.circuit.tail, 64), keep_history=self.keep_history, prices=prices
+        )
         scheduler, agenda = await self._load_agenda(blueprint, kernel)
         self.engine.reset(blueprint, kernel, scheduler, agenda, accounts)
         if not self.engine.workers:
@@ -350,7 +363,7 @@ class BoardSession:
             return await self._approved_first()
 
     async def _approved_first(self) -> str | None:
-        waiting = waiting_approvals(self.history)
+        waiting = self.accounts.waiting()
         if waiting:
             return f"paused: awaiting approval of record {waiting[0].seq}"
         tried: set[tuple[str, str]] = set()
@@ -535,7 +548,8 @@ class BoardSession:
         if isinstance(done, Dropped):
             if not self.ended_at_head:
                 return None
-            ended = self.history[-1].reason or reason
+            last = self.last_record
+            ended = (last.reason if last is not None else None) or reason
             await self.store.set_status(self.board_id, status_for(ended), ended)
             return ended
         self.finished_here = True

@@ -91,6 +91,14 @@ def build_snapshot_blob(where: str, src: SnapshotSource, compress: bool = True) 
     return snap, c.encode_json(snap.state, compress=compress)
 
 
+SNAPSHOT_TAIL_RATIO = 1.0
+"""A snapshot is due only once the log written since the board's last snapshot weighs at least
+this fraction of that snapshot (stored bytes), besides ``snapshot_every`` records. Building a
+snapshot costs O(state); with the log's weight as the trigger its cost per appended byte stays
+constant however large the state grows (a fixed record count made it grow with the state), and
+a load still replays no more log than about one snapshot's worth."""
+
+
 class StoreBackend:
     """Shared implementation of the Store protocol's prologues and snapshot policy."""
 
@@ -103,6 +111,11 @@ class StoreBackend:
 
     def _init_backend(self) -> None:
         self._snap_hint: dict[str, int] = {}
+        # Per board: stored bytes of the last snapshot this process built, and of the records
+        # appended since (the size-aware part of the snapshot policy; unknown after a restart,
+        # when the record count alone decides until the next snapshot is built).
+        self._snap_bytes: dict[str, int] = {}
+        self._tail_bytes: dict[str, int] = {}
         self._snap_tasks: dict[str, asyncio.Task[None]] = {}
         self._snap_wanted: dict[str, int] = {}
         self._stats = [0, 0, 0]  # appends, flushes, batches
@@ -159,11 +172,15 @@ class StoreBackend:
         """The result of a committed append; schedules its snapshot when one is due."""
         self._stats[0] += 1
         rec = job.record
-        last = max(stored_snapshot_seq, self._snap_hint.get(job.board_id, 0))
-        due = c.snapshot_due(rec.seq, last, self.snapshot_every)
+        board = job.board_id
+        last = max(stored_snapshot_seq, self._snap_hint.get(board, 0))
+        tail = self._tail_bytes[board] = self._tail_bytes.get(board, 0) + len(job.data)
+        outweighs = tail >= SNAPSHOT_TAIL_RATIO * self._snap_bytes.get(board, 0)
+        due = outweighs and c.snapshot_due(rec.seq, last, self.snapshot_every)
         if due and job.keeps_snapshots:
-            self._snap_hint[job.board_id] = rec.seq
-            self._schedule_snapshot(job.board_id, rec.seq)
+            self._snap_hint[board] = rec.seq
+            self._tail_bytes[board] = 0
+            self._schedule_snapshot(board, rec.seq)
             return AppendResult(rec.seq, rec.version, True, False, claim)
         return AppendResult(rec.seq, rec.version, False, due, claim)
 
@@ -217,6 +234,7 @@ class StoreBackend:
                     )
                     if built is not None:
                         await self._put_snapshot(board_id, *built)
+                        self._snap_bytes[board_id] = len(built[1])
                 except Exception as exc:
                     # The log is intact and complete; only the shortcut is missing (the next
                     # due snapshot, or compact, tries again).

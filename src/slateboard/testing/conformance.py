@@ -296,15 +296,14 @@ class StoreConformance:
 
     async def test_ten_thousand_record_board(self, store: Store) -> None:
         board = await Board.create(store)
-        t0 = time.perf_counter()
         for i in range(10_000):
             w = WORKERS[i % 3]
             await board.step(w, entry(w, f"entry {i} " + "x" * 40, i))
-        append_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
         loaded = await store.load_board(board.board_id)
-        load_s = time.perf_counter() - t0
-        assert loaded.snapshot is not None and loaded.snapshot.seq == 10_000 and loaded.records == []
+        # A load reads the latest snapshot and replays only the log written after it: a small
+        # part of the history, not all of it (no timing is asserted: machines are noisy).
+        assert loaded.snapshot is not None and loaded.snapshot.seq + len(loaded.records) == 10_000
+        assert len(loaded.records) < 2_000
         assert kernel_from(loaded).state_hash == board.kernel.state_hash
         records = await store.read_records(board.board_id)
         assert len(records) == 10_000
@@ -313,7 +312,6 @@ class StoreConformance:
         assert report.ok and report.version == 10_000 and report.state_hash == board.kernel.state_hash
         tail = await store.read_records(board.board_id, 9_990)
         assert [r.seq for r in tail] == list(range(9_990, 10_001))
-        assert load_s < 2.0, f"loading a 10,000-record board took {load_s:.2f}s (appends: {append_s:.1f}s)"
 
     # -- snapshots ------------------------------------------------------------------------------------
 

@@ -61,6 +61,11 @@ class ConstrainedSchema:
         return out
 
 
+def clear_caches() -> None:
+    """Forget every derived schema (tests; a process never needs to)."""
+    _cache.clear()
+
+
 def proposal_schema(
     blueprint: KernelBlueprint,
     worker: str,
@@ -142,6 +147,12 @@ def proposal_schema(
         derived = _cache.get(key)
         if derived is not None:
             _cache.move_to_end(key)
+            if derived.targets != tuple(targets):
+                # Same groups, other targets (one that offers no op now, say): the schema is the
+                # same, the targets must be this state's.
+                derived = ConstrainedSchema(
+                    derived.schema, tuple(targets), derived.ops, derived.truncated, derived.paths, derived.defs
+                )
     if derived is None:
         derived = _assemble(schema, refs, groups, frags, targets, state, max_ops, max_enum,
                             string_max_length, json_safe_strings)  # fmt: skip
@@ -149,6 +160,10 @@ def proposal_schema(
             _cache[key] = derived
             if len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
+    return _with_handles(derived, handles)
+
+
+def _with_handles(derived: ConstrainedSchema, handles: Sequence[str]) -> ConstrainedSchema:
     # A fresh top-level dict (callers may pop members such as ``$defs`` off what they get), with
     # the handles of this view (they change with every view, the rest does not).
     wrapper = dict(derived.schema)
