@@ -186,17 +186,29 @@ async def run_slateboard_runner(steps: int, url: str, db: Path | None) -> dict[s
 
 
 async def run_slateboard_team(steps: int) -> dict[str, Any]:
-    from slateboard.models.scripted import ScriptedModel
+    from slateboard.models.protocol import Generation, GenerationUsage
     from slateboard.team import Agent, Team
 
     texts = store_bench.entry_texts(steps)
     prompts: list[int] = []
 
-    def reply(messages: Any) -> str:
-        prompts.append(sum(len(m.content) for m in messages))
-        return texts[(len(prompts) - 1) % len(texts)]
+    class Stub:
+        """``ScriptedModel([reply], cycle=True)`` without its call log: a zero-latency model
+        returning the next 200-character contribution, with the same checkpoint and the same
+        estimated usage. ScriptedModel keeps every call's messages for test assertions, here a
+        ~66,000-character prompt per round (about 74 KB a round, 370 MB over 5,000 rounds),
+        which is the harness's memory, not the team's (loomflow's Stub keeps nothing either)."""
 
-    model = ScriptedModel([reply], cycle=True)
+        name = "scripted"
+
+        async def generate(self, messages: Any, **_: Any) -> Generation:
+            await asyncio.sleep(0)
+            prompts.append(sum(len(m.content) for m in messages))
+            text = texts[(len(prompts) - 1) % len(texts)]
+            usage = GenerationUsage.estimate(messages, text)
+            return Generation(text=text, usage=usage, finish_reason="stop", model="scripted", latency_s=0.0)
+
+    model = Stub()
     team = Team.blackboard(agents={w: Agent(f"You are {w}.") for w in WORKERS}, model=model, max_rounds=steps)
     t0 = time.perf_counter()
     result = await team.run(TASK)

@@ -109,3 +109,38 @@ async def test_the_result_counts_the_log_the_store_holds() -> None:
         assert [e["content"] for e in result.public[1:]] == ["A1", "A2"]
     finally:
         await store.close()
+
+
+async def test_a_run_without_a_store_keeps_no_snapshots_and_the_same_board(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store a run opens for itself (``store=None``) is closed with the run: it keeps no
+    snapshots (each a copy of the whole state every 100 records, read only by a later load), and
+    the run ends with the same board and spend as one on a ``memory://`` store that does."""
+    from datetime import UTC, datetime
+
+    from slateboard.team import _team
+
+    opened: list[Any] = []
+
+    async def spy(url: str) -> Any:
+        store = await open_store(url)
+        opened.append(store)
+        return store
+
+    monkeypatch.setattr(_team, "open_store", spy)
+
+    def team(store: str | None) -> Team:
+        texts = [f"contribution {i}" for i in range(7)]
+        return Team.blackboard(
+            {n: Agent(n) for n in ("a", "b", "c")},
+            model=ScriptedModel(texts, cycle=True),
+            max_rounds=120,  # 240 records and more: snapshots are due twice on a default store
+            store=store,
+            clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+            circuit={"max_repeats": 0},
+        )
+
+    own = await team(None).run("task")
+    default = await team("memory://").run("task")
+    assert [s.snapshot_every for s in opened] == [0, 100]
+    assert own.state == default.state and own.rounds == default.rounds == 120
+    assert own.usage == default.usage and own.turns == default.turns and own.output == default.output

@@ -153,6 +153,12 @@ EventCallback = Callable[[RunEvent], Any]
 """Called with each event (an awaitable result is awaited)."""
 
 _PREVIEW = 300
+_RUN_STORE = "memory://?snapshot_every=0"
+"""The store of a run given none: in memory, opened by the run and closed at its end, so no one
+can load the board from it afterwards, and without snapshots. A snapshot is a copy of the whole
+state built every ``snapshot_every`` records (default 100) from the previous one and the log,
+only ever read to load the board; here it would cost O(board) per 100 records for nothing, a
+step cost that grows with the board (~1 ms a step at 5,000 entries). The log is the same."""
 _LEASE_S = 60.0
 """The lease a run holds on the turn it is taking (extended while the agent's model runs)."""
 
@@ -493,8 +499,8 @@ class Team:
         unknown form (``ModelConfigError`` listing the accepted ones) or a missing API key fails
         at construction. ``coordinator=None`` picks agents round-robin; ``decider=None``
         answers with the last ``answer`` entry, else the last contribution, else "". ``store``
-        is a Store (kept open) or a store URL (opened and closed by each run; default
-        ``memory://``). ``budget`` is checked before every round: a ``BudgetPolicy``
+        is a Store (kept open) or a store URL (opened and closed by each run; default: an
+        in-memory store of each run's own, which keeps no snapshots). ``budget`` is checked before every round: a ``BudgetPolicy``
         (``allows_step(spent)``) or a loomflow-style budget whose ``allows_step()`` takes no
         arguments. ``clock`` stamps entries (UTC). ``view_budget`` bounds each agent's view in
         characters. ``constrain_coordinator`` sends the answer's JSON schema to the
@@ -687,8 +693,11 @@ class Team:
         return asyncio.run(self.run(prompt, on_event=on_event))
 
     async def _open_store(self) -> tuple[Store, bool]:
-        if self.store is None or isinstance(self.store, str):
-            return await open_store(self.store or "memory://"), True
+        """The run's store, and whether the run owns it (opened here, closed at its end)."""
+        if self.store is None:
+            return await open_store(_RUN_STORE), True
+        if isinstance(self.store, str):
+            return await open_store(self.store), True
         return self.store, False
 
 
