@@ -9,7 +9,7 @@ this node fit in ``n`` characters?" is O(min(size of the node, n)).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import orjson
 
@@ -49,7 +49,7 @@ class Meter:
     a deterministic function of its inputs.
     """
 
-    __slots__ = ("cap", "flat", "memo", "work")
+    __slots__ = ("cap", "flat", "hints", "memo", "work")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -59,6 +59,10 @@ class Meter:
         # build measures each entry about three times (root, its collection, itself); a hit
         # still counts the same work, so the work cap trips where it would without it.
         self.flat: dict[int, tuple[int, int]] = {}
+        # What _flat_size would answer for a container, by identity, known without scanning it
+        # (a ViewCache's facts, views._cache): ``hint(node, room, work_left)`` returns exactly
+        # what ``_flat_size(node, room, work_left)`` would, so sizes and work are unchanged.
+        self.hints: dict[int, Callable[[JSON, int, int], tuple[int, int] | None]] = {}
 
     @property
     def exhausted(self) -> bool:
@@ -88,7 +92,11 @@ class Meter:
             if type(node) is dict or type(node) is list:
                 flat = self.flat.get(id(node))
                 if flat is None or flat[0] > self.cap - self.work:
-                    flat = _flat_size(node, limit - total, self.cap - self.work)
+                    hint = self.hints.get(id(node)) if self.hints else None
+                    if hint is None:
+                        flat = _flat_size(node, limit - total, self.cap - self.work)
+                    else:
+                        flat = hint(node, limit - total, self.cap - self.work)
                     if flat is not None:
                         self.flat[id(node)] = flat
                 if flat is not None:
