@@ -21,6 +21,8 @@ from slateboard.kernel.canonical import JSON
 from slateboard.kernel.kernel import Event, Kernel, Proposal
 from slateboard.kernel.pointer import Tokens, format_pointer
 from slateboard.views import ViewCache, build_view, parse_expand_request
+from slateboard.views._cache import _ListHint, _ListMemo, facts
+from slateboard.views._measure import Meter
 
 WORKERS: dict[str, dict[str, Any]] = {
     "all": {"reads": ["/**"]},
@@ -230,3 +232,31 @@ def test_a_change_to_a_member_a_handle_names_shows_at_once(patch: list[dict[str,
     assert decision.accepted
     cache.changed(decision.events, kernel.version)
     _same(cache, kernel.state, kernel.version, "all", 600)
+
+
+flat_values = st.lists(
+    scalars
+    | st.lists(scalars, max_size=4)
+    | st.dictionaries(keys, scalars | st.lists(scalars, max_size=2), max_size=3),
+    max_size=6,
+) | st.dictionaries(keys, scalars | st.lists(scalars, max_size=3), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(flat_values, st.lists(st.integers(0, 160), min_size=1, max_size=4), st.integers(0, 40), st.integers(1, 200))
+def test_meter_hints_give_the_sizes_and_work_of_the_walk(value: JSON, limits: list[int], cap: int, bound: int) -> None:
+    """A meter told the kept facts measures exactly as one that walks: the same sizes and the
+    same work count after every call, so the work cap trips at the same place."""
+    plain, told = Meter(cap), Meter(cap)
+    memo = _ListMemo()
+    told.hints[id(value)] = _ListHint(memo, bound) if isinstance(value, list) else facts(value, bound)
+    if isinstance(value, list):  # and, as a member hint would be, each member's facts
+        for i, child in enumerate(value):
+            if isinstance(child, (dict, list)):
+                told.hints[id(child)] = memo.member_facts(i, child, bound)
+    for limit in limits:
+        got, want = told.size(value, limit), plain.size(value, limit)
+        assert (got <= limit) == (want <= limit)
+        if want <= limit:
+            assert got == want
+        assert told.work == plain.work

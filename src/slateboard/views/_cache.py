@@ -67,8 +67,9 @@ class Known:
     ``nodes`` and ``chars`` are the node count and total string length ``_flat_size`` adds up,
     ``size`` the exact canonical size, ``depth`` 0 for a scalar, 1 for a container of scalars, 2
     for a container with containers of scalars. ``_flat_size(value, room, work_left)`` is
-    ``(nodes, size)`` when ``chars + nodes <= room`` and ``nodes <= work_left`` (its checks are
-    monotone, so the final sums decide), else None.
+    ``(nodes, size)`` when ``chars + nodes <= room`` and ``nodes <= work_left`` (it checks them
+    after each member and they only grow, so the final sums decide; an empty container is never
+    checked), else None.
     """
 
     __slots__ = ("chars", "depth", "nodes", "size")
@@ -80,7 +81,8 @@ class Known:
         self.depth = depth
 
     def __call__(self, node: JSON, room: int, work_left: int) -> FlatResult:
-        if self.chars + self.nodes > room or self.nodes > work_left:
+        # _flat_size checks after each member: an empty container passes unchecked.
+        if self.nodes > 1 and (self.chars + self.nodes > room or self.nodes > work_left):
             return None
         return self.nodes, self.size
 

@@ -79,6 +79,20 @@ class Meter:
             total, exact = hit
             if exact or total > limit:
                 return total
+        if self.hints and (type(value) is dict or type(value) is list):
+            # What the walk does with a container whose flat size is known, without walking.
+            flat = self.flat.get(key)
+            if flat is None or flat[0] > self.cap - self.work:
+                hint = self.hints.get(key)
+                flat = hint(value, limit, self.cap - self.work) if hint is not None else None
+                if flat is not None:
+                    self.flat[key] = flat
+            if flat is not None:
+                self.work += flat[0]
+                total = flat[1]
+                if not self.exhausted:
+                    self.memo[key] = (total, total <= limit)
+                return total
         total, exact = self._walk(value, limit)
         if not self.exhausted and (exact or total > limit):
             self.memo[key] = (total, exact)
