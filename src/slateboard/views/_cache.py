@@ -157,10 +157,13 @@ def facts(value: JSON, bound: int) -> Facts:
 class _ListMemo:
     """What is kept about one readable array of a worker's region (see the module docstring)."""
 
-    __slots__ = ("facts", "hi", "items", "names", "ranges", "rhandles")
+    __slots__ = ("facts", "hi", "items", "names", "prefix", "ranges", "rhandles")
 
     def __init__(self) -> None:
         self.facts: dict[int, Facts] = {}
+        # Running sums (nodes, chars, size) of the facts of members 0..i, for a leading run of
+        # members of at most one level: _ListHint adds up a long array from where they end.
+        self.prefix: list[tuple[int, int, int]] = []
         self.names: dict[int, str | None] = {}
         self.items: dict[int, dict[int, tuple[Handle, int]]] = {}  # index -> summary limit -> handle
         self.ranges: dict[tuple[int, int, int], int] = {}  # (a, b, summary limit) -> size
@@ -180,6 +183,7 @@ class _ListMemo:
         """Forget member ``i`` and the ranges that name it (its content changed)."""
         if i > self.hi:
             return
+        del self.prefix[i:]
         self.facts.pop(i, None)
         self.names.pop(i, None)
         self.items.pop(i, None)
@@ -189,6 +193,7 @@ class _ListMemo:
         """Forget members ``k`` and after, and the ranges naming any (they shifted)."""
         if k > self.hi:
             return
+        del self.prefix[k:]
         for table in (self.facts, self.names, self.items):
             for i in [i for i in table if i >= k]:
                 del table[i]
@@ -204,6 +209,8 @@ class _ListMemo:
         """Bound the memo's size (emptying a table only costs recomputation)."""
         if len(self.facts) > MAX_MEMBERS:
             self.facts.clear()
+        if len(self.prefix) > MAX_MEMBERS:
+            self.prefix.clear()
         if len(self.names) > MAX_MEMBERS:
             self.names.clear()
         if len(self.items) > MAX_MEMBERS:
@@ -216,7 +223,9 @@ class _ListMemo:
 class _ListHint:
     """``_flat_size`` of a readable array from its members' facts (kept per index), stopping
     where ``_flat_size`` stops: the sums it checks only grow, so the first member past the room
-    decides, and members after it are never looked at."""
+    decides, and members after it are never looked at. The kept running sums of the leading
+    members stand for them (their last sums pass the checks exactly when every earlier one
+    does), so an array that grew by a few members costs those few."""
 
     __slots__ = ("bound", "memo")
 
@@ -231,7 +240,17 @@ class _ListHint:
         nodes = 1
         chars = 0
         size = 1 + len(node) if node else 2  # brackets and commas
-        for i, child in enumerate(node):
+        prefix = memo.prefix
+        start = min(len(prefix), len(node))
+        if start:
+            pn, pc, ps = prefix[start - 1]
+            nodes += pn
+            chars += pc
+            size += ps
+            if chars + nodes > room or nodes > work_left:
+                return None
+        for i in range(start, len(node)):
+            child = node[i]
             known = table.get(i)
             if known is None:
                 known = memo.member_facts(i, child, bound)
@@ -244,6 +263,8 @@ class _ListHint:
             nodes += known.nodes
             chars += known.chars
             size += known.size
+            if i == len(prefix):
+                prefix.append((nodes - 1, chars, size - (1 + len(node))))
             if chars + nodes > room or nodes > work_left:
                 return None
         return nodes, size
