@@ -227,11 +227,29 @@ class _ListHint:
     members stand for them (their last sums pass the checks exactly when every earlier one
     does), so an array that grew by a few members costs those few."""
 
-    __slots__ = ("bound", "memo")
+    __slots__ = ("bound", "hints", "memo")
 
-    def __init__(self, memo: _ListMemo, bound: int) -> None:
+    def __init__(self, memo: _ListMemo, bound: int, hints: dict[int, Any] | None = None) -> None:
         self.memo = memo
         self.bound = bound
+        self.hints = hints
+
+    def _members(self, node: list[JSON], room: int) -> None:
+        """A member two levels deep makes the array three: the walk then measures members one
+        by one, the last first, until past the room; tell the meter (``hints``) their facts."""
+        if self.hints is None:
+            return
+        seen = 0
+        for i in range(len(node) - 1, -1, -1):
+            child = node[i]
+            known = self.memo.member_facts(i, child, self.bound)
+            if type(child) is dict or type(child) is list:
+                self.hints[id(child)] = known
+            if type(known) is not Known:
+                return
+            seen += known.size + 1
+            if seen > room:
+                return  # the walk stops here (at the latest)
 
     def __call__(self, node: JSON, room: int, work_left: int) -> FlatResult:
         assert isinstance(node, list)
@@ -259,6 +277,7 @@ class _ListHint:
                     return _flat_size(node, room, work_left)
                 return None  # a third level, not JSON, or over the room on its own
             if known.depth > 1:
+                self._members(node, room)
                 return None  # a third level below the array
             nodes += known.nodes
             chars += known.chars
@@ -290,9 +309,10 @@ class _Scope:
             memo = self.lists[tokens] = _ListMemo()
         return memo
 
-    def list_hint(self, tokens: Tokens) -> _ListHint:
-        """The ``Meter`` hint for the readable array at ``tokens`` measured whole."""
-        return _ListHint(self.list_memo(tokens), self.budget)
+    def list_hint(self, tokens: Tokens, hints: dict[int, Any] | None = None) -> _ListHint:
+        """The ``Meter`` hint for the readable array at ``tokens`` measured whole (``hints``:
+        the meter's, told its members' facts when the walk will measure them one by one)."""
+        return _ListHint(self.list_memo(tokens), self.budget, hints)
 
     def invalidate(self, tokens: Tokens, shifts: bool) -> None:
         """Forget what a change at ``tokens`` may have made stale (see the module docstring);
