@@ -249,10 +249,15 @@ def test_meter_hints_give_the_sizes_and_work_of_the_walk(value: JSON, limits: li
     same work count after every call, so the work cap trips at the same place."""
     plain, told = Meter(cap), Meter(cap)
     memo = _ListMemo()
-    told.hints[id(value)] = _ListHint(memo, bound, told.hints) if isinstance(value, list) else facts(value, bound)
+    if isinstance(value, list):
+        hint = told.hints[id(value)] = _ListHint(memo, bound, told.hints)
+        told.walks[id(value)] = hint.walk
+    else:
+        told.hints[id(value)] = facts(value, bound)
     for limit in limits:
         got, want = told.size(value, limit), plain.size(value, limit)
         assert (got <= limit) == (want <= limit)
         if want <= limit:
             assert got == want
         assert told.work == plain.work
+        assert told.flat == plain.flat

@@ -161,9 +161,9 @@ class _ListMemo:
 
     def __init__(self) -> None:
         self.facts: dict[int, Facts] = {}
-        # Running sums (nodes, chars, size) of the facts of members 0..i, for a leading run of
-        # members of at most one level: _ListHint adds up a long array from where they end.
-        self.prefix: list[tuple[int, int, int]] = []
+        # Running sums (nodes, chars, size, deepest) of the facts of members 0..i, for a leading
+        # run of members with Known facts: _ListHint adds up a long array from where they end.
+        self.prefix: list[tuple[int, int, int, int]] = []
         self.names: dict[int, str | None] = {}
         self.items: dict[int, dict[int, tuple[Handle, int]]] = {}  # index -> summary limit -> handle
         self.ranges: dict[tuple[int, int, int], int] = {}  # (a, b, summary limit) -> size
@@ -261,7 +261,10 @@ class _ListHint:
         prefix = memo.prefix
         start = min(len(prefix), len(node))
         if start:
-            pn, pc, ps = prefix[start - 1]
+            pn, pc, ps, deepest = prefix[start - 1]
+            if deepest > 1:
+                self._members(node, room)
+                return None  # a third level below the array
             nodes += pn
             chars += pc
             size += ps
@@ -276,17 +279,54 @@ class _ListHint:
                 if type(known) is _Over and room > bound:
                     return _flat_size(node, room, work_left)
                 return None  # a third level, not JSON, or over the room on its own
+            if i == len(prefix):
+                prefix.append((nodes - 1 + known.nodes, chars + known.chars, size - (1 + len(node)) + known.size,
+                               max(known.depth, prefix[-1][3] if prefix else 0)))  # fmt: skip
             if known.depth > 1:
                 self._members(node, room)
                 return None  # a third level below the array
             nodes += known.nodes
             chars += known.chars
             size += known.size
-            if i == len(prefix):
-                prefix.append((nodes - 1, chars, size - (1 + len(node))))
             if chars + nodes > room or nodes > work_left:
                 return None
         return nodes, size
+
+    def walk(self, node: JSON, limit: int, work_left: int, flat: dict[int, tuple[int, int]]) -> tuple[int, int] | None:
+        """What ``Meter._walk`` finds for the array when it fits: ``(size, nodes)``, or None to
+        walk it. The walk measures a three-level array member by member; when the exact size
+        is within ``limit`` every room check on the way passes (each member's strings and nodes
+        are at most its size, and each step's room is ``limit`` less what came before) and when
+        the nodes are within ``work_left`` the cap never trips, so it ends with that size,
+        exact, having counted every node once and noted each container member's flat size in
+        ``flat`` (the meter's table; done here too)."""
+        assert isinstance(node, list)
+        memo, bound = self.memo, self.bound
+        prefix = memo.prefix
+        for i in range(len(prefix), len(node)):
+            known = memo.facts.get(i)
+            if known is None:
+                known = memo.member_facts(i, node[i], bound)
+            if type(known) is not Known:
+                return None
+            last = prefix[-1] if prefix else (0, 0, 0, 0)
+            prefix.append(
+                (last[0] + known.nodes, last[1] + known.chars, last[2] + known.size, max(last[3], known.depth))
+            )
+        if not node or len(prefix) < len(node):
+            return None
+        nodes, _, size, _ = prefix[len(node) - 1]
+        size += 1 + len(node)
+        nodes += 1
+        if size > limit or nodes > work_left:
+            return None
+        facts = memo.facts
+        for i, child in enumerate(node):
+            if type(child) is dict or type(child) is list:
+                known = facts[i]
+                assert type(known) is Known
+                flat[id(child)] = (known.nodes, known.size)
+        return size, nodes
 
 
 class _Scope:

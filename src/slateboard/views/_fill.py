@@ -290,7 +290,8 @@ class Fill:
         if plm is not None:
             hints[key] = plm.member_facts(node.pos, value, self.scope.budget)
         elif type(value) is list and node.readable:
-            hints[key] = self.scope.list_hint(node.tokens, hints)
+            hint = hints[key] = self.scope.list_hint(node.tokens, hints)
+            self.meter.walks[key] = hint.walk
 
     # -- costs --------------------------------------------------------------------------
     def full_cost(self, node: RNode, limit: int) -> tuple[int, int] | None:

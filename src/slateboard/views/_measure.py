@@ -49,7 +49,7 @@ class Meter:
     a deterministic function of its inputs.
     """
 
-    __slots__ = ("cap", "flat", "hints", "memo", "work")
+    __slots__ = ("cap", "flat", "hints", "memo", "walks", "work")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -63,6 +63,10 @@ class Meter:
         # (a ViewCache's facts, views._cache): ``hint(node, room, work_left)`` returns exactly
         # what ``_flat_size(node, room, work_left)`` would, so sizes and work are unchanged.
         self.hints: dict[int, Callable[[JSON, int, int], tuple[int, int] | None]] = {}
+        # What _walk would find for a container that _flat_size declines (an array of records
+        # with nested lists), when it fits: ``walk(node, limit, work_left, flat)`` returns
+        # (size, nodes) and notes the members' flat sizes as the walk would, or None to walk.
+        self.walks: dict[int, Callable[[JSON, int, int, dict[int, tuple[int, int]]], tuple[int, int] | None]] = {}
 
     @property
     def exhausted(self) -> bool:
@@ -92,6 +96,13 @@ class Meter:
                 total = flat[1]
                 if not self.exhausted:
                     self.memo[key] = (total, total <= limit)
+                return total
+            walk = self.walks.get(key)
+            walked = walk(value, limit, self.cap - self.work, self.flat) if walk is not None else None
+            if walked is not None:  # exact, within the cap
+                total, nodes = walked
+                self.work += nodes
+                self.memo[key] = (total, True)
                 return total
         total, exact = self._walk(value, limit)
         if not self.exhausted and (exact or total > limit):
