@@ -304,6 +304,8 @@ class _ListHint:
         memo, bound = self.memo, self.bound
         prefix = memo.prefix
         for i in range(len(prefix), len(node)):
+            if prefix and prefix[-1][2] + 1 + len(node) > limit:
+                return None  # already over the limit: measuring further members cannot help
             known = memo.facts.get(i)
             if known is None:
                 known = memo.member_facts(i, node[i], bound)
@@ -320,10 +322,9 @@ class _ListHint:
         nodes += 1
         if size > limit or nodes > work_left:
             return None
-        facts = memo.facts
         for i, child in enumerate(node):
             if type(child) is dict or type(child) is list:
-                known = facts[i]
+                known = memo.member_facts(i, child, bound)  # kept, unless pruned since
                 assert type(known) is Known
                 flat[id(child)] = (known.nodes, known.size)
         return size, nodes
