@@ -28,9 +28,13 @@ member of ``Q`` from ``k`` on. A change of the root, a skipped version or a pend
 counts and the fill itself are computed afresh at each build, so a view built with a cache is
 byte-identical to one built without (tests/test_views_cache.py checks it on random patches).
 
-Sizes enter the build through ``Meter.hints`` (by object identity, valid for that one build):
-a hint answers exactly what ``_flat_size(node, room, work_left)`` would, so the meter's results
-and its work count, hence the work cap, are unchanged.
+Sizes enter the build through ``Meter.hints`` and ``Meter.walks`` (by object identity, valid for
+that one build): a hint answers exactly what ``_flat_size(node, room, work_left)`` would, a walk
+what ``Meter._walk`` finds for an array of nested records that fits (with the same work and the
+same member sizes noted), so the meter's results and its work count, hence the work cap, are
+unchanged. An array measured whole is added up from kept running sums of its leading members
+(``_ListMemo.prefix``, cut back from a changed or shifted member on), so a board that grew by
+one entry costs that entry, not the whole board.
 """
 
 from __future__ import annotations
