@@ -53,7 +53,7 @@ from ..stores.base import (
     Store,
     StoreError,
 )
-from ..views import View, build_view, readable_state
+from ..views import View, ViewCache, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
 from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
@@ -300,6 +300,8 @@ class StepEngine:
         """Stage transitions (kind, stage, version) of committed records not logged yet."""
         self.after_step: Callable[[Record], Awaitable[None]] | None = None
         """Runs under the lock right after a step's record is appended (the circuit policy)."""
+        self.view_cache = ViewCache()
+        """What consecutive views of the board reuse; told every commit here (issue 14)."""
         # The board's live pieces, set by ``reset``:
         self.blueprint: CompiledBlueprint
         self.kernel: Kernel
@@ -316,6 +318,7 @@ class StepEngine:
         self.scheduler = scheduler
         self.agenda = agenda
         self.accounts = accounts
+        self.view_cache.clear()
 
     # -- the second half: decide, append, commit or abort -----------------------------------------
     async def transact(
@@ -368,6 +371,8 @@ class StepEngine:
                 await self.catch_up()
                 log.info("board %s: result dropped: %s", self.board_id, reason)
                 return Dropped(reason, conflicts)
+            if decision.accepted:
+                self.view_cache.changed(decision.events, rec.version)
             mirror_changes(self.agenda, agenda)
             self.accounts.note(rec)
             if isinstance(pushed, Scheduled):
@@ -409,7 +414,9 @@ class StepEngine:
     def view(self, inv: Invocation) -> View:
         """The view ``inv``'s worker gets now: the committed state it may read, within its
         budget (a circuit "tighten" budget when one is set), with its recent rejections and
-        the handles it asked to expand (consumed: the next view does not expand them again)."""
+        the handles it asked to expand (consumed: the next view does not expand them again).
+        The view cache is left out while the lock is held: a decision may then be pending, its
+        patch applied in place to the state and not yet committed or aborted."""
         return build_view(
             self.blueprint,
             inv.worker,
@@ -419,6 +426,7 @@ class StepEngine:
             rejections=list(self.accounts.rejections[inv.worker]),
             expand=self.expand.pop(inv.worker, ()),
             budget=self.accounts.budgets.get(inv.worker),
+            cache=None if self.lock.locked() else self.view_cache,
         )
 
     async def _step(

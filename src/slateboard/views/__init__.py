@@ -68,7 +68,9 @@ values is copied.
 
 Public API: ``build_view``, ``kernel_view`` (the same over a Kernel's committed state),
 ``parse_expand_request``, ``visible_pointers`` (every pointer a view's data exposes, for
-audits), ``View``, ``Handle``; ``readable_state`` / ``quarantine_hidden`` (read isolation for the
+audits), ``View``, ``Handle``, ``ViewCache`` (what consecutive builds of one board's views
+reuse: pass ``build_view(..., cache=...)`` and tell it every committed change; the view is
+byte-identical to one built without it); ``readable_state`` / ``quarantine_hidden`` (read isolation for the
 quarantine region, which ``build_view`` applies).
 """
 
@@ -84,6 +86,7 @@ from ._build import (
     parse_expand_request,
     visible_pointers,
 )
+from ._cache import ViewCache
 from ._model import Handle, View
 from ._quarantine import quarantine_hidden, readable_state
 
@@ -96,6 +99,7 @@ __all__ = [
     "UnknownWorker",
     "View",
     "ViewBudgetError",
+    "ViewCache",
     "build_view",
     "kernel_view",
     "parse_expand_request",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..kernel.canonical import JSON
 from ..kernel.pointer import Tokens
+from ._cache import _ListMemo, _Scope
 from ._measure import Meter, canonical_prefix, json_size, shorten, str_size
 from ._model import Handle
 from ._region import RNode
@@ -86,6 +87,7 @@ class Fill:
         targets: Targets,
         bp: KernelBlueprint,
         memo: dict[Any, Any],
+        scope: _Scope | None = None,
     ) -> None:
         self.root = root
         self.meter = meter
@@ -95,11 +97,15 @@ class Fill:
         self.targets = targets
         self.bp = bp
         self.memo = memo
+        self.scope = scope if scope is not None else _Scope(None, budget)  # kept for this build only
         # Typed tables inside the shared memo for the hottest look-ups (one per promotion):
         # range costs, pointer sizes and member names, keyed without a tag to build each time.
+        # Those of readable arrays live in the scope's array memos instead, which a ViewCache
+        # carries to the next build (views._cache); pointer sizes depend on tokens alone.
         self._rcost: dict[tuple[Tokens, int, int, int], int] = memo.setdefault("rcost", {})
-        self._ptr_size: dict[Tokens, int] = memo.setdefault("ptr", {})
+        self._ptr_size: dict[Tokens, int] = self.scope.ptr
         self._names: dict[tuple[Tokens, int], str | None] = memo.setdefault("name", {})
+        self._lms: dict[Tokens, _ListMemo | None] = memo.setdefault("lists", {})
         self.dn = self.ds = self.hn = self.hs = 0
         self.rep: dict[Tokens, tuple[str, RNode]] = {}
         self.handles: dict[Tokens, tuple[Handle, int]] = {}
@@ -252,6 +258,41 @@ class Fill:
             self.keys[member.tokens] = key
             self._push(key, "promote", member)
 
+    # -- kept results ---------------------------------------------------------------------
+    def _lm(self, node: RNode) -> _ListMemo | None:
+        """The scope's memo of ``node`` when it is a readable array (kept across builds by a
+        ViewCache), else None (its results stay in this build's memo)."""
+        tokens = node.tokens
+        try:
+            return self._lms[tokens]
+        except KeyError:
+            pass
+        lm = self.scope.list_memo(tokens) if node.readable and node.is_list else None
+        self._lms[tokens] = lm
+        return lm
+
+    def _hint(self, node: RNode) -> None:
+        """Tell the meter what is known of a readable node's value before it is measured: the
+        kept facts of a readable array's member, or an array's size from its members' facts.
+        Only for a kept scope: within one build the meter's own memo already measures each
+        value once."""
+        if not self.scope.kept:
+            return
+        value = node.value
+        if type(value) is not dict and type(value) is not list:
+            return
+        hints = self.meter.hints
+        key = id(value)
+        if key in hints:
+            return
+        parent = node.parent
+        plm = self._lm(parent) if parent is not None else None
+        if plm is not None:
+            hints[key] = plm.member_facts(node.pos, value, self.scope.budget)
+        elif type(value) is list and node.readable:
+            hint = hints[key] = self.scope.list_hint(node.tokens, hints)
+            self.meter.walks[key] = hint.walk
+
     # -- costs --------------------------------------------------------------------------
     def full_cost(self, node: RNode, limit: int) -> tuple[int, int] | None:
         """(entries, characters) of showing ``node`` in full, or None when over ``limit``."""
@@ -261,6 +302,7 @@ class Fill:
             rem = limit - k
             if rem < 1 or self.meter.exhausted:
                 return None
+            self._hint(node)
             v = self.meter.size(node.value, rem)
             return None if v > rem else (1, k + v)
         n = s = 0
@@ -270,6 +312,7 @@ class Fill:
             rem = limit - s - k
             if rem < 1 or self.meter.exhausted:
                 return None
+            self._hint(a)
             v = self.meter.size(a.value, rem)
             if v > rem:
                 return None
@@ -279,15 +322,19 @@ class Fill:
 
     def range_handle(self, node: RNode, a: int, b: int) -> tuple[Handle, int]:
         """The range handle for members ``a`` to ``b - 1`` of ``node`` and its size."""
-        key = ("range", node.tokens, a, b, self.summary)
-        hit = self.memo.get(key)
+        lm = self._lm(node)
+        table: dict[Any, Any] = self.memo if lm is None else lm.rhandles
+        key = ("range", node.tokens, a, b, self.summary) if lm is None else (a, b, self.summary)
+        hit = table.get(key)
         if hit is not None:
             assert isinstance(hit, tuple)
             return hit
         ident = f"[{a}:{b}]"
         h = Handle(f"{node.pointer}#{ident}", node.pointer, ident, summary=self._range_summary(node, a, b), items=b - a)
         out = (h, self.range_cost(node, a, b))
-        self.memo[key] = out
+        table[key] = out
+        if lm is not None and b - 1 > lm.hi:
+            lm.hi = b - 1
         return out
 
     def range_cost(self, node: RNode, a: int, b: int) -> int:
@@ -300,8 +347,13 @@ class Fill:
         handle string costs the pointer's string size plus ``1 + len(I)``. Tests pin this to the
         rendered length.
         """
-        key = (node.tokens, a, b, self.summary)
-        hit = self._rcost.get(key)
+        lm = self._lm(node)
+        if lm is None:
+            key = (node.tokens, a, b, self.summary)
+            hit = self._rcost.get(key)
+        else:
+            rkey = (a, b, self.summary)
+            hit = lm.ranges.get(rkey)
         if hit is not None:
             return hit
         p = self._ptr_size.get(node.tokens)
@@ -313,7 +365,12 @@ class Fill:
         summary = self._range_summary(node, a, b)
         if summary is not None:
             size += 1 + 10 + str_size(summary)  # ,"summary":S
-        self._rcost[key] = size
+        if lm is None:
+            self._rcost[key] = size
+        else:
+            lm.ranges[rkey] = size
+            if b - 1 > lm.hi:
+                lm.hi = b - 1
         return size
 
     def _range_summary(self, node: RNode, a: int, b: int) -> str | None:
@@ -334,6 +391,15 @@ class Fill:
         return shorten(text, min(self.summary, 48))
 
     def _name(self, node: RNode, pos: int) -> str | None:
+        lm = self._lm(node)
+        if lm is not None:
+            hit = lm.names.get(pos, _UNNAMED)
+            if hit is not _UNNAMED:
+                return hit
+            name = lm.names[pos] = self._member_name(node, pos)
+            if pos > lm.hi:
+                lm.hi = pos
+            return name
         key = (node.tokens, pos)
         hit = self._names.get(key, _UNNAMED)
         if hit is not _UNNAMED:  # ranges share their ends: name each member once
@@ -385,8 +451,17 @@ class Fill:
 
     def item_handle(self, node: RNode) -> tuple[Handle, int]:
         """The item handle of ``node`` and its size."""
-        key = ("item", node.tokens, self.summary)
-        hit = self.memo.get(key)
+        plm = self._lm(node.parent) if node.parent is not None else None
+        table: dict[Any, Any]
+        key: Any
+        if plm is None:
+            table, key = self.memo, ("item", node.tokens, self.summary)
+        else:  # a readable array's member: kept per index and summary length (budget: the scope's)
+            table = plm.items.setdefault(node.pos, {})
+            key = self.summary
+            if node.pos > plm.hi:
+                plm.hi = node.pos
+        hit = table.get(key)
         if hit is not None:
             assert isinstance(hit, tuple)
             return hit
@@ -394,7 +469,7 @@ class Fill:
         size: int | str = fc[1] if fc is not None else f">{self.budget}"
         h = self._skeleton(node, size, self._summary(node))
         out = (h, json_size(h.to_json()))
-        self.memo[key] = out
+        table[key] = out
         return out
 
     def _summary(self, node: RNode) -> str | None:

@@ -9,7 +9,7 @@ this node fit in ``n`` characters?" is O(min(size of the node, n)).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import orjson
 
@@ -49,7 +49,7 @@ class Meter:
     a deterministic function of its inputs.
     """
 
-    __slots__ = ("cap", "flat", "memo", "work")
+    __slots__ = ("cap", "flat", "hints", "memo", "walks", "work")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -59,6 +59,14 @@ class Meter:
         # build measures each entry about three times (root, its collection, itself); a hit
         # still counts the same work, so the work cap trips where it would without it.
         self.flat: dict[int, tuple[int, int]] = {}
+        # What _flat_size would answer for a container, by identity, known without scanning it
+        # (a ViewCache's facts, views._cache): ``hint(node, room, work_left)`` returns exactly
+        # what ``_flat_size(node, room, work_left)`` would, so sizes and work are unchanged.
+        self.hints: dict[int, Callable[[JSON, int, int], tuple[int, int] | None]] = {}
+        # What _walk would find for a container that _flat_size declines (an array of records
+        # with nested lists), when it fits: ``walk(node, limit, work_left, flat)`` returns
+        # (size, nodes) and notes the members' flat sizes as the walk would, or None to walk.
+        self.walks: dict[int, Callable[[JSON, int, int, dict[int, tuple[int, int]]], tuple[int, int] | None]] = {}
 
     @property
     def exhausted(self) -> bool:
@@ -75,6 +83,27 @@ class Meter:
             total, exact = hit
             if exact or total > limit:
                 return total
+        if self.hints and (type(value) is dict or type(value) is list):
+            # What the walk does with a container whose flat size is known, without walking.
+            flat = self.flat.get(key)
+            if flat is None or flat[0] > self.cap - self.work:
+                hint = self.hints.get(key)
+                flat = hint(value, limit, self.cap - self.work) if hint is not None else None
+                if flat is not None:
+                    self.flat[key] = flat
+            if flat is not None:
+                self.work += flat[0]
+                total = flat[1]
+                if not self.exhausted:
+                    self.memo[key] = (total, total <= limit)
+                return total
+            walk = self.walks.get(key)
+            walked = walk(value, limit, self.cap - self.work, self.flat) if walk is not None else None
+            if walked is not None:  # exact, within the cap
+                total, nodes = walked
+                self.work += nodes
+                self.memo[key] = (total, True)
+                return total
         total, exact = self._walk(value, limit)
         if not self.exhausted and (exact or total > limit):
             self.memo[key] = (total, exact)
@@ -88,7 +117,11 @@ class Meter:
             if type(node) is dict or type(node) is list:
                 flat = self.flat.get(id(node))
                 if flat is None or flat[0] > self.cap - self.work:
-                    flat = _flat_size(node, limit - total, self.cap - self.work)
+                    hint = self.hints.get(id(node)) if self.hints else None
+                    if hint is None:
+                        flat = _flat_size(node, limit - total, self.cap - self.work)
+                    else:
+                        flat = hint(node, limit - total, self.cap - self.work)
                     if flat is not None:
                         self.flat[id(node)] = flat
                 if flat is not None:

@@ -1,0 +1,263 @@
+"""A ViewCache never changes a view (issue 14).
+
+``build_view(..., cache=...)`` reuses sizes, names and handles kept from earlier builds of the
+same board, forgetting what each committed change may have touched. These tests pin that it is
+a pure optimisation: after every commit of random patches (add, replace, remove, move, copy in
+objects and arrays, nested, several ops per patch), the view built with a long-lived cache is
+byte-identical (text, hash, handles) to a fresh build without one, for several workers (whole
+board, wildcard fields, deep patterns, pins and windows), budgets, events and expansions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slateboard.blueprint import compile_blueprint
+from slateboard.kernel.canonical import JSON
+from slateboard.kernel.kernel import Event, Kernel, Proposal
+from slateboard.kernel.pointer import Tokens, format_pointer
+from slateboard.views import ViewCache, build_view, parse_expand_request
+from slateboard.views._cache import _ListHint, _ListMemo, facts
+from slateboard.views._measure import Meter
+
+WORKERS: dict[str, dict[str, Any]] = {
+    "all": {"reads": ["/**"]},
+    "some": {"reads": ["/a", "/b/*/x", "/c/**"]},
+    "ids": {"reads": ["/a/*/id", "/a/*/t", "/b", "/d/*"]},
+    "pinned": {"reads": ["/a", "/b", "/c"], "pinned": ["/b"], "windows": {"/a": 2}},
+}
+BUDGETS = (150, 400, 1200)
+
+
+def _blueprint() -> Any:
+    workers: dict[str, Any] = {name: {**spec, "writes": ["/x"], "view_budget": 500} for name, spec in WORKERS.items()}
+    workers["writer"] = {"reads": [], "writes": ["/**"], "ops": ["add", "remove", "replace", "move", "copy", "test"]}
+    return compile_blueprint({"schema": {}, "initial_state": {}, "workers": workers})
+
+
+BP = _blueprint()
+
+keys = st.sampled_from(["id", "t", "x", "y", "0", "é"])
+texts = st.text(alphabet='ab\u00e9"\\/\n~', max_size=12)
+scalars = st.none() | st.booleans() | st.integers(-5, 50) | texts
+ids = st.one_of(st.integers(0, 99), st.integers(0, 99).map(lambda i: f"i{i}"), st.sampled_from([None, "", True]))
+values: st.SearchStrategy[JSON] = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(keys, inner, max_size=4)
+        | st.builds(lambda i, t, rest: {**rest, "id": i, "t": t}, ids, texts, st.dictionaries(keys, inner, max_size=2))
+    ),
+    max_leaves=12,
+)
+entries = st.builds(lambda i, t: {"id": i, "t": t}, ids, texts) | values
+initial = st.fixed_dictionaries(
+    {
+        "a": st.lists(entries, min_size=3, max_size=30),
+        "b": st.dictionaries(keys, values, max_size=4),
+        "c": values,
+        "d": st.lists(st.lists(scalars, max_size=3) | st.dictionaries(keys, scalars, max_size=3), max_size=12),
+    }
+)
+
+
+def _nodes(value: JSON, tokens: Tokens = ()) -> list[tuple[Tokens, JSON]]:
+    out = [(tokens, value)]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _nodes(v, (*tokens, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _nodes(v, (*tokens, str(i)))
+    return out
+
+
+def _op(data: st.DataObject, state: JSON) -> dict[str, JSON]:
+    nodes = _nodes(state)
+    in_a = [(t, v) for t, v in nodes if t[:1] == ("a",)]
+    if data.draw(st.booleans()) and any(isinstance(v, (dict, list)) for _, v in in_a):
+        nodes = in_a  # most of the action is in the long array /a
+    inner = [t for t, _ in nodes if t]
+    containers = [(t, v) for t, v in nodes if isinstance(v, (dict, list))]
+    kind = data.draw(st.sampled_from(["add", "add", "append", "replace", "remove", "move", "copy"]))
+    if kind in ("add", "append", "move", "copy") or not inner:
+        where, parent = data.draw(st.sampled_from(containers))
+        if isinstance(parent, list):
+            last = "-" if kind == "append" else str(data.draw(st.integers(0, len(parent))))
+            path = format_pointer((*where, last))
+        else:
+            path = format_pointer((*where, data.draw(keys)))
+        if kind in ("move", "copy") and inner:
+            return {"op": kind, "from": format_pointer(data.draw(st.sampled_from(inner))), "path": path}
+        return {"op": "add", "path": path, "value": data.draw(entries)}
+    target = format_pointer(data.draw(st.sampled_from(inner)))
+    if kind == "remove":
+        return {"op": "remove", "path": target}
+    return {"op": "replace", "path": target, "value": data.draw(ids if target.endswith("/id") else entries)}
+
+
+def _same(cache: ViewCache, state: JSON, version: int, worker: str, budget: int, **kw: Any) -> Any:
+    cached = build_view(BP, worker, state, version, budget=budget, cache=cache, **kw)
+    fresh = build_view(BP, worker, state, version, budget=budget, **kw)
+    assert cached.text == fresh.text
+    assert cached.hash == fresh.hash
+    assert cached.handles == fresh.handles
+    assert cached.level == fresh.level
+    return cached
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(initial, st.data())
+def test_views_with_a_kept_cache_equal_fresh_builds_after_every_commit(
+    state: dict[str, Any], data: st.DataObject
+) -> None:
+    kernel = Kernel(BP, state=state)
+    caches = {(w, b): ViewCache() for w in WORKERS for b in BUDGETS}
+    asked: dict[tuple[str, int], tuple[str, ...]] = {}
+    event: JSON = None
+    for step in range(data.draw(st.integers(1, 14))):
+        for (worker, budget), cache in caches.items():
+            view = _same(
+                cache, kernel.state, kernel.version, worker, budget, event=event, expand=asked.get((worker, budget), ())
+            )
+            if view.handles and data.draw(st.booleans()):
+                picks = data.draw(st.lists(st.sampled_from(view.handles), max_size=2))
+                asked[(worker, budget)] = parse_expand_request({"expand": [h.handle for h in picks]})
+            else:
+                asked.pop((worker, budget), None)
+        patch = [_op(data, kernel.state) for _ in range(data.draw(st.integers(1, 3)))]
+        decision = kernel.submit(Proposal("writer", patch))
+        if decision.accepted:
+            for cache in caches.values():
+                cache.changed(decision.events, kernel.version)
+            event = decision.events[0].to_json() if decision.events else None
+        elif step % 3 == 0:
+            event = {"op": "add", "path": "/a/0", "version": kernel.version}
+    for (worker, budget), cache in caches.items():
+        _same(cache, kernel.state, kernel.version, worker, budget, event=event)
+
+
+def test_a_growing_board_reuses_what_it_measured_and_stays_identical() -> None:
+    """The peers workload: an entry appended per step, three workers, one cache per board."""
+    bp = compile_blueprint(
+        {
+            "schema": {},
+            "initial_state": {"task": "t", "entries": []},
+            "workers": {
+                w: {"reads": ["/task", "/entries"], "writes": ["/entries/-"], "view_budget": 4000}
+                for w in ("alpha", "beta", "gamma")
+            },
+        }
+    )
+    kernel = Kernel(bp)
+    cache = ViewCache()
+    for i in range(400):
+        worker = ("alpha", "beta", "gamma")[i % 3]
+        entry = {"author": worker, "content": f"{i} " + "word " * 40}
+        decision = kernel.submit(Proposal(worker, [{"op": "add", "path": "/entries/-", "value": entry}]))
+        cache.changed(decision.events, kernel.version)
+        event = decision.events[0].to_json()
+        for budget in (None, 100_000):
+            kept = build_view(bp, worker, kernel.state, kernel.version, event=event, budget=budget, cache=cache)
+            fresh = build_view(bp, worker, kernel.state, kernel.version, event=event, budget=budget)
+            assert (kept.text, kept.hash, kept.handles) == (fresh.text, fresh.hash, fresh.handles)
+    scope = cache.scope("alpha", bp.workers["alpha"], 100_000, kernel.version)
+    assert scope.lists[("entries",)].facts  # the entries' sizes were kept, not measured again
+
+
+def test_the_cache_forgets_what_a_change_touched() -> None:
+    cache = ViewCache()
+    scope = cache.scope("w", object(), 100, 1)
+    for p in (("a",), ("a", "3", "l"), ("b",)):
+        memo = scope.list_memo(p)
+        for i in range(6):
+            memo.names[i] = f"n{i}"
+            memo.ranges[(i, i + 1, 48)] = i
+        memo.ranges[(0, 6, 48)] = memo.ranges[(2, 6, 48)] = 9  # they name 0, 1, 5 and 2, 3, 5
+        memo.hi = 5
+    cache.changed([Event("replace", "/a/1/x", ("a", "1", "x"), "set")], 2)
+    a = scope.lists[("a",)]
+    assert sorted(a.names) == [0, 2, 3, 4, 5]  # member 1 changed
+    assert sorted(a.ranges) == [(0, 1, 48), (2, 3, 48), (2, 6, 48), (3, 4, 48), (4, 5, 48), (5, 6, 48)]
+    assert ("a", "3", "l") in scope.lists  # another member's array: untouched
+    cache.changed([Event("add", "/a/2", ("a", "2"), "insert")], 3)
+    assert sorted(a.names) == [0]  # members from 2 on moved
+    assert sorted(a.ranges) == [(0, 1, 48)]
+    assert ("a", "3", "l") not in scope.lists  # it moved to /a/4/l
+    cache.changed([Event("remove", "/b/9", ("b", "9"), "delete")], 4)
+    assert sorted(scope.lists[("b",)].names) == [0, 1, 2, 3, 4, 5]  # past the last kept member
+    cache.changed([Event("replace", "/b", ("b",), "set")], 5)
+    assert ("b",) not in scope.lists
+    cache.changed([Event("replace", "", (), "root")], 6)
+    assert cache.scope("w", scope.contract, 100, 6) is not scope
+    # a version it was not told about: everything is forgotten
+    kept = cache.scope("w", scope.contract, 100, 6)
+    kept.list_memo(("a",)).names[0] = "n"
+    assert cache.scope("w", scope.contract, 100, 8) is not kept
+
+
+@pytest.mark.parametrize("budget", [2, 40, 4000])
+def test_without_a_readable_array_the_cache_is_harmless(budget: int) -> None:
+    kernel = Kernel(BP, state={"a": [], "b": {"x": {"x": 1}}, "c": "s" * 50, "d": []})
+    cache = ViewCache()
+    for worker in WORKERS:
+        _same(cache, kernel.state, kernel.version, worker, budget)
+        _same(cache, kernel.state, kernel.version, worker, budget)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        [{"op": "replace", "path": "/a/0/id", "value": "new"}],  # the first member a range names
+        [{"op": "replace", "path": "/a/1", "value": {"id": "new", "t": "x"}}],  # the second
+        [{"op": "replace", "path": "/a/21/id", "value": "new"}],  # the last
+        [{"op": "remove", "path": "/a/0"}],
+        [{"op": "add", "path": "/a/3", "value": {"id": "new", "t": "x"}}],
+        [{"op": "move", "from": "/a/29", "path": "/a/0"}],
+        [{"op": "add", "path": "/a/-", "value": {"id": "new", "t": "x"}}],
+        [{"op": "replace", "path": "/a/25/t", "value": "y" * 80}],
+        [{"op": "replace", "path": "/a", "value": [{"id": "new", "t": "x"}] * 40}],
+    ],
+)
+def test_a_change_to_a_member_a_handle_names_shows_at_once(patch: list[dict[str, JSON]]) -> None:
+    kernel = Kernel(BP, state={"a": [{"id": f"i{i}", "t": "x" * 20} for i in range(30)], "b": {}, "c": 1, "d": []})
+    cache = ViewCache()
+    before = _same(cache, kernel.state, kernel.version, "all", 600)
+    assert any(h.summary == "i0 … i21" for h in before.handles)  # a range naming /a/0, /a/1 and /a/21
+    decision = kernel.submit(Proposal("writer", patch))
+    assert decision.accepted
+    cache.changed(decision.events, kernel.version)
+    _same(cache, kernel.state, kernel.version, "all", 600)
+
+
+flat_values = st.lists(
+    scalars
+    | st.lists(scalars, max_size=4)
+    | st.dictionaries(keys, scalars | st.lists(scalars, max_size=2), max_size=3),
+    max_size=6,
+) | st.dictionaries(keys, scalars | st.lists(scalars, max_size=3), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(flat_values, st.lists(st.integers(0, 160), min_size=1, max_size=4), st.integers(0, 40), st.integers(1, 200))
+def test_meter_hints_give_the_sizes_and_work_of_the_walk(value: JSON, limits: list[int], cap: int, bound: int) -> None:
+    """A meter told the kept facts measures exactly as one that walks: the same sizes and the
+    same work count after every call, so the work cap trips at the same place."""
+    plain, told = Meter(cap), Meter(cap)
+    memo = _ListMemo()
+    if isinstance(value, list):
+        hint = told.hints[id(value)] = _ListHint(memo, bound, told.hints)
+        told.walks[id(value)] = hint.walk
+    else:
+        told.hints[id(value)] = facts(value, bound)
+    for limit in limits:
+        got, want = told.size(value, limit), plain.size(value, limit)
+        assert (got <= limit) == (want <= limit)
+        if want <= limit:
+            assert got == want
+        assert told.work == plain.work
+        assert told.flat == plain.flat
