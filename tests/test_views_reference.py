@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import _views_reference as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import _views_reference as ref
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, Usage
 from slateboard.kernel.canonical import JSON

@@ -14,6 +14,7 @@ from slateboard.kernel.canonical import JSON, canonical_bytes, canonical_str, sh
 from slateboard.kernel.pointer import PointerError, escape_token, is_array_index, parse_pointer
 from slateboard.kernel.record import Record
 from slateboard.kernel.schema import pattern_locations
+
 from ._cache import ViewCache, _Scope
 from ._fill import Fill, Targets
 from ._measure import Meter, clip_json, clip_str, json_size, shorten

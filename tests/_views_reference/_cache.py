@@ -46,6 +46,7 @@ import orjson
 
 from slateboard.kernel.canonical import JSON
 from slateboard.kernel.pointer import Tokens, is_array_index
+
 from ._measure import _flat_size, scalar_size
 from ._model import Handle
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from slateboard.kernel.canonical import JSON
 from slateboard.kernel.pointer import Tokens
+
 from ._cache import _ListMemo, _Scope
 from ._measure import Meter, canonical_prefix, json_size, shorten, str_size
 from ._model import Handle
