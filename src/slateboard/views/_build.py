@@ -19,7 +19,7 @@ from ._fill import Fill, Targets
 from ._measure import Meter, clip_json, clip_str, json_size, shorten
 from ._model import Handle, View
 from ._quarantine import quarantine_hidden, readable_state
-from ._region import RNode, find, region_root
+from ._region import RNode, find, region_root, release
 
 if TYPE_CHECKING:
     from ..kernel.contract import WorkerContract
@@ -308,23 +308,60 @@ def build_view(
         scope.prune()
     else:
         scope = _Scope(contract, limit)
+    try:
+        frame = (writable, shown_event, recs)
+        view = _fill(root, meter, limit, targets, blueprint, memo, scope, frame, fixed_data, fixed_handles)
+    finally:
+        # Break the region tree's and the meter's reference cycles so that reference counting
+        # frees them now rather than a later full collection (issue 14).
+        release(root)
+        meter.hints.clear()
+        meter.walks.clear()
+    if view is not None:
+        index, text, raw, handles = view
+        return _view(contract.name, version, limit, index, text, raw, handles)
+    bare: dict[str, JSON] = {"data": dict(fixed_data)}
+    if fixed_handles:
+        bare["handles"] = [h.to_json() for h in fixed_handles]
+    text = canonical_str(bare) if (fixed_data or fixed_handles) else '{"data":{}}' if limit >= 11 else "{}"
+    return _view(contract.name, version, limit, len(_LEVELS), text, text.encode("utf-8"), list(fixed_handles))
+
+
+def _fill(
+    root: RNode | None,
+    meter: Meter,
+    limit: int,
+    targets: Targets,
+    blueprint: KernelBlueprint,
+    memo: dict[Any, Any],
+    scope: _Scope,
+    frame_of: tuple[_Writable, JSON, list[Record]],
+    fixed_data: dict[str, JSON],
+    fixed_handles: list[Handle],
+) -> tuple[int, str, bytes, list[Handle]] | None:
+    """The first degradation level whose frame and fill fit: (level, text, UTF-8 text, handles),
+    or None when none does. ``frame_of`` holds _frame's arguments besides the level and notes."""
     for index, level in enumerate(_LEVELS):
-        frame = _frame(level, writable, shown_event, recs, targets.notes)
+        frame = _frame(level, *frame_of, targets.notes)
         base = json_size(frame)
         if base > limit or (base > level.share * limit and index < len(_LEVELS) - 1):
             continue
         fill = Fill(root, meter, limit, base, level.summary, targets, blueprint, memo, scope)
-        if not fill.run():
-            continue
-        data, handles = fill.output()
+        try:
+            if not fill.run():
+                continue
+            data, handles = fill.output()
+            total = fill.total()
+        finally:
+            fill.close()
         content = dict(frame)
         content["data"] = data
         if handles:
             content["handles"] = [h.to_json() for h in handles]
         raw = canonical_bytes(content)
         text = raw.decode("utf-8")
-        if _STRICT and len(text) != fill.total():
-            raise AssertionError(f"view size accounting is off: predicted {fill.total()}, rendered {len(text)}")
+        if _STRICT and len(text) != total:
+            raise AssertionError(f"view size accounting is off: predicted {total}, rendered {len(text)}")
         if len(text) > limit:
             continue
         if fixed_data or fixed_handles:
@@ -333,12 +370,8 @@ def build_view(
             content["handles"] = [h.to_json() for h in handles]
             raw = canonical_bytes(content)
             text = raw.decode("utf-8")
-        return _view(contract.name, version, limit, index, text, raw, handles)
-    bare: dict[str, JSON] = {"data": dict(fixed_data)}
-    if fixed_handles:
-        bare["handles"] = [h.to_json() for h in fixed_handles]
-    text = canonical_str(bare) if (fixed_data or fixed_handles) else '{"data":{}}' if limit >= 11 else "{}"
-    return _view(contract.name, version, limit, len(_LEVELS), text, text.encode("utf-8"), list(fixed_handles))
+        return index, text, raw, handles
+    return None
 
 
 def _cacheable(blueprint: KernelBlueprint, worker: str) -> bool:

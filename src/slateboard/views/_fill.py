@@ -632,6 +632,16 @@ class Fill:
                 self._split(node)
         return True
 
+    def close(self) -> None:
+        """Drop what this attempt decided, once the builder is done with it: each split's member
+        feed is a generator whose frame holds this Fill, a reference cycle that only the cyclic
+        garbage collector could free otherwise (issue 14)."""
+        self.splits.clear()
+        self.heap.clear()
+        self.rep.clear()
+        self.keys.clear()
+        self.handles.clear()
+
     def output(self) -> tuple[dict[str, JSON], list[Handle]]:
         """The data entries (still referencing state values) and the handles in document order."""
         data: dict[str, JSON] = {}
