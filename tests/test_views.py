@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import re
 import time
@@ -28,6 +29,7 @@ from slateboard.views import (
     UnknownWorker,
     View,
     ViewBudgetError,
+    ViewCache,
     build_view,
     kernel_view,
     parse_expand_request,
@@ -751,3 +753,28 @@ def test_pins_must_be_concrete_reads() -> None:
     }
     with pytest.raises((BlueprintError, ValueError), match="not one of the worker's reads"):
         compile_blueprint(spec)
+
+
+@pytest.mark.parametrize("budget", [300, 4000, 100_000])
+def test_a_build_leaves_no_reference_cycles(budget: int) -> None:
+    """Region nodes, fill attempts and list hints are freed by reference counting when a build
+    is done, not left to the cyclic garbage collector (issue 14)."""
+    bp = make_bp(budget)
+    state = board(400, text_len=60)
+    cache = ViewCache()
+    for worker in bp.workers:
+        build_view(bp, worker, state, 1, event={"op": "add", "path": "/claims/3"}, expand=["/claims#3"])
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for worker in bp.workers:
+            for kept in (None, cache):
+                build_view(
+                    bp, worker, state, 1, event={"op": "add", "path": "/claims/3"}, expand=["/claims#3"], cache=kept
+                )
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == []

@@ -72,10 +72,16 @@ class _Split:
     def without(self, pos: int) -> tuple[int, tuple[int, int], list[tuple[int, int]]]:
         # (pos, _AFTER) sorts after every interval starting at or before pos (ends are < _AFTER):
         # the same index as bisecting on the starts, without a key call per probe.
-        i = bisect_right(self.intervals, (pos, _AFTER)) - 1
-        a, b = self.intervals[i]
+        intervals = self.intervals
+        i = bisect_right(intervals, (pos, _AFTER)) - 1
+        a, b = old = intervals[i]
         assert a <= pos < b
-        return i, (a, b), [iv for iv in ((a, pos), (pos + 1, b)) if iv[0] < iv[1]]
+        new = []
+        if a < pos:
+            new.append((a, pos))
+        if pos + 1 < b:
+            new.append((pos + 1, b))
+        return i, old, new
 
 
 class Fill:
