@@ -445,12 +445,6 @@ class Fill:
         name = node.member_handle_id(pos)
         return None if name == node.member_token(pos) else name
 
-    def _ranges_cost(self, node: RNode, ivs: list[tuple[int, int]]) -> int:
-        total = 0
-        for a, b in ivs:
-            total += self.range_cost(node, a, b)
-        return total
-
     def _skeleton(self, node: RNode, size: int | str, summary: str | None) -> Handle:
         parent = node.parent
         assert parent is not None
@@ -529,11 +523,19 @@ class Fill:
         sp = self.splits[parent.tokens]
         i, old, new = sp.without(m.pos)
         rn = len(new) - 1
-        rs = self._ranges_cost(parent, new) - self.range_cost(parent, *old)
-        fc = self.full_cost(m, self.budget - self.total(hn=rn, hs=rs))
-        if fc is not None and self.fits(dn=fc[0], ds=fc[1], hn=rn, hs=rs):
+        range_cost = self.range_cost
+        rs = 0
+        for a, b in new:
+            rs += range_cost(parent, a, b)
+        rs -= range_cost(parent, *old)
+        # Positional arguments: this is the builder's hottest path (issue 14).
+        fc = self.full_cost(m, self.budget - self.total(0, 0, rn, rs))
+        if fc is not None and self.total(fc[0], fc[1], rn, rs) <= self.budget:
             sp.intervals[i : i + 1] = new
-            self._apply(dn=fc[0], ds=fc[1], hn=rn, hs=rs)
+            self.dn += fc[0]
+            self.ds += fc[1]
+            self.hn += rn
+            self.hs += rs
             self.rep[m.tokens] = (_FULL, m)
             return True
         if m.container and self._leads(m):
