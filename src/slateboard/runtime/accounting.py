@@ -15,6 +15,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, RECORD_KIND, TIGHTEN_BUDGET
 from ..kernel.record import Record
 from .boards import Held, ends_run, held_of
@@ -55,7 +56,9 @@ class Accounts:
     lost: list[str] = field(default_factory=list)
     """Ids of the invocations that failed (``invocation.failed`` records) since the last run end."""
     held: dict[int, Record] = field(default_factory=dict)
-    """Held proposals (``outcome == "held"``) with no approval record naming them yet, by seq."""
+    """Held proposals (``outcome == "held"``) with no approval record naming them, by seq."""
+    decided: set[JSON] = field(default_factory=set)
+    """What the approval records named (one value per approval: small next to the log)."""
 
     def __post_init__(self) -> None:
         self.tail = deque(self.tail, maxlen=self.tail_size)
@@ -100,11 +103,12 @@ class Accounts:
                 self.cost += (rec.usage.tokens_in * price[0] + rec.usage.tokens_out * price[1]) / 1e6
         if rec.outcome == "rejected" and rec.worker:
             self.rejections[rec.worker].append(rec)
-        elif rec.outcome == "held":
+        elif rec.outcome == "held" and rec.seq not in self.decided:
             self.held[rec.seq] = rec
-        if rec.kind == "approval" and self.held:
+        if rec.kind == "approval":
             decided = rec.meta.get("record")
             if not isinstance(decided, (list, dict)):  # JSON scalars are hashable
+                self.decided.add(decided)
                 self.held.pop(decided, None)  # type: ignore[arg-type]
         self.ended_at_head = ends_run(rec)
         if self.ended_at_head:
