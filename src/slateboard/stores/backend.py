@@ -65,6 +65,13 @@ class NewRecord:
         """The board version this record was prepared at."""
         return self.record.version - 1 if self.record.outcome == "accepted" else self.record.version
 
+    def cas_args(self, now: float) -> tuple[Any, ...]:
+        """The parameters of the SQL compare-and-set, in statement order: the board's new
+        (version, last_seq, last_hash, updated_at), then what it must hold now (board_id,
+        last_seq, last_hash, version)."""
+        rec = self.record
+        return (rec.version, rec.seq, rec.hash, now, self.board_id, rec.seq - 1, rec.prev, self.prev_version)
+
 
 @dataclass(frozen=True, slots=True)
 class SnapshotSource:

@@ -440,19 +440,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 " RETURNING snapshot_seq)"
                 " INSERT INTO records (board_id, seq, data) SELECT %s, %s, %s FROM b"
                 " RETURNING (SELECT snapshot_seq FROM b)",
-                (
-                    record.version,
-                    record.seq,
-                    record.hash,
-                    c.now(),
-                    board_id,
-                    record.seq - 1,
-                    record.prev,
-                    job.prev_version,
-                    board_id,
-                    record.seq,
-                    job.data,
-                ),
+                (*job.cas_args(c.now()), board_id, record.seq, job.data),
             )
             if simple:
                 done_cur = await self._complete(conn, board_id, record.seq, changes.complete)

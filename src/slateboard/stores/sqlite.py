@@ -570,16 +570,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
                 "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ?"
                 " WHERE board_id = ? AND last_seq = ? AND last_hash = ? AND version = ?"
                 " RETURNING snapshot_seq, status",
-                (
-                    record.version,
-                    record.seq,
-                    record.hash,
-                    c.now(),
-                    board_id,
-                    record.seq - 1,
-                    record.prev,
-                    job.prev_version,
-                ),
+                job.cas_args(c.now()),
             ).fetchone()
         if row is None:
             # Not appended: read the board to say why (the same checks, in the same order).
