@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.canonical import JSON
 from slateboard.kernel.kernel import Event, Kernel, Proposal
-from slateboard.kernel.pointer import Tokens, format_pointer
 from slateboard.views import ViewCache, build_view, parse_expand_request
 from slateboard.views._cache import _ListHint, _ListMemo, facts
 from slateboard.views._measure import Meter
+from views_testkit import Boards
 
 WORKERS: dict[str, dict[str, Any]] = {
     "all": {"reads": ["/**"]},
@@ -41,63 +41,9 @@ def _blueprint() -> Any:
 
 BP = _blueprint()
 
-keys = st.sampled_from(["id", "t", "x", "y", "0", "é"])
-texts = st.text(alphabet='ab\u00e9"\\/\n~', max_size=12)
-scalars = st.none() | st.booleans() | st.integers(-5, 50) | texts
-ids = st.one_of(st.integers(0, 99), st.integers(0, 99).map(lambda i: f"i{i}"), st.sampled_from([None, "", True]))
-values: st.SearchStrategy[JSON] = st.recursive(
-    scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(keys, inner, max_size=4)
-        | st.builds(lambda i, t, rest: {**rest, "id": i, "t": t}, ids, texts, st.dictionaries(keys, inner, max_size=2))
-    ),
-    max_leaves=12,
-)
-entries = st.builds(lambda i, t: {"id": i, "t": t}, ids, texts) | values
-initial = st.fixed_dictionaries(
-    {
-        "a": st.lists(entries, min_size=3, max_size=30),
-        "b": st.dictionaries(keys, values, max_size=4),
-        "c": values,
-        "d": st.lists(st.lists(scalars, max_size=3) | st.dictionaries(keys, scalars, max_size=3), max_size=12),
-    }
-)
-
-
-def _nodes(value: JSON, tokens: Tokens = ()) -> list[tuple[Tokens, JSON]]:
-    out = [(tokens, value)]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _nodes(v, (*tokens, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _nodes(v, (*tokens, str(i)))
-    return out
-
-
-def _op(data: st.DataObject, state: JSON) -> dict[str, JSON]:
-    nodes = _nodes(state)
-    in_a = [(t, v) for t, v in nodes if t[:1] == ("a",)]
-    if data.draw(st.booleans()) and any(isinstance(v, (dict, list)) for _, v in in_a):
-        nodes = in_a  # most of the action is in the long array /a
-    inner = [t for t, _ in nodes if t]
-    containers = [(t, v) for t, v in nodes if isinstance(v, (dict, list))]
-    kind = data.draw(st.sampled_from(["add", "add", "append", "replace", "remove", "move", "copy"]))
-    if kind in ("add", "append", "move", "copy") or not inner:
-        where, parent = data.draw(st.sampled_from(containers))
-        if isinstance(parent, list):
-            last = "-" if kind == "append" else str(data.draw(st.integers(0, len(parent))))
-            path = format_pointer((*where, last))
-        else:
-            path = format_pointer((*where, data.draw(keys)))
-        if kind in ("move", "copy") and inner:
-            return {"op": kind, "from": format_pointer(data.draw(st.sampled_from(inner))), "path": path}
-        return {"op": "add", "path": path, "value": data.draw(entries)}
-    target = format_pointer(data.draw(st.sampled_from(inner)))
-    if kind == "remove":
-        return {"op": "remove", "path": target}
-    return {"op": "replace", "path": target, "value": data.draw(ids if target.endswith("/id") else entries)}
+BOARDS = Boards()
+keys, scalars, initial = BOARDS.keys, BOARDS.scalars, BOARDS.initial
+_op = BOARDS.op
 
 
 def _same(cache: ViewCache, state: JSON, version: int, worker: str, budget: int, **kw: Any) -> Any:

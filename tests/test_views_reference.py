@@ -18,8 +18,9 @@ import _views_reference as ref
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, Usage
 from slateboard.kernel.canonical import JSON
-from slateboard.kernel.pointer import Tokens, format_pointer
+from slateboard.kernel.pointer import format_pointer
 from slateboard.views import ViewCache, build_view, parse_expand_request
+from views_testkit import Boards, nodes
 
 WORKERS: dict[str, dict[str, Any]] = {
     "all": {"reads": ["/**"]},
@@ -49,60 +50,20 @@ def _blueprint() -> Any:
 BP = _blueprint()
 REF_BP = BP  # the reference package takes the same compiled blueprint
 
-keys = st.sampled_from(["id", "t", "x", "y", "0", "é", "a~/b"])
-texts = st.text(alphabet='ab\u00e9"\\/\n~ ', max_size=40)
-scalars = st.none() | st.booleans() | st.integers(-5, 5000) | texts
-ids = st.one_of(st.integers(0, 99), st.integers(0, 99).map(lambda i: f"i{i}"), st.sampled_from([None, "", True]))
-values: st.SearchStrategy[JSON] = st.recursive(
-    scalars,
-    lambda inner: (
-        st.lists(inner, max_size=5)
-        | st.dictionaries(keys, inner, max_size=5)
-        | st.builds(lambda i, t, rest: {**rest, "id": i, "t": t}, ids, texts, st.dictionaries(keys, inner, max_size=2))
-    ),
-    max_leaves=14,
+BOARDS = Boards(
+    key_names=("id", "t", "x", "y", "0", "é", "a~/b"),
+    alphabet='ab\u00e9"\\/\n~ ',
+    text_size=40,
+    int_max=5000,
+    width=5,
+    leaves=14,
+    a_size=(0, 40),
+    b_size=20,
+    focus_a=False,
+    kinds=("add", "append", "append", "replace", "remove", "move", "copy"),
 )
-entries = st.builds(lambda i, t: {"id": i, "t": t}, ids, texts) | values
-initial = st.fixed_dictionaries(
-    {
-        "a": st.lists(entries, min_size=0, max_size=40),
-        "b": st.dictionaries(keys, values, max_size=20),
-        "c": values,
-        "d": st.lists(st.lists(scalars, max_size=3) | st.dictionaries(keys, scalars, max_size=3), max_size=12),
-    }
-)
-
-
-def _nodes(value: JSON, tokens: Tokens = ()) -> list[tuple[Tokens, JSON]]:
-    out = [(tokens, value)]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _nodes(v, (*tokens, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _nodes(v, (*tokens, str(i)))
-    return out
-
-
-def _op(data: st.DataObject, state: JSON) -> dict[str, JSON]:
-    nodes = _nodes(state)
-    inner = [t for t, _ in nodes if t]
-    containers = [(t, v) for t, v in nodes if isinstance(v, (dict, list))]
-    kind = data.draw(st.sampled_from(["add", "append", "append", "replace", "remove", "move", "copy"]))
-    if kind in ("add", "append", "move", "copy") or not inner:
-        where, parent = data.draw(st.sampled_from(containers))
-        if isinstance(parent, list):
-            last = "-" if kind == "append" else str(data.draw(st.integers(0, len(parent))))
-            path = format_pointer((*where, last))
-        else:
-            path = format_pointer((*where, data.draw(keys)))
-        if kind in ("move", "copy") and inner:
-            return {"op": kind, "from": format_pointer(data.draw(st.sampled_from(inner))), "path": path}
-        return {"op": "add", "path": path, "value": data.draw(entries)}
-    target = format_pointer(data.draw(st.sampled_from(inner)))
-    if kind == "remove":
-        return {"op": "remove", "path": target}
-    return {"op": "replace", "path": target, "value": data.draw(entries)}
+texts, initial = BOARDS.texts, BOARDS.initial
+_nodes, _op = nodes, BOARDS.op
 
 
 def _pointer(data: st.DataObject, state: JSON) -> str:
