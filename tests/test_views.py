@@ -6,7 +6,6 @@ import copy
 import gc
 import hashlib
 import re
-import time
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -524,12 +523,10 @@ class Spy(dict[str, Any]):
 def test_cost_is_bounded_by_the_view_not_the_state() -> None:
     Spy.touched = 0
     state = {"query": "q", "claims": [Spy(claim(i, "t" * 40)) for i in range(20_000)]}
-    start = time.perf_counter()
     view = build_view(BP, "all", state, 0, budget=2000)
-    elapsed = time.perf_counter() - start
     assert view.size <= 2000 and "/claims/19999" in view.data
-    assert Spy.touched < 200, Spy.touched  # only the items looked at, never the whole collection
-    assert elapsed < 2.0
+    # The cost is counted, not timed: only the items looked at, never the whole collection.
+    assert Spy.touched < 200, Spy.touched
 
 
 # -- properties ----------------------------------------------------------------------------------------
