@@ -57,6 +57,8 @@ This module imports nothing from slateboard: every other module may import it.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 __all__ = ["InvalidInput", "RunError", "SlateboardError", "StoreError", "UnknownName", "UsageError"]
 
 
@@ -96,3 +98,16 @@ class RunError(SlateboardError):
 
 class StoreError(SlateboardError):
     """Base of every error a store raises (driver errors are always translated)."""
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def detached(exc: _E) -> _E:
+    """``exc``, marked not to show the exception being handled in its traceback.
+
+    Written ``raise detached(X) from None``: the same as ``raise X from None`` in Python, and
+    also in the modules mypyc compiles (``slateboard._native``), which ignore ``from``.
+    """
+    exc.__suppress_context__ = True
+    return exc

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import UsageError
+from ..errors import UsageError, detached
 from .canonical import canonical_bytes
 from .record import Record
 
@@ -82,7 +82,7 @@ def parse_checkpoints(data: bytes) -> list[Checkpoint]:
         try:
             raw = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise AnchorError(f"anchor file line {number}: {exc}") from None
+            raise detached(AnchorError(f"anchor file line {number}: {exc}")) from None
         if not isinstance(raw, dict) or set(raw) != {*_FIELDS, "mac"}:
             raise AnchorError(f"anchor file line {number}: not a checkpoint object")
         cp = Checkpoint(**raw)

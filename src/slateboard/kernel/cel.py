@@ -13,7 +13,7 @@ from typing import Any
 
 import cel
 
-from ..errors import UsageError
+from ..errors import UsageError, detached
 from .celcost import CostModel, deep_collection_max
 
 _ALL: frozenset[str] = frozenset({"\x00all"})
@@ -196,7 +196,7 @@ def compile_cel(
             raise
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         detail = next((ln for ln in lines if ln.startswith("ERROR")), lines[0] if lines else str(exc))
-        raise CelCompileError(detail.replace("ERROR: <input>:", "at ")) from None
+        raise detached(CelCompileError(detail.replace("ERROR: <input>:", "at "))) from None
     try:
         names = frozenset(program.variables())
     except Exception:

@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import InvalidInput, SlateboardError, UsageError
+from ..errors import InvalidInput, SlateboardError, detached
+from ._busy import KernelBusy as KernelBusy
 from .canonical import JSON, CanonicalError, JSONValue, canonical_str
 from .contract import WorkerContract
 from .invariants import evaluate_targets, pre_patch_path, touched_targets
@@ -103,10 +104,6 @@ class Decision:
         return self.record.reason
 
 
-class KernelBusy(UsageError, RuntimeError):
-    """``prepare`` was called while another decision awaits commit or abort."""
-
-
 class Reject(SlateboardError):
     """Internal: a stage failed."""
 
@@ -174,7 +171,7 @@ class Kernel:
             try:
                 applied = apply_ops(self.state, ops, self.hasher.observe)
             except ApplyError as exc:
-                raise Reject(exc.stage, str(exc)) from None
+                raise detached(Reject(exc.stage, str(exc))) from None
             self.state = applied.root
             effects = rebase(applied.effects)
             self._schema(effects)
@@ -377,9 +374,9 @@ class Kernel:
                 value = patch
             text = canonical_str(value)
         except JsonValueError as exc:
-            raise Reject("parse", str(exc)) from None
+            raise detached(Reject("parse", str(exc))) from None
         except CanonicalError as exc:
-            raise Reject("parse", f"not representable as JSON: {exc}") from None
+            raise detached(Reject("parse", f"not representable as JSON: {exc}")) from None
         if not isinstance(patch, (str, bytes, bytearray)):
             # Detach from the caller's objects: the state must not alias anything outside it.
             value = orjson.loads(text)
@@ -392,7 +389,7 @@ class Kernel:
         try:
             ops = check_ops(value)
         except OpError as exc:
-            raise Reject("parse" if exc.index < 0 else "ops", str(exc)) from None
+            raise detached(Reject("parse" if exc.index < 0 else "ops", str(exc))) from None
         if not ops:
             raise Reject("ops", "the patch has no operations")
         limit = self.blueprint.spec.limits.max_ops

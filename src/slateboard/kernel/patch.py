@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import UsageError
+from ..errors import UsageError, detached
 from .canonical import JSON, JSONValue
 from .jsonvalue import json_equal, type_name
 from .pointer import PointerError, Tokens, _parse_pointer, format_pointer, is_array_index
@@ -85,7 +85,7 @@ def check_ops(patch: JSON) -> list[Op]:
         try:
             tokens = _parse_pointer(path)  # path is known to be a str here
         except PointerError as exc:
-            raise OpError(i, path, str(exc)) from None
+            raise detached(OpError(i, path, str(exc))) from None
         value: JSON = None
         if name in ("add", "replace", "test"):
             if "value" not in raw:
@@ -96,13 +96,14 @@ def check_ops(patch: JSON) -> list[Op]:
         if name in ("move", "copy"):
             if "from" not in raw:
                 raise OpError(i, path, f"{name}: missing member 'from'")
-            from_path = raw["from"]
-            if not isinstance(from_path, str):
-                raise OpError(i, path, f"{name}: 'from' must be a string, got {type_name(from_path)}")
+            raw_from = raw["from"]  # checked before it is typed: compiled code checks types on assignment
+            if not isinstance(raw_from, str):
+                raise OpError(i, path, f"{name}: 'from' must be a string, got {type_name(raw_from)}")
+            from_path = raw_from
             try:
                 from_tokens = _parse_pointer(from_path)
             except PointerError as exc:
-                raise OpError(i, path, f"'from': {exc}") from None
+                raise detached(OpError(i, path, f"'from': {exc}")) from None
             if name == "move" and tokens[: len(from_tokens)] == from_tokens and tokens != from_tokens:
                 raise OpError(i, path, f"move: cannot move {from_path!r} into its own child")
         ops.append(Op(i, name, path, tokens, value, from_path, from_tokens))

@@ -35,7 +35,7 @@ class PointerError(UsageError, ValueError):
     """A string that is not a valid JSON Pointer; the message names the pointer and the fault."""
 
 
-def parse_pointer(pointer: str) -> Tokens:
+def parse_pointer(pointer: object) -> Tokens:
     """Parse an RFC 6901 pointer into unescaped tokens.
 
     ``""`` is the whole document. Raises PointerError for a value that is not a string, a

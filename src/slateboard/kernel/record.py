@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 import orjson
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, detached
 from .canonical import JSON, JSONValue, canonical_bytes, sha256_hex
 
 GENESIS = "0" * 64
@@ -218,7 +218,7 @@ class Record:
         try:
             parsed = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise InvalidInput(f"record is not JSON: {exc}") from None
+            raise detached(InvalidInput(f"record is not JSON: {exc}")) from None
         record = cls.from_json(parsed)
         if canonical_bytes(parsed) != data:
             raise InvalidInput("record bytes are not in canonical form")

@@ -28,7 +28,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from ..errors import UsageError
+from ..errors import UsageError, detached
 from .canonical import JSON
 from .jsonvalue import type_name
 from .pointer import MISSING, PointerError, Tokens, escape_token, format_pointer, is_array_index, resolve
@@ -132,15 +132,15 @@ class SchemaIndex:
         try:
             jsonschema_rs.meta.validate(schema)
         except jsonschema_rs.ValidationError as exc:
-            raise SchemaError(f"state schema is not valid JSON Schema: {exc.message}") from None
+            raise detached(SchemaError(f"state schema is not valid JSON Schema: {exc.message}")) from None
         except Exception as exc:  # referencing errors and friends
-            raise SchemaError(f"state schema is not valid JSON Schema: {exc}") from None
+            raise detached(SchemaError(f"state schema is not valid JSON Schema: {exc}")) from None
         self.schema = schema
         try:
             self._map = jsonschema_rs.validator_map_for(schema, **_compile_options())
             self._root_validator = jsonschema_rs.validator_for(schema, **_compile_options())
         except Exception as exc:
-            raise SchemaError(f"state schema does not compile: {exc}") from None
+            raise detached(SchemaError(f"state schema does not compile: {exc}")) from None
         self.root = self._location("#", schema)
 
     # -- building -------------------------------------------------------------------------
@@ -174,7 +174,7 @@ class SchemaIndex:
             return Location(pointer, True, any=True, validator=validator)
         # A $ref left after resolving plain references sits beside other keywords: both apply,
         # so the node is validated whole rather than navigated.
-        whole = bool(_WHOLE_KEYWORDS & resolved.keys()) or "$ref" in resolved
+        whole = not _WHOLE_KEYWORDS.isdisjoint(resolved) or "$ref" in resolved
         loc = Location(pointer, resolved, whole=whole, validator=validator, nav=nav_pointer)
         if "propertyNames" in resolved:
             loc.property_names = self._map.get(f"{nav_pointer}/propertyNames")

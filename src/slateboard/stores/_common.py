@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
+from ..errors import detached
 from ..kernel.canonical import JSON, CanonicalError, canonical_bytes, sha256_hex
 from ..kernel.patch import ApplyError, OpError, apply_ops, check_ops
 from ..kernel.record import Record
@@ -65,7 +66,7 @@ def encode_json(value: JSON, *, compress: bool = True) -> bytes:
     try:
         raw = canonical_bytes(value)
     except CanonicalError as exc:
-        raise StoreError(f"value is not storable as JSON: {exc}") from None
+        raise detached(StoreError(f"value is not storable as JSON: {exc}")) from None
     return pack(raw) if compress else raw
 
 
@@ -94,7 +95,7 @@ def unpack(data: bytes | memoryview, where: str) -> bytes:
             dec = zlib.decompressobj(-15, zdict=zdict)
             out = dec.decompress(raw[1:]) + dec.flush()
         except zlib.error as exc:
-            raise StoreCorrupt(where, f"compressed data is damaged ({exc})") from None
+            raise detached(StoreCorrupt(where, f"compressed data is damaged ({exc})")) from None
         if not dec.eof:
             raise StoreCorrupt(where, "compressed data is truncated")
         return out
@@ -102,7 +103,7 @@ def unpack(data: bytes | memoryview, where: str) -> bytes:
         try:
             return zlib.decompress(raw)
         except zlib.error as exc:
-            raise StoreCorrupt(where, f"compressed data is damaged ({exc})") from None
+            raise detached(StoreCorrupt(where, f"compressed data is damaged ({exc})")) from None
     return raw
 
 
@@ -114,7 +115,7 @@ def decode_json(data: bytes | memoryview | None, where: str) -> JSON:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise StoreCorrupt(where, f"stored JSON does not parse ({exc})") from None
+        raise detached(StoreCorrupt(where, f"stored JSON does not parse ({exc})")) from None
 
 
 def encode_record(record: Record) -> bytes:
@@ -134,7 +135,7 @@ def sealed_bytes(record: Record) -> bytes:
     try:
         body = canonical_bytes(record.body())
     except CanonicalError as exc:
-        raise StoreError(f"record {record.seq} is not storable as JSON: {exc}") from None
+        raise detached(StoreError(f"record {record.seq} is not storable as JSON: {exc}")) from None
     if not record.hash or sha256_hex(body) != record.hash:
         raise StoreError(f"record {record.seq} is not sealed (its hash does not match its content)")
     cut = len(_EVENT_PREFIX) + len(canonical_bytes(record.event))
@@ -147,7 +148,7 @@ def decode_record(data: bytes | memoryview | None, where: str, seq: int) -> Reco
     try:
         rec = Record.from_json(value)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StoreCorrupt(where, f"record {seq} is malformed ({type(exc).__name__}: {exc})") from None
+        raise detached(StoreCorrupt(where, f"record {seq} is malformed ({type(exc).__name__}: {exc})")) from None
     if rec.seq != seq:
         raise StoreCorrupt(where, f"record stored at seq {seq} says seq {rec.seq}")
     return rec
@@ -159,7 +160,7 @@ def encode_invocation(inv: Invocation, *, compress: bool = True) -> bytes:
     try:
         raw = canonical_bytes(inv.to_json())
     except CanonicalError as exc:
-        raise StoreError(f"invocation {inv.id!r} is not storable as JSON: {exc}") from None
+        raise detached(StoreError(f"invocation {inv.id!r} is not storable as JSON: {exc}")) from None
     return pack_small(raw, DICT_INVOCATION) if compress else raw
 
 
@@ -174,7 +175,7 @@ def decode_invocation(data: bytes | memoryview | None, status: str, attempts: in
     try:
         return Invocation.from_json(value)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StoreCorrupt(where, f"invocation row is malformed ({type(exc).__name__}: {exc})") from None
+        raise detached(StoreCorrupt(where, f"invocation row is malformed ({type(exc).__name__}: {exc})")) from None
 
 
 def expected_version_after(record: Record, version: int) -> int:
@@ -256,7 +257,9 @@ def build_snapshot(
             try:
                 applied = apply_ops(state, check_ops(orjson.loads(rec.patch or "null")))
             except (orjson.JSONDecodeError, OpError, ApplyError) as exc:
-                raise StoreCorrupt(board_where, f"record {rec.seq}: accepted patch does not apply ({exc})") from None
+                raise detached(
+                    StoreCorrupt(board_where, f"record {rec.seq}: accepted patch does not apply ({exc})")
+                ) from None
             state = applied.root
             version = rec.version
         last = rec
@@ -294,7 +297,7 @@ def int_option(options: dict[str, str], key: str, default: int, *, minimum: int 
     try:
         value = int(options[key])
     except ValueError:
-        raise StoreError(f"store option {key}={options[key]!r} is not an integer") from None
+        raise detached(StoreError(f"store option {key}={options[key]!r} is not an integer")) from None
     if value < minimum:
         raise StoreError(f"store option {key}={value} must be at least {minimum}")
     return value

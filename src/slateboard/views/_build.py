@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidInput, UnknownName
 from ..kernel.canonical import JSON, canonical_bytes, canonical_str, sha256_hex
 from ..kernel.pointer import PointerError, escape_token, is_array_index, parse_pointer
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
 from ._cache import ViewCache, _Scope
+from ._errors import UnknownWorker as UnknownWorker
+from ._errors import ViewBudgetError as ViewBudgetError
 from ._fill import Fill, Targets
 from ._measure import Meter, clip_json, clip_str, json_size, shorten
 from ._model import Handle, View
@@ -25,14 +26,6 @@ if TYPE_CHECKING:
     from ..kernel.contract import WorkerContract
     from ..kernel.kernel import Kernel
     from ..kernel.protocol import KernelBlueprint
-
-
-class UnknownWorker(UnknownName):
-    """A view asked for a worker the blueprint does not have (the message lists its workers)."""
-
-
-class ViewBudgetError(InvalidInput):
-    """A view budget that is not an integer of at least ``MIN_BUDGET`` characters."""
 
 
 MIN_BUDGET = 2
@@ -348,12 +341,14 @@ def _fill(
             continue
         fill = Fill(root, meter, limit, base, level.summary, targets, blueprint, memo, scope)
         try:
-            if not fill.run():
-                continue
-            data, handles = fill.output()
-            total = fill.total()
+            fitted = fill.run()
+            if fitted:
+                data, handles = fill.output()
+                total = fill.total()
         finally:
             fill.close()
+        if not fitted:  # mypyc compiles no `continue` inside try/finally
+            continue
         content = dict(frame)
         content["data"] = data
         if handles:

@@ -84,6 +84,29 @@ class _Split:
         return i, old, new
 
 
+def _member_class(node: RNode, pos: int, required: frozenset[str]) -> int:
+    """A member's class in the fill order within one urgency: 0 for an object's scalar, 1 for
+    a container the schema requires, 2 for any other container and for every array member."""
+    if node.is_list:
+        return 2
+    key = node.member_token(pos)
+    value = node.value[key] if node.readable else node.member_at(pos).value
+    if not isinstance(value, (dict, list)):
+        return 0
+    return 1 if key in required else 2
+
+
+def _rank(n: int, pos: int, is_list: bool) -> int:
+    """Array members newest first; object members in their order."""
+    return n - 1 - pos if is_list else pos
+
+
+def _list_stream(urg: int, start: int, stop: int, n: int) -> Iterator[tuple[tuple[int, int, int], int]]:
+    """Array positions ``start`` down to ``stop`` (exclusive), each with its key at urgency ``urg``."""
+    for pos in range(start, stop, -1):
+        yield (urg, 2, n - 1 - pos), pos
+
+
 class Fill:
     """One attempt at filling ``data`` and ``handles`` for a given fixed frame (see module)."""
 
@@ -194,35 +217,22 @@ class Fill:
             yield from self._order_list(node, n, depth, base, special)
             return
         required = self._required(node)
-
-        def cls(pos: int) -> int:
-            if is_list:
-                return 2
-            key = node.member_token(pos)
-            value = node.value[key] if node.readable else node.member_at(pos).value
-            if not isinstance(value, (dict, list)):
-                return 0
-            return 1 if key in required else 2
-
-        def rank(pos: int) -> int:
-            return n - 1 - pos if is_list else pos
-
-        def stream(urg: int, positions: Iterator[int]) -> Iterator[tuple[tuple[int, int, int], int]]:
-            for pos in positions:
-                yield (urg, cls(pos), rank(pos)), pos
-
+        # No closures here: compiled (slateboard._native), a closure and its environment form a
+        # reference cycle that only the cyclic garbage collector frees.
         streams: list[Iterator[tuple[tuple[int, int, int], int]]] = [
-            iter(sorted(((u, cls(p), rank(p)), p) for p, u in special.items())),
+            iter(sorted(((u, _member_class(node, p, required), _rank(n, p, is_list)), p) for p, u in special.items())),
         ]
         for a, b in ranges:
             if is_list:
-                streams.append(stream(min(1, base), iter(range(b - 1, a - 1, -1))))
+                streams.append(_list_stream(min(1, base), b - 1, a - 1, n))
             else:
-                streams.append(iter(sorted(((min(1, base), cls(p), p), p) for p in range(a, b))))
+                streams.append(
+                    iter(sorted(((min(1, base), _member_class(node, p, required), p), p) for p in range(a, b)))
+                )
         if is_list:
-            streams.append(stream(base, iter(range(n - 1, -1, -1))))
+            streams.append(_list_stream(base, n - 1, -1, n))
         else:
-            streams.append(iter(sorted(((base, cls(p), p), p) for p in range(n))))
+            streams.append(iter(sorted(((base, _member_class(node, p, required), p), p) for p in range(n))))
         seen: set[int] = set()
         for (urg, c, r), pos in heapq.merge(*streams):
             if pos in seen:
