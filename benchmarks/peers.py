@@ -385,6 +385,13 @@ def child(system: str, steps: int, tmp: Path) -> dict[str, Any]:
     }
 
 
+def native_note() -> str:
+    """Whether the slateboard runs used the compiled hot paths (children inherit this environment)."""
+    from slateboard import _native
+
+    return f"slateboard hot paths: {_native.native_mode()} (SLATEBOARD_PURE=1 runs the Python sources)"
+
+
 def run_child(system: str, steps: int, tmp: Path) -> dict[str, Any]:
     """``child`` in a fresh Python process, so peak memory belongs to this system alone."""
     cmd = [sys.executable, __file__, "--child", system, "--n", str(steps), "--tmpdir", str(tmp)]
@@ -561,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(run_child(system, steps, Path(tmpname)))
     rats = ratios(rows)
     goals = goal_ratios(rows)
+    notes.append(native_note())
     notes.append(
         "peak RSS: VmHWM of the run (reset before it) in a fresh process per system that first did a 3-step"
         " warm-up run; growth: over the RSS just before the run"

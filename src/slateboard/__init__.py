@@ -17,6 +17,8 @@ details, but their layout may change; these names do not change without notice.
 - errors: ``SlateboardError`` and its branches (see ``slateboard.errors``).
 """
 
+# First: decides whether the compiled hot paths or their sources are imported (slateboard._native).
+from . import _native
 from .architect import Architect, ArchitectError
 from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint
 from .errors import RunError, SlateboardError, StoreError, UsageError
@@ -36,6 +38,8 @@ from .models import ModelError
 from .runtime import RunEvent, Runner, RunnerError, RunResult, create_board
 from .stores import BoardNotFound, Conflict, Store, open_store
 from .team import Agent, Team, TeamResult
+
+_native.restore_docs()
 
 __version__ = "0.1.0"
 """The package version (also in pyproject.toml)."""
