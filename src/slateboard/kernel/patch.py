@@ -179,22 +179,34 @@ def rebase(effects: list[Effect]) -> list[Effect]:
         npath = new.path
         n = len(new.parent)
         kept: list[tuple[list[str], Effect]] = []
+        cancelled = False
         for path, eff in live:
             if new.kind in ("set", "delete") and tuple(path[: len(npath)]) == npath:
+                if eff.kind == "insert" and tuple(path) == npath:
+                    # The array still grew: an item inserted and then replaced is an insert (of
+                    # the new value); inserted and then deleted, the array is as it was.
+                    if new.kind == "set":
+                        new = Effect(new.parent, new.key, "insert", new.op, eff.appended)
+                    else:
+                        cancelled = True
                 continue  # that node was replaced or removed afterwards
+            # Only an array insert or delete (an int key) shifts its later siblings: deleting a
+            # key of an object whose other keys look like indexes ("0") shifts nothing.
             if (
                 new.kind in ("insert", "delete")
+                and isinstance(new.key, int)
                 and len(path) > n
                 and tuple(path[:n]) == new.parent
                 and is_array_index(path[n])
             ):
-                k, j = int(path[n]), int(new.key)  # type: ignore[arg-type]
+                k, j = int(path[n]), new.key
                 if new.kind == "insert" and j <= k:
                     path[n] = str(k + 1)
                 elif new.kind == "delete" and j < k:
                     path[n] = str(k - 1)
             kept.append((path, eff))
-        kept.append((list(npath), new))
+        if not cancelled:
+            kept.append((list(npath), new))
         live = kept
     out: list[Effect] = []
     for path, eff in live:
