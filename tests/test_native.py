@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import json
 import os
@@ -114,3 +115,20 @@ def test_pure_mode_imports_no_extension() -> None:
     mode, loaded = json.loads(out.stdout)
     assert loaded == []
     assert mode == ("pure (SLATEBOARD_PURE)" if BUILT else "pure")
+
+
+def test_no_compiled_function_gives_one_except_name_two_types() -> None:
+    """Compiled, a local name has one type: ``except A as exc`` then ``except B as exc`` in one
+    function makes a B caught there a TypeError (the kernel's internal-error net once raised
+    instead of rejecting). Each handler of a compiled function names its exception apart."""
+    found = []
+    for module in _native.COMPILED:
+        tree = ast.parse(_native.source_path(module).read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                types: dict[str, set[str]] = {}
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ExceptHandler) and node.name:
+                        types.setdefault(node.name, set()).add(ast.unparse(node.type) if node.type else "")
+                found += [f"{module}.{fn.name}: {n} is {sorted(t)}" for n, t in types.items() if len(t) > 1]
+    assert found == []

@@ -130,8 +130,8 @@ class CelExpr:
                 )
         try:
             return CelResult(self.program.execute(context.context if isinstance(context, SharedContext) else context))
-        except KeyError as exc:
-            return CelResult(error=f"no such key: {exc.args[0]!r}" if exc.args else "no such key")
+        except KeyError as missing:  # one name per exception type: compiled, a name has one type
+            return CelResult(error=f"no such key: {missing.args[0]!r}" if missing.args else "no such key")
         except BaseException as exc:
             if not isinstance(exc, Exception) and not _is_panic(exc):
                 raise

@@ -182,11 +182,12 @@ class Kernel:
                 self.state = applied.root
             rec = self._record(proposal, "rejected", patch_text, rej.stage, rej.reason, before, before)
             return self._hold(Decision(rec))
-        except Exception as exc:  # a kernel bug must not corrupt state or escape as a crash
+        except Exception as bug:  # a kernel bug must not corrupt state or escape as a crash
+            # (not "exc": compiled, a name has one type, and "exc" is an ApplyError above)
             if applied is not None:
                 applied.undo()
                 self.state = applied.root
-            reason = f"internal error: {type(exc).__name__}: {exc}"
+            reason = f"internal error: {type(bug).__name__}: {bug}"
             rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
             return self._hold(Decision(rec))
         after = self.hasher.hexdigest
@@ -375,8 +376,8 @@ class Kernel:
             text = canonical_str(value)
         except JsonValueError as exc:
             raise detached(Reject("parse", str(exc))) from None
-        except CanonicalError as exc:
-            raise detached(Reject("parse", f"not representable as JSON: {exc}")) from None
+        except CanonicalError as unrepresentable:  # one name per exception type (compiled)
+            raise detached(Reject("parse", f"not representable as JSON: {unrepresentable}")) from None
         if not isinstance(patch, (str, bytes, bytearray)):
             # Detach from the caller's objects: the state must not alias anything outside it.
             value = orjson.loads(text)

@@ -131,8 +131,8 @@ class SchemaIndex:
             raise SchemaError("state schema refers outside itself: " + "; ".join(sorted(remote)[:5]))
         try:
             jsonschema_rs.meta.validate(schema)
-        except jsonschema_rs.ValidationError as exc:
-            raise detached(SchemaError(f"state schema is not valid JSON Schema: {exc.message}")) from None
+        except jsonschema_rs.ValidationError as invalid:  # one name per exception type (compiled)
+            raise detached(SchemaError(f"state schema is not valid JSON Schema: {invalid.message}")) from None
         except Exception as exc:  # referencing errors and friends
             raise detached(SchemaError(f"state schema is not valid JSON Schema: {exc}")) from None
         self.schema = schema
