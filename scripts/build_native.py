@@ -14,6 +14,7 @@ stay the reference: ``SLATEBOARD_PURE=1`` imports them instead, and an edited so
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import shutil
@@ -29,6 +30,17 @@ def _compiled_files() -> list[Path]:
     return [p for p in (SRC / "slateboard").rglob("*") if p.suffix in suffixes]
 
 
+def class_docs(source: str) -> dict[str, str]:
+    """The docstrings of a module's top-level classes, by class name."""
+    docs: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                docs[node.name] = doc
+    return docs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clean", action="store_true", help="remove the compiled modules and the build folder")
@@ -37,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     build_dir = ROOT / "build" / "native"
     sys.path.insert(0, str(SRC))
     os.environ["SLATEBOARD_PURE"] = "1"  # the build must not import what it is replacing
-    from slateboard._native import COMPILED, GROUP, class_docs, docs_file, shared_library, source_path, stale_sources
+    from slateboard._native import COMPILED, GROUP, docs_file, shared_library, source_path, stale_sources
 
     if args.if_stale and not stale_sources(shared_library(), COMPILED):
         print(f"the compiled group {GROUP} is up to date")
@@ -51,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from mypyc.build import mypycify
-    from setuptools import setup
+    from setuptools import setup  # type: ignore[import-untyped]
 
     sources = [str(source_path(m).relative_to(SRC)) for m in COMPILED]
     os.chdir(SRC)  # mypyc names modules after their paths relative to the working directory

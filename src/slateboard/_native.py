@@ -1,8 +1,9 @@
 """Compiled hot paths: which modules mypyc may compile, and whether the compiled ones are used.
 
-The view builder and the kernel's per-proposal checks are plain, strictly typed Python. When
-``scripts/build_native.py`` has compiled them with mypyc (``scripts/setup.sh`` does), extension
-modules sit next to their sources and Python's import system prefers them. Nothing else changes:
+The step's hot path (``COMPILED``: the view builder, the kernel's per-proposal checks, the
+worker's prompt, decoding schema and parse, the step engine) is plain, strictly typed Python.
+When ``scripts/build_native.py`` has compiled it with mypyc (``scripts/setup.sh`` does),
+extension modules sit next to their sources and Python's import system prefers them. Nothing else changes:
 the sources stay the reference, and every test runs against whichever is loaded.
 
 Two cases load the sources instead, for the whole group at once (compiled modules call each
@@ -15,7 +16,6 @@ other directly, so a mix of old compiled and new source code must never run):
 
 from __future__ import annotations
 
-import ast
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -162,17 +162,6 @@ def docs_file(package_dir: Path = _PACKAGE_DIR) -> Path:
     return package_dir / "_native_docs.json"
 
 
-def class_docs(source: str) -> dict[str, str]:
-    """The docstrings of a module's top-level classes, by class name."""
-    docs: dict[str, str] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ClassDef):
-            doc = ast.get_docstring(node, clean=False)
-            if doc:
-                docs[node.name] = doc
-    return docs
-
-
 _mode = "pure"
 
 
@@ -196,7 +185,7 @@ def install() -> None:
             return
         _mode = "pure (stale build)"
         warnings.warn(
-            f"slateboard: {len(stale)} compiled module(s) are older than their sources "
+            f"slateboard: {len(stale)} module(s) not compiled since their sources changed "
             f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}); using the Python sources. "
             "Run `python scripts/build_native.py` to rebuild.",
             RuntimeWarning,
