@@ -32,6 +32,21 @@ SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 PURE_ASKED = os.environ.get(_native.PURE_ENV, "") not in ("", "0")
 
 
+def _require_current_build() -> None:
+    """Skip (or, where CI requires the build, fail) unless an up-to-date compiled group is here."""
+    required = os.environ.get("SLATEBOARD_REQUIRE_NATIVE") == "1"
+    if not BUILT:
+        if required:
+            pytest.fail("SLATEBOARD_REQUIRE_NATIVE=1 but the compiled group is missing: run scripts/build_native.py")
+        pytest.skip("the compiled group is not built here (python scripts/build_native.py builds it)")
+    stale = _native.stale_sources(_native.shared_library(), _native.COMPILED)
+    if stale:
+        message = f"the compiled group is older than {', '.join(stale[:3])}: run scripts/build_native.py"
+        if required:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
 def _workload(pure: bool) -> list[list[object]]:
     env = {**os.environ, _native.PURE_ENV: "1" if pure else "0", "PYTHONPATH": str(TESTS)}
     out = subprocess.run(
@@ -50,10 +65,7 @@ def _workload(pure: bool) -> list[list[object]]:
 
 
 def test_the_compiled_group_is_used_when_built() -> None:
-    if not BUILT:
-        if os.environ.get("SLATEBOARD_REQUIRE_NATIVE") == "1":
-            pytest.fail("SLATEBOARD_REQUIRE_NATIVE=1 but the compiled group is missing: run scripts/build_native.py")
-        pytest.skip("the compiled group is not built here (python scripts/build_native.py builds it)")
+    _require_current_build()
     if PURE_ASKED:
         pytest.skip("SLATEBOARD_PURE is set: this run imports the sources on purpose")
     assert _native.native_mode() == "compiled", _native.native_mode()
@@ -64,8 +76,7 @@ def test_the_compiled_group_is_used_when_built() -> None:
 
 
 def test_compiled_and_pure_python_agree_on_records_and_views() -> None:
-    if not BUILT:
-        pytest.skip("the compiled group is not built here: there is nothing to compare the sources with")
+    _require_current_build()
     compiled, pure = _workload(pure=False), _workload(pure=True)
     assert len(compiled) > 300
     stages = {row[2] for row in compiled if row[0] == "rejected"}
