@@ -77,7 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     setup(
         name="slateboard-native",
         ext_modules=extensions,
-        script_args=["build_ext", "--inplace", "--parallel", jobs, "--build-temp", str(build_dir / "tmp")],
+        script_args=[
+            "build_ext",
+            "--inplace",
+            "--parallel",
+            jobs,
+            "--build-temp",
+            str(build_dir / "tmp"),
+            "--build-lib",
+            str(build_dir / "lib"),
+        ],
     )
     # mypyc drops class docstrings; slateboard._native puts them back from this file.
     docs = {m: class_docs(source_path(m).read_text(encoding="utf-8")) for m in COMPILED}

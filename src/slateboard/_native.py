@@ -114,6 +114,26 @@ class _SourceFinder:
         return importlib.util.spec_from_file_location(name, source_path(name))
 
 
+class _StrayFinder:
+    """A meta-path finder that loads a ``slateboard`` module outside ``COMPILED`` from its ``.py``
+    file when an extension module sits next to it: one left by a build whose group listed it
+    (its shared library is gone or no longer holds it, so it must never be imported)."""
+
+    def __init__(self, compiled: Sequence[str], package_dir: Path = _PACKAGE_DIR) -> None:
+        self.compiled = frozenset(compiled)
+        self.package_dir = package_dir
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not name.startswith("slateboard.") or name in self.compiled:
+            return None
+        source = source_path(name, self.package_dir)
+        if not source.with_name(source.stem + _SUFFIX).exists() or not source.exists():
+            return None
+        return importlib.util.spec_from_file_location(name, source)
+
+
 def _document(module: ModuleType, docs: dict[str, str]) -> None:
     for name, doc in docs.items():
         cls = getattr(module, name, None)
@@ -168,6 +188,7 @@ _mode = "pure"
 def install() -> None:
     """Decide whether the compiled group is used; runs once, when ``slateboard`` is imported."""
     global _mode
+    sys.meta_path.insert(0, _StrayFinder(COMPILED))
     library = shared_library()
     if not library.exists():
         return

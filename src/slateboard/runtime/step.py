@@ -102,13 +102,26 @@ async def cas_retry(
     compare-and-set retry loop."""
     conflicts = 0
     while True:
+        # The await that catches up is outside the handler: compiled (slateboard._native), an
+        # await inside ``except`` or ``finally`` leaves the handled exception set in the thread
+        # (mypy 2.4), where it resurfaces as the context, or the cause, of later errors.
         try:
             return await attempt(conflicts)
         except Conflict:
             conflicts += 1
             if not retry or conflicts > limit:
                 raise
-            await catch_up()
+        await catch_up()
+
+
+async def _stop_keeper(timer: asyncio.TimerHandle | None, keeper: list[asyncio.Task[None]]) -> None:
+    """Stop a step's lease keeper: its timer, and the keeping task once the timer started it."""
+    if timer is not None:
+        timer.cancel()
+    for task in keeper:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,15 +375,17 @@ class StepEngine:
                     pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
                 )
             agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
+            refused: str | None = None
             try:
                 done = await append_decision(
                     self.store, self.board_id, self.kernel, decision, agenda, scheduler=scheduler, claim=claim
                 )
             except (DuplicateInvocationCommit, AgendaError) as exc:
-                reason = conc.refused(exc)
+                refused = conc.refused(exc)
+            if refused is not None:  # caught up outside the handler (see cas_retry)
                 await self.catch_up()
-                log.info("board %s: result dropped: %s", self.board_id, reason)
-                return Dropped(reason, conflicts)
+                log.info("board %s: result dropped: %s", self.board_id, refused)
+                return Dropped(refused, conflicts)
             if decision.accepted:
                 self.view_cache.changed(decision.events, rec.version)
             mirror_changes(self.agenda, agenda)
@@ -516,6 +531,20 @@ class StepEngine:
             timer = loop.call_later(
                 every, lambda: keeper.append(loop.create_task(self._keep_lease(inv.id, owner, lease_s, every)))
             )
+        # The keeper is stopped outside any handler (see cas_retry): compiled, an await inside
+        # ``finally`` even re-raised the exception that had passed through it, in a later call.
+        failure: BaseException | None = None
+        try:
+            reply = await self._call_worker(worker, view, inv, started)
+        except BaseException as exc:
+            failure = exc
+        await _stop_keeper(timer, keeper)
+        if failure is not None:
+            raise failure
+        return reply
+
+    async def _call_worker(self, worker: Worker, view: View, inv: Invocation, started: float) -> WorkerReply:
+        """The worker's reply, or the failed reply of a worker that ran out of time."""
         try:
             with telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}):  # telemetry hook (issue 17)
                 # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
@@ -530,13 +559,6 @@ class StepEngine:
                 # stage ``model`` with this reason rather than as "not valid JSON" (issue 16).
                 diagnostics={"error": timed_out, "model_error": timed_out},
             )
-        finally:
-            if timer is not None:
-                timer.cancel()
-            for task in keeper:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
 
     async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float, every: float) -> None:
         """Extend the lease now and every ``every`` seconds until cancelled (or lost)."""
