@@ -41,3 +41,23 @@ async def test_the_record_count_still_bounds_how_often(store: Store) -> None:
     board = await Board.create(store)
     written = [(await board.step("w0", entry("w0", f"e{i}")))[1].snapshot_written for i in range(12)]
     assert [i + 1 for i, w in enumerate(written) if w] == [5, 10]
+
+
+async def test_building_a_snapshot_copies_the_start_state_unless_handed_over(store: Store) -> None:
+    """``build_snapshot`` applies the log to a copy of the state it starts from; with
+    ``owned=True`` (the background builder, which has just decoded it) to that state itself.
+    Either way the result is the board's state at the last record."""
+    from slateboard.stores import _common as c
+
+    board = await Board.create(store)
+    for i in range(4):
+        await board.step(WORKERS[i % 3], entry(WORKERS[i % 3], f"entry {i}", i))
+    loaded = await store.load_board(board.board_id)
+    initial = loaded.initial_state
+    before = repr(initial)
+    kept = c.build_snapshot("test", None, initial, loaded.records)
+    assert kept is not None and kept.state == board.kernel.state and kept.seq == 4
+    assert repr(initial) == before  # not handed over: untouched
+    handed = c.build_snapshot("test", None, initial, loaded.records, owned=True)
+    assert handed is not None and handed.state == board.kernel.state and handed.state_hash == kept.state_hash
+    assert handed.state is initial  # handed over: the patches went into it, no copy was made

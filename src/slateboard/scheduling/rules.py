@@ -38,39 +38,22 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.cel import CelExpr, SharedContext
 from ..kernel.pointer import MISSING, resolve
+from ._scheduled import Scheduled, SchedulerBusy
 from .diagnostics import Diagnostic
 from .invocation import Invocation
-from .stages import StageEvent, StageMark, StageTracker
+from .stages import StageMark, StageTracker
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint, CompiledRule
     from ..kernel.kernel import Event
 
+__all__ = ["START_EVENT", "Scheduled", "Scheduler", "SchedulerBusy"]
+
 START_EVENT: dict[str, JSON] = {"op": "start", "path": "", "version": 0}
 """The event recorded on invocations created by ``start`` rules."""
-
-
-class Scheduled(list[Invocation]):
-    """The invocations one scheduling step created (a plain list of Invocation, in order),
-    plus the diagnostics and stage lifecycle events of that step."""
-
-    def __init__(
-        self,
-        invocations: Sequence[Invocation] = (),
-        diagnostics: Sequence[Diagnostic] = (),
-        stage_events: Sequence[StageEvent] = (),
-    ) -> None:
-        super().__init__(invocations)
-        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
-        self.stage_events: tuple[StageEvent, ...] = tuple(stage_events)
-
-
-class SchedulerBusy(UsageError, RuntimeError):
-    """``prepare`` was called while an earlier prepared schedule awaits commit or abort."""
 
 
 class Scheduler:

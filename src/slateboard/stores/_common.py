@@ -245,11 +245,14 @@ def snapshot_due(seq: int, snapshot_seq: int, every: int) -> bool:
 
 
 def build_snapshot(
-    board_where: str, start: Snapshot | None, initial: JSON, records: Iterable[Record]
+    board_where: str, start: Snapshot | None, initial: JSON, records: Iterable[Record], *, owned: bool = False
 ) -> Snapshot | None:
     """Apply the accepted patches of ``records`` to the start state; the result must reproduce
-    the last record's state hash (else ``StoreCorrupt``). None when there are no records at all."""
-    state = orjson.loads(orjson.dumps(start.state if start is not None else initial))
+    the last record's state hash (else ``StoreCorrupt``). None when there are no records at all.
+    The start state is copied first, unless ``owned`` says the caller hands it over (a state
+    it just decoded, say): the patches are applied to it in place."""
+    base = start.state if start is not None else initial
+    state = base if owned else orjson.loads(orjson.dumps(base))
     version = start.version if start is not None else 0
     last: Record | None = None
     for rec in records:

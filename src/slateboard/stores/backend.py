@@ -92,7 +92,7 @@ def build_snapshot_blob(where: str, src: SnapshotSource, compress: bool = True) 
         start = Snapshot(c.decode_json(blob, where), version, seq, last_hash, state_hash)
     initial = c.decode_json(src.initial, where) if start is None else None
     records = [c.decode_record(data, where, seq) for seq, data in src.records]
-    snap = c.build_snapshot(where, start, initial, records)
+    snap = c.build_snapshot(where, start, initial, records, owned=True)  # both decoded just above
     if snap is None or snap is start:
         return None
     return snap, c.encode_json(snap.state, compress=compress)
