@@ -64,9 +64,12 @@ COMPILED: tuple[str, ...] = (
     "slateboard.workers.prompt",
 )
 """The modules ``scripts/build_native.py`` compiles, as one mypyc group: the step's hot path
-(views, kernel checks, the worker's prompt, decoding schema and parse, the step engine and the
-memory store). Not here: modules mypyc cannot compile as they are (``kernel.jsonvalue`` crashes
-it; ``scheduling.rules`` subclasses ``list``) and the ones off the hot path."""
+(views, kernel checks, the worker's prompt, decoding schema and parse, the step engine, the
+scheduler and agenda, and the memory store). Not here: ``kernel.jsonvalue`` (it crashes mypyc);
+modules whose classes users subclass (``workers.llm``: a compiled class cannot be subclassed in
+Python); the runner (its methods would lose their docstrings, for little gain); and the ones off
+the hot path. Compiled modules keep ``await`` out of ``except`` and ``finally`` blocks
+(``tests/test_native.py`` says why)."""
 
 GROUP = "slateboard._native"
 """The mypyc group name; its shared library is ``slateboard/_native__mypyc<suffix>``."""
