@@ -7,6 +7,8 @@ contribution a fixed 200-character text from a model with zero latency, for N st
   - slateboard via the Runner (memory and SQLite stores): a 3-worker blueprint whose rules wake
     the next worker on each committed entry; each worker is an LLM worker whose model returns
     the patch appending its entry, and sees a budgeted view of the board (4,000 characters);
+    on SQLite both with the default connection thread and with ``?writer=loop`` (database
+    calls on the event loop's thread: no thread hand-off per step, same durability);
   - slateboard via ``Team.blackboard`` (memory store; round-robin, no coordinator; the seed's
     default view budget of 100,000 characters), for N <= --team-max-n (default 1000);
   - loomflow's ``Team.blackboard`` (the plain blackboard of seed 001; round-robin, in memory);
@@ -59,6 +61,7 @@ REFERENCE = "slateboard runner sqlite"
 SYSTEMS = (
     "slateboard runner memory",
     "slateboard runner sqlite",
+    "slateboard runner sqlite loop",
     "slateboard team memory",
     "loomflow",
     "langgraph",
@@ -335,6 +338,8 @@ def _run(system: str, steps: int, tmp: Path) -> dict[str, Any]:
         return asyncio.run(run_slateboard_runner(steps, "memory://", None))
     if system == "slateboard runner sqlite":
         return asyncio.run(run_slateboard_runner(steps, f"sqlite:///{db}", db))
+    if system == "slateboard runner sqlite loop":
+        return asyncio.run(run_slateboard_runner(steps, f"sqlite:///{db}?writer=loop", db))
     if system == "slateboard team memory":
         return asyncio.run(run_slateboard_team(steps))
     if system == "loomflow":
@@ -441,6 +446,11 @@ GOALS = (
     # (name, system, reference system, same N or the other N)
     ("Runner SQLite / LangGraph+SqliteSaver sync", "slateboard runner sqlite", "langgraph sqlitesaver sync"),
     ("Runner SQLite / LangGraph+SqliteSaver default", "slateboard runner sqlite", "langgraph sqlitesaver"),
+    (
+        "Runner SQLite writer=loop / LangGraph+SqliteSaver sync",
+        "slateboard runner sqlite loop",
+        "langgraph sqlitesaver sync",
+    ),
     ("Runner memory / LangGraph no checkpointer", "slateboard runner memory", "langgraph"),
     ("Team.blackboard / loomflow", "slateboard team memory", "loomflow"),
 )

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from slateboard.cli import app
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"
-SYSTEMS = "slateboard runner sqlite,loomflow,langgraph sqlitesaver,langgraph sqlitesaver sync,flock"
+SYSTEMS = "slateboard runner sqlite,slateboard runner sqlite loop,loomflow,langgraph sqlitesaver,langgraph sqlitesaver sync,flock"
 
 
 def test_peers_benchmark_measures_every_system_and_its_ratio_to_slateboard(tmp_path: Path) -> None:
@@ -31,6 +31,7 @@ def test_peers_benchmark_measures_every_system_and_its_ratio_to_slateboard(tmp_p
         assert row["steps"] == 6 and row["ms_per_step"] > 0 and row["last_prompt_chars"] > 0
         assert row["cpu_ms_per_step"] > 0
     assert rows["slateboard runner sqlite"]["bytes_per_step"] > 0
+    assert rows["slateboard runner sqlite loop"]["bytes_per_step"] > 0  # the same store, writing on the loop
     if "langgraph sqlitesaver" in rows:
         assert rows["langgraph sqlitesaver"]["bytes_per_step"] > 0
     ratios = {q["system"]: q for q in data["ratios"]}

@@ -64,9 +64,10 @@ def note(author: str, text: str) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/notes/-", "value": {"author": author, "text": text}}]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-loop"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'boards.db'}"
+    urls = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'boards.db'}"}
+    url = urls.get(request.param, f"sqlite:///{tmp_path / 'boards.db'}?writer=loop")
     s = await open_store(url)
     yield s
     await s.close()

@@ -59,10 +59,11 @@ def _wait_ready(proc: subprocess.Popen[str], limit: float = 60.0) -> bool:
     raise AssertionError("the crash driver did not start in time")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "sqlite-loop", "postgresql"])
 def crash_url(request: pytest.FixtureRequest, tmp_path: Path) -> object:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'crash.db'}?snapshot_every=7"
+    if request.param.startswith("sqlite"):
+        writer = "&writer=loop" if request.param == "sqlite-loop" else ""
+        yield f"sqlite:///{tmp_path / 'crash.db'}?snapshot_every=7{writer}"
         return
     if reason := pg_skip_reason():
         pytest.skip(reason)

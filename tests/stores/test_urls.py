@@ -24,6 +24,7 @@ async def test_backends_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(mem, MemoryStore) and mem.snapshot_every == 7
     s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?snapshot_every=3&synchronous=normal")
     assert isinstance(s, SqliteStore) and s.snapshot_every == 3 and s.synchronous == "normal"
+    assert s.writer == "thread"  # the default: the connection thread, with group commit
     assert s.path == tmp_path / "a.db" and s.path.exists()
     await s.close()
     bare = await open_store(str(tmp_path / "b.db"))
@@ -40,6 +41,8 @@ async def test_backends_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 async def test_bad_options(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="synchronous"):
         await open_store(f"sqlite:///{tmp_path / 'a.db'}?synchronous=off")
+    with pytest.raises(StoreError, match=r"writer='inline': use thread or loop"):
+        await open_store(f"sqlite:///{tmp_path / 'a.db'}?writer=inline")
     with pytest.raises(StoreError, match="not an integer"):
         await open_store("memory://?snapshot_every=lots")
     with pytest.raises(StoreError, match="unknown memory store options"):
@@ -78,3 +81,20 @@ async def test_sqlite_claims_and_agenda_reads_use_the_live_invocation_index(tmp_
         plan = " | ".join(r[3] for r in db.execute("EXPLAIN QUERY PLAN " + sql))
         assert "invocations_live" in plan and "TEMP B-TREE" not in plan, (sql, plan)
     db.close()
+
+
+async def test_the_loop_writer_commits_without_the_connection_thread(tmp_path: Path) -> None:
+    """``writer=loop``: every database call runs on the calling (event loop) thread, each write
+    its own durable transaction; the connection thread is never started."""
+    import threading
+
+    s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?writer=loop")
+    assert isinstance(s, SqliteStore) and s.writer == "loop"
+    seen: list[str] = []
+    s._db.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
+    board = await s.create_board({"name": "b"}, {"notes": []})
+    await s.set_status(board.board_id, "paused")
+    assert seen and set(seen) == {threading.current_thread().name}
+    assert not s._executor._threads  # the connection thread was never started
+    assert s.commit_stats().flushes == 2  # board creation and the status change: one each
+    await s.close()
