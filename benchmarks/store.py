@@ -20,7 +20,8 @@ Beside wall time: the CPU time of the process per step, and the claim's own late
 must not grow with N (claims walk only live invocations).
 
 Group commit (``--boards 1,4,16``): B boards append concurrently to one store (one SQLite file
-with synchronous=full; PostgreSQL), each board a loop of claim -> kernel.prepare -> append
+with synchronous=full, with the default connection thread and with ``writer=loop``, which
+commits on the event loop and so shares no flush; PostgreSQL), each board a loop of claim -> kernel.prepare -> append
 (``--fused``: the append leases the board's next invocation in its transaction, when the store
 supports it). Printed: commits/s over all boards, flushes per commit (SQLite: the store's own
 count of durable commits; PostgreSQL: ``pg_stat_wal.wal_sync``, server-wide), CPU ms per commit
@@ -432,6 +433,18 @@ async def bench_boards(args: argparse.Namespace, dsn: str, pg_reason: str | None
             rows.append(
                 await run_boards(
                     "sqlite (full)", f"sqlite:///{path}", boards, args.board_steps, fused=args.fused, dsn=None
+                )
+            )
+            # The loop writer (one board per process) gives group commit up: shown for the trade.
+            loop_path = tmp / f"gc-loop-{boards}-{uuid.uuid4().hex[:6]}.db"
+            rows.append(
+                await run_boards(
+                    "sqlite (loop)",
+                    f"sqlite:///{loop_path}?writer=loop",
+                    boards,
+                    args.board_steps,
+                    fused=args.fused,
+                    dsn=None,
                 )
             )
             if not pg_reason:
