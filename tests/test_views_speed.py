@@ -232,7 +232,7 @@ def test_range_summaries_and_member_ids_match_the_plain_reference(
         a = data.draw(st.integers(0, n - 1))
         b = data.draw(st.integers(a + 1, n))
         want = _reference_range_summary(fill, coll, a, b)
-        assert fill._range_summary(coll, a, b) == want
+        assert fill._range_summary(coll, a, b, fill._lm(coll)) == want
         handle, size = fill.range_handle(coll, a, b)
         assert handle.summary == want and size == fill.range_cost(coll, a, b)
 
@@ -247,11 +247,11 @@ def test_a_range_whose_second_member_is_unnamed_has_no_summary() -> None:
     coll = find(root, ("items",))
     assert coll is not None
     fill = Fill(root, Meter(10**9), 10**6, 0, 120, Targets(), bp, {})
-    assert fill._range_summary(coll, 0, 4) is None  # "a", unnamed, ..., "d"
-    assert fill._range_summary(coll, 0, 1) == "a"
-    assert fill._range_summary(coll, 2, 4) == "c, d"
-    assert fill._range_summary(coll, 2, 5) is None  # id 4 at index 4 is a plain index
-    assert fill._range_summary(coll, 2, 4) == _reference_range_summary(fill, coll, 2, 4)
+    assert fill._range_summary(coll, 0, 4, fill._lm(coll)) is None  # "a", unnamed, ..., "d"
+    assert fill._range_summary(coll, 0, 1, fill._lm(coll)) == "a"
+    assert fill._range_summary(coll, 2, 4, fill._lm(coll)) == "c, d"
+    assert fill._range_summary(coll, 2, 5, fill._lm(coll)) is None  # id 4 at index 4 is a plain index
+    assert fill._range_summary(coll, 2, 4, fill._lm(coll)) == _reference_range_summary(fill, coll, 2, 4)
 
 
 @settings(max_examples=100, deadline=None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import sys
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ Key = tuple[int, int, int, int]
 # "Not looked up yet" in Fill._names, compared by identity: a member named by an equal string
 # only makes the look-up run again, with the same result.
 _UNNAMED = "\0not named yet"
+_NO_MEMO = _ListMemo()  # "not looked up yet" in Fill._lms (None there means "no memo"), by identity
 
 
 @dataclass(slots=True)
@@ -96,9 +97,14 @@ def _member_class(node: RNode, pos: int, required: frozenset[str]) -> int:
     return 1 if key in required else 2
 
 
-def _rank(n: int, pos: int, is_list: bool) -> int:
-    """Array members newest first; object members in their order."""
-    return n - 1 - pos if is_list else pos
+def _unique(node: RNode, depth: int, keyed: Iterable[tuple[tuple[int, int, int], int]]) -> Iterator[tuple[Key, RNode]]:
+    """The members of ``node`` in the order of ``keyed``, each once, at its first key."""
+    seen: set[int] = set()
+    for (urg, c, r), pos in keyed:
+        if pos in seen:
+            continue
+        seen.add(pos)
+        yield (urg, depth, c, r), node.member_at(pos)
 
 
 def _list_stream(urg: int, start: int, stop: int, n: int) -> Iterator[tuple[tuple[int, int, int], int]]:
@@ -191,7 +197,10 @@ class Fill:
         return level
 
     def _order(self, node: RNode) -> Iterator[tuple[Key, RNode]]:
-        """The members of ``node`` best first, lazily, each with its queue key."""
+        """The members of ``node`` best first, lazily, each with its queue key.
+
+        Not itself a generator: compiled, a generator that delegates with ``yield from`` passes
+        every member through two generator frames, and this feeds every promotion (issue 14)."""
         n = node.count()
         depth = node.depth + 1
         is_list = node.is_list
@@ -213,32 +222,37 @@ class Fill:
                 m = node.member(t[depth - 1])
                 if m is not None:
                     special[m.pos] = min(special.get(m.pos, _QUIET), 1, base)
-        if is_list and not ranges:
-            yield from self._order_list(node, n, depth, base, special)
-            return
+        if not is_list:
+            return self._order_object(node, n, depth, base, special, ranges)
+        if not ranges:
+            return self._order_list(node, n, depth, base, special)
+        return self._order_merged(node, n, depth, base, special, ranges)
+
+    def _order_object(
+        self, node: RNode, n: int, depth: int, base: int, special: dict[int, int], ranges: list[tuple[int, int]]
+    ) -> Iterator[tuple[Key, RNode]]:
+        """_order for an object: every member's key is known at once, so one sort replaces a
+        merge of sorted streams (the same order: items compare whole, and the first of a
+        member's keys is its least)."""
         required = self._required(node)
-        # No closures here: compiled (slateboard._native), a closure and its environment form a
-        # reference cycle that only the cyclic garbage collector frees.
+        keyed = [((u, _member_class(node, p, required), p), p) for p, u in special.items()]
+        for a, b in ranges:
+            keyed.extend(((min(1, base), _member_class(node, p, required), p), p) for p in range(a, b))
+        keyed.extend(((base, _member_class(node, p, required), p), p) for p in range(n))
+        keyed.sort()
+        return _unique(node, depth, keyed)
+
+    def _order_merged(
+        self, node: RNode, n: int, depth: int, base: int, special: dict[int, int], ranges: list[tuple[int, int]]
+    ) -> Iterator[tuple[Key, RNode]]:
+        """_order for an array with requested ranges: lazy streams (an array may be long), merged."""
         streams: list[Iterator[tuple[tuple[int, int, int], int]]] = [
-            iter(sorted(((u, _member_class(node, p, required), _rank(n, p, is_list)), p) for p, u in special.items())),
+            iter(sorted(((u, 2, n - 1 - p), p) for p, u in special.items())),
         ]
         for a, b in ranges:
-            if is_list:
-                streams.append(_list_stream(min(1, base), b - 1, a - 1, n))
-            else:
-                streams.append(
-                    iter(sorted(((min(1, base), _member_class(node, p, required), p), p) for p in range(a, b)))
-                )
-        if is_list:
-            streams.append(_list_stream(base, n - 1, -1, n))
-        else:
-            streams.append(iter(sorted(((base, _member_class(node, p, required), p), p) for p in range(n))))
-        seen: set[int] = set()
-        for (urg, c, r), pos in heapq.merge(*streams):
-            if pos in seen:
-                continue
-            seen.add(pos)
-            yield (urg, depth, c, r), node.member_at(pos)
+            streams.append(_list_stream(min(1, base), b - 1, a - 1, n))
+        streams.append(_list_stream(base, n - 1, -1, n))
+        return _unique(node, depth, heapq.merge(*streams))
 
     @staticmethod
     def _order_list(node: RNode, n: int, depth: int, base: int, special: dict[int, int]) -> Iterator[tuple[Key, RNode]]:
@@ -247,14 +261,13 @@ class Fill:
         Every member has the key ``(base, depth, 2, n - 1 - pos)`` (newest first) except the
         special ones, whose urgency is at most ``base``: those strictly more urgent come first,
         by key, and the rest keep their place, exactly the order of the general merge."""
-        member_at = node.member_at
         early = sorted((u, n - 1 - p, p) for p, u in special.items() if u < base)
         for u, r, p in early:
-            yield (u, depth, 2, r), member_at(p)
+            yield (u, depth, 2, r), node.member_at(p)
         skip = {p for _, _, p in early}
         for pos in range(n - 1, -1, -1):
             if pos not in skip:
-                yield (base, depth, 2, n - 1 - pos), member_at(pos)
+                yield (base, depth, 2, n - 1 - pos), node.member_at(pos)
 
     def _required(self, node: RNode) -> frozenset[str]:
         key = ("req", node.tokens)
@@ -302,10 +315,10 @@ class Fill:
         """The scope's memo of ``node`` when it is a readable array (kept across builds by a
         ViewCache), else None (its results stay in this build's memo)."""
         tokens = node.tokens
-        try:
-            return self._lms[tokens]
-        except KeyError:
-            pass
+        # A sentinel, not KeyError: compiled, every raised exception builds a traceback.
+        hit = self._lms.get(tokens, _NO_MEMO)
+        if hit is not _NO_MEMO:
+            return hit
         lm = self.scope.list_memo(tokens) if node.readable and node.is_list else None
         self._lms[tokens] = lm
         return lm
@@ -369,7 +382,9 @@ class Fill:
             assert isinstance(hit, tuple)
             return hit
         ident = f"[{a}:{b}]"
-        h = Handle(f"{node.pointer}#{ident}", node.pointer, ident, summary=self._range_summary(node, a, b), items=b - a)
+        h = Handle(
+            f"{node.pointer}#{ident}", node.pointer, ident, summary=self._range_summary(node, a, b, lm), items=b - a
+        )
         out = (h, self.range_cost(node, a, b))
         table[key] = out
         if lm is not None and b - 1 > lm.hi:
@@ -401,7 +416,7 @@ class Fill:
         ident = len(str(a)) + len(str(b)) + 3
         # {"handle":H,"id":I,"items":N,"pointer":P}: braces, four keys with colons, three commas
         size = 2 + 9 + (p + 1 + ident) + 1 + 5 + (ident + 2) + 1 + 8 + len(str(b - a)) + 1 + 10 + p
-        summary = self._range_summary(node, a, b)
+        summary = self._range_summary(node, a, b, lm)
         if summary is not None:
             size += 1 + 10 + str_size(summary)  # ,"summary":S
         if lm is None:
@@ -412,7 +427,7 @@ class Fill:
                 lm.hi = b - 1
         return size
 
-    def _range_summary(self, node: RNode, a: int, b: int) -> str | None:
+    def _range_summary(self, node: RNode, a: int, b: int, lm: _ListMemo | None) -> str | None:
         """A range's summary: its first and last members' names (None if any of the first two
         or the last is unnamed). Names are looked up first to last and the lookup stops at the
         first unnamed one: on a list of plain items (no ``id``) that is the range's start, which
@@ -420,17 +435,20 @@ class Fill:
         newest member on every promotion."""
         if self.summary <= 0:
             return None
-        names: list[str] = []
-        for pos in (a, a + 1, b - 1) if b - a > 2 else range(a, b):
-            name = self._name(node, pos)
+        first = self._name(node, a, lm)
+        if first is None:  # the common case of plain items: no tuple or list to build
+            return None
+        names: list[str] = [first]
+        for pos in (a + 1, b - 1) if b - a > 2 else range(a + 1, b):
+            name = self._name(node, pos, lm)
             if name is None:
                 return None
             names.append(name)
         text = names[0] if b - a == 1 else f"{names[0]}, {names[1]}" if b - a == 2 else f"{names[0]} … {names[-1]}"
         return shorten(text, min(self.summary, 48))
 
-    def _name(self, node: RNode, pos: int) -> str | None:
-        lm = self._lm(node)
+    def _name(self, node: RNode, pos: int, lm: _ListMemo | None) -> str | None:
+        """The name of member ``pos`` (see _member_name), looked up once; ``lm``: ``_lm(node)``."""
         if lm is not None:
             hit = lm.names.get(pos, _UNNAMED)
             if hit is not _UNNAMED:
@@ -533,12 +551,11 @@ class Fill:
         sp = self.splits[parent.tokens]
         i, old, new = sp.without(m.pos)
         rn = len(new) - 1
-        range_cost = self.range_cost
-        rs = 0
+        # Direct method calls with positional arguments: this is the builder's hottest path
+        # (issue 14), and compiled, a bound method kept in a local is called through Python.
+        rs = -self.range_cost(parent, old[0], old[1])
         for a, b in new:
-            rs += range_cost(parent, a, b)
-        rs -= range_cost(parent, *old)
-        # Positional arguments: this is the builder's hottest path (issue 14).
+            rs += self.range_cost(parent, a, b)
         fc = self.full_cost(m, self.budget - self.total(0, 0, rn, rs))
         if fc is not None and self.total(fc[0], fc[1], rn, rs) <= self.budget:
             sp.intervals[i : i + 1] = new
@@ -654,19 +671,35 @@ class Fill:
             return True
         if not self._split(root):
             return False
-        while self.heap:
-            _, _, kind, node = heapq.heappop(self.heap)
-            if kind == "promote":
-                parent = node.parent
-                assert parent is not None
-                sp = self.splits[parent.tokens]
+        heap = self.heap
+        while heap:
+            _, _, kind, node = heapq.heappop(heap)
+            if kind != "promote":
+                if self.rep.get(node.tokens, ("",))[0] == _HANDLE:
+                    self._split(node)
+                continue
+            parent = node.parent
+            assert parent is not None
+            sp = self.splits[parent.tokens]
+            while True:
                 if self._promote(node):
                     sp.misses = 0
                 else:
                     sp.misses += 1
-                self._feed(sp)
-            elif self.rep.get(node.tokens, ("",))[0] == _HANDLE:
-                self._split(node)
+                if sp.misses >= MAX_MISSES:
+                    break
+                nxt = next(sp.feed, None)
+                if nxt is None:
+                    break
+                key, node = nxt
+                self.keys[node.tokens] = key
+                # The next member of the same collection is promoted at once, without a trip
+                # through the queue, when it is strictly first there: a pushed entry would
+                # follow every queued one of an equal key (its sequence number is the highest),
+                # so the order of moves, and so the view, is exactly the queue's.
+                if heap and heap[0][0] <= key:
+                    self._push(key, "promote", node)
+                    break
         return True
 
     def close(self) -> None:
