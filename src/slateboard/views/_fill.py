@@ -301,14 +301,20 @@ class Fill:
         self.seq += 1
         heapq.heappush(self.heap, (key, self.seq, kind, node))
 
-    def _feed(self, sp: _Split) -> None:
+    def _next_member(self, sp: _Split) -> tuple[Key, RNode] | None:
+        """The next member ``sp`` offers, with its key noted, or None once it stopped (out of
+        members, or MAX_MISSES in a row did not fit)."""
         if sp.misses >= MAX_MISSES:
-            return
+            return None
         nxt = next(sp.feed, None)
         if nxt is not None:
-            key, member = nxt
-            self.keys[member.tokens] = key
-            self._push(key, "promote", member)
+            self.keys[nxt[1].tokens] = nxt[0]
+        return nxt
+
+    def _feed(self, sp: _Split) -> None:
+        nxt = self._next_member(sp)
+        if nxt is not None:
+            self._push(nxt[0], "promote", nxt[1])
 
     # -- kept results ---------------------------------------------------------------------
     def _lm(self, node: RNode) -> _ListMemo | None:
@@ -606,9 +612,8 @@ class Fill:
         self.splits[m.tokens] = sp
         self.rep[m.tokens] = (_SPLIT, m)
         if m.parent is not None:
-            first = next(sp.feed, None)
+            first = self._next_member(sp)
             assert first is not None
-            self.keys[first[1].tokens] = first[0]
             if not self._promote(first[1]):
                 del self.splits[m.tokens]
                 if prior is not None:
@@ -686,13 +691,10 @@ class Fill:
                     sp.misses = 0
                 else:
                     sp.misses += 1
-                if sp.misses >= MAX_MISSES:
-                    break
-                nxt = next(sp.feed, None)
+                nxt = self._next_member(sp)
                 if nxt is None:
                     break
                 key, node = nxt
-                self.keys[node.tokens] = key
                 # The next member of the same collection is promoted at once, without a trip
                 # through the queue, when it is strictly first there: a pushed entry would
                 # follow every queued one of an equal key (its sequence number is the highest),
