@@ -76,6 +76,33 @@ async def test_cancelled_calls_leave_the_model_usable(smollm2_gguf: Path) -> Non
     jsonschema_rs.validate(SCHEMA, json.loads(generation.text))
 
 
+async def test_a_timed_out_generation_stops_and_frees_the_model(smollm2_gguf: Path) -> None:
+    """The issue-28 lock-up: a call that timed out kept generating up to its max_tokens while
+    holding the model's lock, so every later call waited behind it. Now the abandoned generation
+    stops at its next token. Proven by tokens, not by time: the same request run to its end
+    produces all of its max_tokens (finish ``length``), while the abandoned one leaves far fewer
+    tokens in the context."""
+    from slateboard.models import local as local_module
+
+    model = LocalModel(smollm2_gguf)
+    ask = [Message.user("Write the numbers from 1 to 5000, one per line, and nothing else.")]
+    budget = 160
+    full = await model.generate(ask, max_tokens=budget, timeout=600)
+    assert full.finish_reason == "length", "the request must not end on its own within the budget"
+    with pytest.raises(ModelTimeout):
+        await model.generate(ask, max_tokens=budget, timeout=0.5)
+    loaded = local_module._LOADED[(model.path, model.n_ctx)]
+
+    def tokens_after_the_abandoned_call() -> int:
+        with loaded.lock:  # blocks until the abandoned generation returned
+            return int(loaded.llama.n_tokens)
+
+    in_context = await asyncio.to_thread(tokens_after_the_abandoned_call)
+    assert in_context < full.usage.prompt_tokens + budget // 2
+    again = await model.generate(ASK, json_schema=SCHEMA, max_tokens=96, timeout=600)
+    jsonschema_rs.validate(SCHEMA, json.loads(again.text))
+
+
 def test_missing_weights_are_a_config_error(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="without llama_cpp the error names the package")
     with pytest.raises(ModelConfigError, match="weights file not found"):

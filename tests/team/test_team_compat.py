@@ -264,6 +264,22 @@ def test_the_uncapped_limit_is_the_providers_own(keys: None) -> None:
     assert output_token_limit(resolve_model("o3")) == 100000
 
 
+def test_an_in_process_model_gets_a_paragraph_not_its_whole_context() -> None:
+    """Issue 28: agents on the local model defaulted to max_tokens = the whole 4,096 context,
+    and the README's team took 12 minutes; the default now leaves room for the prompt."""
+    from slateboard.team._compat import LOCAL_OUTPUT_TOKENS
+
+    class InProcess(ScriptedModel):
+        n_ctx = 4096
+
+    assert output_token_limit(InProcess(["x"])) == LOCAL_OUTPUT_TOKENS == 256
+
+    class Tiny(ScriptedModel):
+        n_ctx = 512
+
+    assert output_token_limit(Tiny(["x"])) == 128
+
+
 # -- provider errors ------------------------------------------------------------------------------
 async def test_after_a_provider_error_the_agent_is_told_what_happened() -> None:
     def boom(messages: Any) -> str:

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,33 @@ def _grammar(name: str, schema: Mapping[str, Any]) -> Any:
     return grammar
 
 
+@contextlib.contextmanager
+def _stoppable(llama: Any, abandoned: threading.Event) -> Iterator[None]:
+    """While inside, every completion ``llama`` runs also stops at the next token once
+    ``abandoned`` is set (its caller timed out or was cancelled): without it the abandoned call
+    would hold the model's lock until ``max_tokens`` ran out, and later calls would time out
+    behind it. ``create_chat_completion`` takes no stopping criterion of its own, but its chat
+    handler calls ``create_completion``, which does; the caller holds the model's lock, so
+    shadowing that method on the instance affects no other call."""
+    import llama_cpp
+
+    original = llama.create_completion
+
+    def stop(_input_ids: Any, _logits: Any) -> bool:
+        return abandoned.is_set()
+
+    def create_completion(*args: Any, **kwargs: Any) -> Any:
+        criteria = list(kwargs.get("stopping_criteria") or ())
+        kwargs["stopping_criteria"] = llama_cpp.StoppingCriteriaList([*criteria, stop])
+        return original(*args, **kwargs)
+
+    llama.create_completion = create_completion
+    try:
+        yield
+    finally:
+        del llama.create_completion
+
+
 class LocalModel:
     """A `Model` running a GGUF file in this process through `llama_cpp.Llama`.
 
@@ -163,8 +190,9 @@ class LocalModel:
     with `json_schema`, decoding is constrained by a grammar compiled from the schema; sampling
     uses a fixed `seed` on every call, so equal requests give equal replies; usage is exact.
     Cancellation and `timeout` return control at once: a call still waiting for the model is
-    dropped, but a generation already running finishes in its thread (bounded by max_tokens)
-    because llama.cpp cannot be interrupted mid-call.
+    dropped, and a generation already running stops at its next token (a stopping criterion
+    reads the abandonment flag), so a timed-out call never keeps the model locked for later
+    ones; only the prompt's evaluation, which llama.cpp cannot interrupt, runs to its end.
     """
 
     def __init__(
@@ -238,18 +266,20 @@ class LocalModel:
             if abandoned.is_set():
                 return None
             try:
-                return loaded.llama.create_chat_completion(
-                    messages=[m.to_dict() for m in messages],
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    seed=self.seed,
-                    grammar=grammar,
-                )
+                with _stoppable(loaded.llama, abandoned):
+                    completion = loaded.llama.create_chat_completion(
+                        messages=[m.to_dict() for m in messages],
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        seed=self.seed,
+                        grammar=grammar,
+                    )
             except ValueError as exc:
                 # e.g. "Requested tokens (5000) exceed context window of 4096"
                 raise ModelRequestError(self._name, str(exc)) from exc
             except Exception as exc:
                 raise ModelError(self._name, f"llama.cpp failed: {exc!r}") from exc
+            return None if abandoned.is_set() else completion
 
     def _parse(self, completion: Any, messages: Sequence[Message]) -> tuple[str, str, GenerationUsage]:
         try:

@@ -165,6 +165,11 @@ _OPENAI_MAX_OUTPUT = (
 )
 _ANTHROPIC_DEFAULT = 8192
 _OTHER_DEFAULT = 16384
+LOCAL_OUTPUT_TOKENS = 256
+"""The default ``max_tokens`` of an agent on an in-process model: the whole context (4,096) made
+the README's team take 12 minutes on the 135M default model, which repeats itself until the
+cap; 256 tokens is a paragraph, and the run takes seconds. Set ``Agent(max_tokens=...)`` for
+more."""
 
 
 def _lookup(model_id: str, table: tuple[tuple[str, int], ...]) -> int | None:
@@ -179,8 +184,10 @@ def _lookup(model_id: str, table: tuple[tuple[str, int], ...]) -> int | None:
 def output_token_limit(model: Model) -> int:
     """The ``max_tokens`` sent when the user set none: the provider's own documented maximum
     output of the model where it is known (Anthropic and OpenAI model families), the context size
-    of a local model, else 16,384 (OpenAI-compatible servers stop at their context anyway).
-    Never the 512 of ``DEFAULT_MAX_TOKENS``, which cut real answers mid-sentence."""
+    a model run in process (``n_ctx`` known) gets ``LOCAL_OUTPUT_TOKENS`` (at most a quarter of
+    its context, so the prompt always fits beside it), else 16,384 (OpenAI-compatible servers
+    stop at their context anyway). Never the 512 of ``DEFAULT_MAX_TOKENS`` for a hosted model,
+    which cut real answers mid-sentence."""
     model_id = str(getattr(model, "model_id", "") or "")
     if isinstance(model, AnthropicModel):
         return _lookup(model_id, _ANTHROPIC_MAX_OUTPUT) or _ANTHROPIC_DEFAULT
@@ -188,7 +195,7 @@ def output_token_limit(model: Model) -> int:
         return _lookup(model_id, _OPENAI_MAX_OUTPUT) or _OTHER_DEFAULT
     n_ctx = getattr(model, "n_ctx", None)
     if isinstance(n_ctx, int) and n_ctx > 0:
-        return n_ctx
+        return max(1, min(LOCAL_OUTPUT_TOKENS, n_ctx // 4))
     return _OTHER_DEFAULT
 
 
