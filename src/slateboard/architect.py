@@ -26,8 +26,11 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+import jsonschema_rs
+
+from .architect_outline import OUTLINE_SCHEMA, OUTLINE_SYSTEM, blueprint_from_outline
 from .blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from .blueprint.models import Blueprint
 from .errors import InvalidInput, RunError
@@ -41,6 +44,7 @@ __all__ = [
     "Architect",
     "ArchitectAttempt",
     "ArchitectError",
+    "ArchitectMode",
     "Design",
     "blueprint_from_request",
     "meta_schema_text",
@@ -49,6 +53,14 @@ __all__ = [
 
 COMPONENT = "architect"
 """The usage component of Architect model calls."""
+
+ArchitectMode = Literal["full", "outline", "auto"]
+"""``full``: the model writes the whole blueprint. ``outline``: it fills a small plan that
+slateboard turns into a blueprint (``slateboard.architect_outline``). ``auto``: outline for a
+model run in process (a small context), full for the others."""
+
+OUTLINE_MAX_TOKENS = 512
+"""The reply budget of an outline: the plan is at most ~300 tokens."""
 
 EXAMPLE_BLUEPRINT: dict[str, Any] = {
     "name": "summary",
@@ -200,7 +212,8 @@ class Architect:
     ``model``: a Model or model string (default ``"local"``). ``max_repairs``: repair rounds
     after the first attempt. ``example``: the example blueprint shown (default
     EXAMPLE_BLUEPRINT). ``json_schema``: optionally sent to constrain decoding (providers that
-    support it). ``require_runnable``: also demand a start rule, done and answer.
+    support it). ``require_runnable``: also demand a start rule, done and answer. ``mode``: see
+    ``ArchitectMode`` (``auto`` decides from the model when designing).
     """
 
     def __init__(
@@ -214,9 +227,12 @@ class Architect:
         max_tokens: int = 4096,
         temperature: float = 0.0,
         timeout: float | None = 300.0,
+        mode: ArchitectMode = "full",
     ) -> None:
         if max_repairs < 0:
             raise InvalidInput("max_repairs must be >= 0")
+        if mode not in ("full", "outline", "auto"):
+            raise InvalidInput(f"mode must be 'full', 'outline' or 'auto', got {mode!r}")
         self.model: Model = resolve_model(model)
         self.max_repairs = max_repairs
         self.example = dict(example) if example is not None else EXAMPLE_BLUEPRINT
@@ -225,6 +241,9 @@ class Architect:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.timeout = timeout
+        self.mode: Literal["full", "outline"] = (
+            ("outline" if isinstance(getattr(self.model, "n_ctx", None), int) else "full") if mode == "auto" else mode
+        )
         self.usage = Usage(component=COMPONENT)
         self.calls = 0
 
@@ -235,8 +254,9 @@ class Architect:
         return _SYSTEM.format(meta=meta_schema_text(), conventions=_CONVENTIONS, example=example)
 
     def messages(self, request: str) -> list[Message]:
-        """The first prompt for ``request``."""
-        return [Message.system(self.system_prompt()), Message.user(f"Task:\n{request.strip()}")]
+        """The first prompt for ``request`` (the outline prompt in outline mode)."""
+        system = OUTLINE_SYSTEM if self.mode == "outline" else self.system_prompt()
+        return [Message.system(system), Message.user(f"Task:\n{request.strip()}")]
 
     @staticmethod
     def repair_prompt(issues: Sequence[BlueprintIssue]) -> str:
@@ -267,11 +287,26 @@ class Architect:
                 return None, extra
         return compiled, []
 
+    def check_outline(self, text: str, request: str) -> tuple[CompiledBlueprint | None, list[BlueprintIssue]]:
+        """Outline mode's ``check``: the reply must satisfy ``OUTLINE_SCHEMA``; the blueprint
+        built from it is then checked as a full reply would be."""
+        data = parse_json_object(text, keys=("steps",))
+        if data is None:
+            return None, [BlueprintIssue("", "the reply holds no JSON object: answer with the plan as JSON")]
+        errors = [
+            BlueprintIssue("/" + "/".join(str(p) for p in e.instance_path), e.message)
+            for e in _OUTLINE_VALIDATOR.iter_errors(data)
+        ]
+        if errors:
+            return None, errors[:20]
+        return self.check(json.dumps(blueprint_from_outline(data, request)))
+
     # -- designing ----------------------------------------------------------------------------
     async def design_report(self, request: str) -> Design:
         """Design a blueprint for ``request`` and report the attempts (see module docstring)."""
         if not isinstance(request, str) or not request.strip():
             raise InvalidInput("the request must be a non-empty string")
+        outline = self.mode == "outline"
         base = self.messages(request)
         messages = list(base)
         attempts: list[ArchitectAttempt] = []
@@ -280,8 +315,8 @@ class Architect:
             try:
                 gen = await self.model.generate(
                     messages,
-                    json_schema=self.json_schema,
-                    max_tokens=self.max_tokens,
+                    json_schema=OUTLINE_SCHEMA if outline else self.json_schema,
+                    max_tokens=min(self.max_tokens, OUTLINE_MAX_TOKENS) if outline else self.max_tokens,
                     temperature=self.temperature,
                     timeout=self.timeout,
                 )
@@ -297,7 +332,7 @@ class Architect:
                 COMPONENT,
             )
             self._count(usage)
-            compiled, issues = self.check(gen.text)
+            compiled, issues = self.check_outline(gen.text, request) if outline else self.check(gen.text)
             attempts.append(ArchitectAttempt(gen.text, tuple(issues), usage))
             if compiled is not None:
                 return Design(compiled, tuple(attempts), _sum(a.usage for a in attempts))
@@ -329,6 +364,12 @@ async def blueprint_from_request(
     model: Model | str | None = None,
     max_repairs: int = 2,
     require_runnable: bool = True,
+    mode: ArchitectMode = "auto",
 ) -> CompiledBlueprint:
-    """``Architect(model, max_repairs=...).design(request)`` in one call."""
-    return await Architect(model, max_repairs=max_repairs, require_runnable=require_runnable).design(request)
+    """``Architect(model, max_repairs=..., mode=...).design(request)`` in one call; ``auto``
+    (the default here) plans an outline on an in-process model, a full blueprint elsewhere."""
+    architect = Architect(model, max_repairs=max_repairs, require_runnable=require_runnable, mode=mode)
+    return await architect.design(request)
+
+
+_OUTLINE_VALIDATOR = jsonschema_rs.validator_for(OUTLINE_SCHEMA)

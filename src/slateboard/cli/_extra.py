@@ -38,6 +38,12 @@ PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 # -- architect ------------------------------------------------------------------------------------
+class _Mode(enum.StrEnum):
+    auto = "auto"
+    full = "full"
+    outline = "outline"
+
+
 def architect_command(
     request: Annotated[str, typer.Argument(help="What the board should do, in plain words.", show_default=False)],
     model: Annotated[
@@ -49,10 +55,20 @@ def architect_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the YAML to FILE instead of stdout.")
     ] = None,
+    mode: Annotated[
+        _Mode,
+        typer.Option(
+            "--mode",
+            help="full: the model writes the whole blueprint; outline: it plans the steps and slateboard writes "
+            "the blueprint; auto: outline on an in-process model (a small context), full elsewhere.",
+        ),
+    ] = _Mode.auto,
 ) -> None:
     """Turn a request into a blueprint with the Architect and print it as YAML."""
     module, build = _architect()
-    kwargs: dict[str, Any] = {} if model is None else {"model": model}
+    kwargs: dict[str, Any] = {"mode": mode.value}
+    if model is not None:
+        kwargs["model"] = model
     if repairs is not None:
         kwargs["max_repairs"] = repairs
     failure = getattr(module, "ArchitectError", None)

@@ -42,7 +42,9 @@ __all__ = ["DEFAULT_WEIGHTS_PACKAGE", "GGUFTokenCounter", "LocalModel", "default
 logger = logging.getLogger("slateboard.models")
 
 DEFAULT_WEIGHTS_PACKAGE = WEIGHTS_PACKAGE
-DEFAULT_N_CTX = 4096
+DEFAULT_N_CTX = 8192
+"""SmolLM2-135M was trained with an 8,192-token context (its GGUF says so); at 4,096 the
+architect's prompt alone did not fit (issue 28). The KV cache at 8,192 is about 190 MB."""
 DEFAULT_SEED = 1234
 INSTALL_HINT = (
     "install the local extra and fetch the weights: pip install 'slateboard[local]' && "
