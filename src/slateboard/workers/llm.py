@@ -25,6 +25,7 @@ from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
+from ..redaction import redact
 from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
@@ -369,8 +370,9 @@ class LLMWorker:
         diagnostics: dict[str, JSON],
         started: float,
     ) -> WorkerReply:
-        logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, exc)
-        error = str(exc) or type(exc).__name__
+        # redacted: the error is stored in the record and re-sent as the next prompt's feedback
+        error = redact(str(exc)) or type(exc).__name__
+        logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, error)
         diagnostics.update({"error": error, "error_type": type(exc).__name__, "model_error": error})
         if calls:
             diagnostics["tool_calls"] = calls
