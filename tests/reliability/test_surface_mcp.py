@@ -259,3 +259,30 @@ async def increment_alone(c: Any) -> dict[str, Any]:
     args = {"patch": patch, "view_version": w["view_version"], "claim": w["claim"]}
     answer = data(await c.call_tool("propose", args))
     return dict(answer, read=value)
+
+
+async def test_claimless_agents_never_share_an_invocation(tmp_path: Path) -> None:
+    """Two agents without claims (MCP's stateless protocol, in process): the second is never
+    handed the invocation the first holds, and cannot propose for it."""
+    from slateboard.mcp import build_server, open_bridge
+
+    db = tmp_path / "b.db"
+    board = await _make_board(db)
+    store = await open_store(f"sqlite:///{db}")
+    try:
+        async with open_bridge(store, board, "agent", timeout=60, model='scripted:["[]"]') as bridge:
+            server = build_server(bridge)
+            async with Client(server) as a, Client(server) as b:
+                w = data(await a.call_tool("wait_for_invocation", {"timeout_s": 30}))
+                assert w["waiting"] and w["claim"]
+                other = data(await b.call_tool("wait_for_invocation", {"timeout_s": 0.5}))
+                assert other == {"waiting": False, "ended": None}
+                patch = [{"op": "replace", "path": "/value", "value": 5}]
+                refused = await b.call_tool("propose", {"patch": patch, "claim": "not-a-claim"})
+                assert refused.is_error and "holds no invocation" in str(refused.content)
+                answer = data(await a.call_tool("propose", {"patch": patch}))
+                assert answer["outcome"] == "accepted" and answer["invocation"] == w["invocation"]
+        records = await store.read_records(board)
+        assert [patch_of(r) for r in records if r.kind == "proposal"] == [patch]
+    finally:
+        await store.close()

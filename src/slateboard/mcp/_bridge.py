@@ -287,7 +287,10 @@ class Bridge:
     async def pending(self, session: Session = _SOLE) -> list[dict[str, JSON]]:
         """This worker's pending and claimed invocations in the store (the one this session holds
         marked ``awaiting_patch``)."""
-        current = self._held(session)
+        try:
+            current = self._held(session)
+        except BridgeError:  # several held without a claim: none is this caller's for sure
+            current = None
         out: list[dict[str, JSON]] = []
         for inv in await self.runner.store.agenda(self.board_id, (PENDING, CLAIMED)):
             if inv.worker != self.worker.name:
