@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInput
+from .redaction import redact
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -132,7 +133,7 @@ def span(name: str, attributes: Mapping[str, Attr | None] | None = None) -> cont
     tracer = _tracer
     if tracer is None:
         return _NOOP
-    return tracer.start_as_current_span(name, attributes=_clean(attributes))
+    return tracer.start_as_current_span(redact(name), attributes=_clean(attributes))
 
 
 def set_attributes(sp: Span | None, attributes: Mapping[str, Attr | None]) -> None:
@@ -150,6 +151,7 @@ def model_span(
         return _NOOP
     from opentelemetry.trace import SpanKind
 
+    model = redact(model)
     provider, _, _ = model.partition(":")
     return tracer.start_as_current_span(
         f"chat {model}",
@@ -172,7 +174,7 @@ def record_generation(sp: Span | None, gen: Generation) -> None:
         return
     sp.set_attributes(
         {
-            "gen_ai.response.model": gen.model,
+            "gen_ai.response.model": redact(gen.model),
             "gen_ai.usage.input_tokens": gen.usage.prompt_tokens,
             "gen_ai.usage.output_tokens": gen.usage.completion_tokens,
             "gen_ai.response.finish_reasons": [gen.finish_reason],
@@ -204,7 +206,7 @@ def record_decision(sp: Span | None, record: Record) -> None:
             {
                 "slateboard.outcome": record.outcome,
                 "slateboard.stage": record.stage,
-                "slateboard.reason": record.reason,
+                "slateboard.reason": record.reason,  # _clean redacts it
                 "slateboard.seq": record.seq,
                 "slateboard.version": record.version,
                 "slateboard.worker": record.worker,
@@ -214,4 +216,5 @@ def record_decision(sp: Span | None, record: Record) -> None:
 
 
 def _clean(attributes: Mapping[str, Attr | None] | None) -> dict[str, Attr]:
-    return {k: v for k, v in (attributes or {}).items() if v is not None}
+    # every text attribute passes the one redaction (a model string or reason may hold a key)
+    return {k: redact(v) if isinstance(v, str) else v for k, v in (attributes or {}).items() if v is not None}

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..redaction import redact, register_url_secrets
 from ._errors import CliError
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ def run_async(make: Callable[[], Awaitable[T]]) -> T:
 def store_label(url: str | None) -> str:
     """The store a URL names, for messages (the default SQLite file by its path)."""
     if url:
-        return url
+        return redact(url)
     from ..stores.sqlite import default_path
 
     return f"sqlite:///{default_path()}"
@@ -140,7 +141,10 @@ def store_hint(url: str | None) -> str:
     (not the default, not $SLATEBOARD_STORE), else ``""``."""
     if not url or os.environ.get(STORE_ENV) == url:
         return ""
-    return f" --store {url}"
+    # A password is never echoed (issue 29, I8): the hint shows it masked; set the URL in
+    # $SLATEBOARD_STORE (then no hint is needed) or give the password through the driver's own
+    # variable (PGPASSWORD) to copy the commands as they are.
+    return f" --store {redact(url)}"
 
 
 @asynccontextmanager
@@ -150,6 +154,7 @@ async def opened_store(url: str | None, *, create: bool = True) -> AsyncIterator
     (``StoreMissing``), never created."""
     from ..stores import open_store
 
+    register_url_secrets([url])  # no error or line this process prints may echo its password
     store = await open_store(url, create=create)
     try:
         yield store

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..redaction import redact
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -112,8 +113,9 @@ def report(exc: BaseException) -> int:
     err = describe(exc)
     if settings.debug:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    sys.stderr.write(f"error: {err.message}\n")
+    # the one redaction at the CLI's boundary: no store password or API key in an error line
+    sys.stderr.write(f"error: {redact(err.message)}\n")
     for line in err.details:
-        sys.stderr.write(f"{line}\n")
+        sys.stderr.write(f"{redact(line)}\n")
     sys.stderr.flush()
     return err.code

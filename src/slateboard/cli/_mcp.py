@@ -48,6 +48,14 @@ def serve_command(
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds the board waits for the agent's patch.")
     ] = 3600.0,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            min=1,
+            help="How many of the worker's invocations may wait at once, one per MCP session (several agents).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve WORKER of BOARD over MCP: the external agent waits for invocations, reads its view,
     and proposes patches that the kernel decides and logs like any worker's. The board's other
@@ -97,6 +105,7 @@ def serve_command(
                 model=model,
                 timeout=timeout,
                 ready=ready,
+                parallel=parallel,
             )
 
     try:

@@ -76,10 +76,12 @@ def _caller(client: Any, name: str) -> Callable[..., Awaitable[JSON]]:
 
 
 @contextlib.asynccontextmanager
-async def mcp_tools(*servers: ServerSpec, prefix: bool = False) -> AsyncIterator[list[Tool]]:
+async def mcp_tools(*servers: ServerSpec, prefix: bool = False, untrusted: bool = False) -> AsyncIterator[list[Tool]]:
     """Connect to ``servers`` and yield their tools (see the module docstring). With ``prefix``
     each tool is named ``SERVERINDEX_NAME`` so equally named tools of two servers stay apart;
-    otherwise a duplicate name raises ValueError."""
+    otherwise a duplicate name raises ValueError. ``untrusted``: every tool of these servers
+    puts its output into the board's quarantine region instead of the calling model's prompt
+    (``slateboard.workers.tools``)."""
     from mcp import Client
 
     async with contextlib.AsyncExitStack() as stack:
@@ -91,6 +93,12 @@ async def mcp_tools(*servers: ServerSpec, prefix: bool = False) -> AsyncIterator
                 if any(existing.name == name for existing in tools):
                     raise InvalidInput(f"two MCP servers offer a tool {name!r}: pass prefix=True")
                 tools.append(
-                    Tool(name, _caller(client, t.name), description=t.description or "", parameters=t.input_schema)
+                    Tool(
+                        name,
+                        _caller(client, t.name),
+                        description=t.description or "",
+                        parameters=t.input_schema,
+                        untrusted=untrusted,
+                    )
                 )
         yield tools

@@ -41,11 +41,47 @@ def _text(value: JSON) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def facts_from_records(board_id: str, records: Sequence[Record], paths: Sequence[str]) -> list[NewFact]:
+def _region(quarantine: str | Pattern | None) -> tuple[str, ...] | None:
+    """The literal root of a quarantine region (its tokens up to the first wildcard)."""
+    if quarantine is None:
+        return None
+    pattern = quarantine if isinstance(quarantine, Pattern) else Pattern.parse(quarantine)
+    base: list[str] = []
+    for token in pattern.tokens:
+        if token in ("*", "**", "-"):
+            break
+        base.append(token)
+    return tuple(base) or None
+
+
+def _without(value: JSON, rest: tuple[str, ...]) -> JSON:
+    """``value`` with the node at ``rest`` (relative tokens) cut out."""
+    if not rest:
+        return None
+    if isinstance(value, dict) and rest[0] in value:
+        if len(rest) == 1:
+            return {k: v for k, v in value.items() if k != rest[0]}
+        return {**value, rest[0]: _without(value[rest[0]], rest[1:])}
+    if isinstance(value, list) and rest[0].isdigit() and int(rest[0]) < len(value):
+        i = int(rest[0])
+        if len(rest) == 1:
+            return value[:i] + value[i + 1 :]
+        return [*value[:i], _without(value[i], rest[1:]), *value[i + 1 :]]
+    return value
+
+
+def facts_from_records(
+    board_id: str, records: Sequence[Record], paths: Sequence[str], *, quarantine: str | Pattern | None = None
+) -> list[NewFact]:
     """The default distiller: every value an accepted proposal added or replaced at a path
     matching one of ``paths`` (contract patterns: ``*`` one segment, ``-`` an append), as a fact
     whose provenance is the board, the record's seq and its worker. A dict value contributes its
-    ``text``/``content``/``fact``/``claim`` string, else its canonical JSON."""
+    ``text``/``content``/``fact``/``claim`` string, else its canonical JSON.
+
+    Nothing written into the ``quarantine`` region (the blueprint's) becomes a fact, whatever
+    ``paths`` say (``/**`` included), and a value written above it loses the region first: text
+    an untrusted worker wrote enters memory only once a sanitiser released it elsewhere."""
+    region = _region(quarantine)
     patterns = [Pattern.parse(p) for p in paths]
     out: list[NewFact] = []
     for rec in records:
@@ -56,8 +92,14 @@ def facts_from_records(board_id: str, records: Sequence[Record], paths: Sequence
             if not isinstance(op, dict) or op.get("op") not in ("add", "replace") or "value" not in op:
                 continue
             tokens = parse_pointer(str(op.get("path", "")))
+            value: JSON = op["value"]
+            if region is not None:
+                if tuple(tokens[: len(region)]) == region:
+                    continue  # inside the quarantine region: never released text
+                if tuple(region[: len(tokens)]) == tuple(tokens):
+                    value = _without(value, region[len(tokens) :])
             if any(p.match(tokens) is not None for p in patterns):
-                out.append(NewFact(_text(op["value"]), board_id, rec.seq, rec.worker, {"path": op["path"]}))
+                out.append(NewFact(_text(value), board_id, rec.seq, rec.worker, {"path": op["path"]}))
     return out
 
 
@@ -72,20 +114,25 @@ async def distill_board(
 ) -> list[int]:
     """Write the distilled facts of ended board ``board_id`` into ``memory``; their ids.
 
-    ``distiller`` (records, final state) -> facts, or by default ``facts_from_records`` over
-    ``paths``. Idempotent: a fact whose text this board already contributed is not written
+    ``distiller`` (records, final state without the quarantine region) -> facts, or by default
+    ``facts_from_records`` over ``paths`` (never the quarantine region). Idempotent: a fact whose text this board already contributed is not written
     again. Raises ValueError while the board has not ended (its facts are not final)."""
     from ..runtime import board_result
 
     info = await store.board_info(board_id)
     if info.status not in _ENDED:
         raise InvalidInput(f"board {board_id} has not ended (status {info.status}): distil it when it is done")
+    from ..blueprint import compile_blueprint
+
     records = await store.read_records(board_id)
+    quarantine = compile_blueprint((await store.load_board(board_id)).blueprint).quarantine
+    region = _region(quarantine)
     if distiller is not None:
         state = (await board_result(store, board_id)).state
-        drafts = list(distiller(records, state))
+        # the final state as a reader outside the quarantine region sees it
+        drafts = list(distiller(records, _without(state, region) if region else state))
     else:
-        drafts = facts_from_records(board_id, records, paths)
+        drafts = facts_from_records(board_id, records, paths, quarantine=quarantine)
     known = {f.text for f in await memory.facts(board=board_id)}
     fresh: list[NewFact] = []
     for d in drafts:

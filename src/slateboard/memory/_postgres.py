@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 import psycopg
+from psycopg import sql
 
+from ..errors import InvalidInput
 from ._model import COLUMNS, Fact, NewFact, fact_from_row, prune_where, query_terms
 
 __all__ = ["PostgresMemory"]
 
 _OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
+"""A schema name the board store accepts (the same rule): the only names memory opens."""
+INDEXED_CHARS = 100_000
+"""How much of a fact's text is indexed for search. PostgreSQL refuses a ``tsvector`` over 1 MB,
+and a refused row would abort its whole batch; the first 100,000 characters stay far below that
+(at most ~6 bytes of ``tsvector`` per character), and the text itself is stored whole."""
 
 
 def _split_options(url: str) -> tuple[str, dict[str, str]]:
@@ -31,9 +40,29 @@ def _split_options(url: str) -> tuple[str, dict[str, str]]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), mine
 
 
+_TSV = f"to_tsvector('english', left(text, {INDEXED_CHARS}))"
+
+
+async def _bound_index(conn: psycopg.AsyncConnection[Any], schema: str) -> None:
+    """A table made before the index was bounded (``to_tsvector('english', text)``) gets the
+    bounded column: one rewrite, in a transaction, the index rebuilt after."""
+    cur = await conn.execute(
+        "SELECT generation_expression FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name = 'memory_facts' AND column_name = 'tsv'",
+        (schema,),
+    )
+    row = await cur.fetchone()
+    if row is None or "left(" in str(row[0]):
+        return
+    async with conn.transaction():
+        await conn.execute("ALTER TABLE memory_facts DROP COLUMN tsv")
+        await conn.execute(f"ALTER TABLE memory_facts ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_TSV}) STORED")
+
+
 class PostgresMemory:
     """Facts in table ``memory_facts`` of the store's schema; a generated ``tsvector`` column
-    with a GIN index; ranking by ``ts_rank_cd`` over an OR of the query's words."""
+    (over the first ``INDEXED_CHARS`` of each text) with a GIN index; ranking by ``ts_rank_cd``
+    over an OR of the query's words. The schema is a checked identifier (``_IDENT``)."""
 
     def __init__(self, url: str, conn: psycopg.AsyncConnection[Any]) -> None:
         self.url = url
@@ -45,15 +74,25 @@ class PostgresMemory:
         dsn, opts = _split_options(url)
         dsn = "postgresql" + dsn[dsn.index(":") :] if dsn.startswith("postgres:") else dsn
         schema = opts.get("schema", "slateboard")
+        if not _IDENT.match(schema):
+            # validated before it reaches any SQL or connection option (issue 29, R5)
+            raise InvalidInput(
+                f"memory schema {schema!r}: use lowercase letters, digits and _ (at most 51), as for the board store"
+            )
         conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, options=f"-c search_path={schema}")
-        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS memory_facts ("
-            " id BIGSERIAL PRIMARY KEY, text TEXT NOT NULL, board TEXT NOT NULL, seq BIGINT, worker TEXT,"
-            " created DOUBLE PRECISION NOT NULL, last_used DOUBLE PRECISION, meta TEXT,"
-            " tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED)"
-        )
-        await conn.execute("CREATE INDEX IF NOT EXISTS memory_facts_tsv ON memory_facts USING GIN (tsv)")
+        try:
+            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS memory_facts ("
+                " id BIGSERIAL PRIMARY KEY, text TEXT NOT NULL, board TEXT NOT NULL, seq BIGINT, worker TEXT,"
+                " created DOUBLE PRECISION NOT NULL, last_used DOUBLE PRECISION, meta TEXT,"
+                f" tsv tsvector GENERATED ALWAYS AS ({_TSV}) STORED)"
+            )
+            await _bound_index(conn, schema)
+            await conn.execute("CREATE INDEX IF NOT EXISTS memory_facts_tsv ON memory_facts USING GIN (tsv)")
+        except BaseException:
+            await conn.close()
+            raise
         return cls(url, conn)
 
     async def add(self, facts: Sequence[NewFact], *, now: float | None = None) -> list[int]:

@@ -264,11 +264,17 @@ class InProcessMemory:
 
 
 async def open_memory(url: str) -> MemoryStore:
-    """The memory beside the board store at ``url`` (see the module docstring)."""
+    """The memory beside the board store at ``url`` (see the module docstring). A ``sqlite:``
+    URL names the file the board store reads (``stores.sqlite_path``, the one parser:
+    ``sqlite:///rel.db`` is relative); a folder that does not exist raises ``StoreMissing``
+    naming it, never a driver error."""
     if url.startswith("sqlite:"):
-        from ..stores.sqlite import path_from_url
+        from ..stores import sqlite_path
+        from ..stores.base import StoreMissing
 
-        path = path_from_url(url)
+        path = sqlite_path(url)
+        if not path.parent.is_dir():
+            raise StoreMissing(f"no memory store at {path} ({url}): the folder {path.parent} does not exist")
         return SqliteMemory(str(path), url)
     if url.startswith(("postgresql:", "postgres:")):
         from ._postgres import PostgresMemory

@@ -7,6 +7,7 @@ Callers branch on the class, never on message text: the retry loop retries exact
 from __future__ import annotations
 
 from ..errors import RunError, UsageError
+from ..redaction import redact
 
 __all__ = [
     "ModelBadResponse",
@@ -39,10 +40,12 @@ class ModelError(RunError):
     """
 
     def __init__(self, model: str, detail: str, *, status: int | None = None) -> None:
-        self.model = model
-        self.detail = one_line(detail)
+        # A provider's error body or a URL may carry a key: the message is redacted once here,
+        # so no record, prompt, span or CLI line built from it holds a secret.
+        self.model = redact(model)
+        self.detail = redact(one_line(detail))
         self.status = status
-        super().__init__(f"{model}: {self.detail}")
+        super().__init__(f"{self.model}: {self.detail}")
 
 
 class ModelUnavailable(ModelError, ConnectionError):

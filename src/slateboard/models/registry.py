@@ -15,6 +15,7 @@ from slateboard.models.openai_compat import OPENAI_BASE_URL, OpenAICompatModel
 from slateboard.models.protocol import Model
 from slateboard.models.retry import RetryPolicy
 from slateboard.models.scripted import ReplayModel, ScriptedModel
+from slateboard.redaction import redact, register_secret, register_url_secrets
 
 __all__ = [
     "ACCEPTED_FORMS",
@@ -210,6 +211,10 @@ def resolve_model(spec: str | Model | None = None, *, retry: RetryPolicy | None 
             return spec
         raise TypeError(f"expected a model string or a Model, got {type(spec).__name__}")
     original = spec.strip()
+    # A key in the string's URL (``@http://user:KEY@host``) is registered before anything can
+    # fail, and the model's name (kept in records, spans and errors) is the redacted string.
+    register_url_secrets([original])
+    shown = redact(original)
     text = normalise_model_string(original)
     provider, _, rest = text.partition(":")
     provider = provider.lower()
@@ -219,20 +224,23 @@ def resolve_model(spec: str | Model | None = None, *, retry: RetryPolicy | None 
         variable, provider_host = _provider_variable(base_url)
         api_key = api_key_for(base_url, provider_variable=variable, provider_host=provider_host)
         if api_key is None and _host(base_url) == provider_host:
-            raise ModelConfigError(original, f"{variable} is not set (needed for {provider_host})")
-        return OpenAICompatModel(model_id, base_url=base_url, api_key=api_key, name=original, retry=retry)
+            raise ModelConfigError(shown, f"{variable} is not set (needed for {provider_host})")
+        register_secret(api_key)
+        return OpenAICompatModel(model_id, base_url=base_url, api_key=api_key, name=shown, retry=retry)
     if provider == "anthropic":
         model_id, given = _split_base_url(original, rest)
         base_url = given or _anthropic_default_base()
         provider_host = _host(ANTHROPIC_BASE_URL)
         api_key = api_key_for(base_url, provider_variable="ANTHROPIC_API_KEY", provider_host=provider_host)
         if api_key is None and _host(base_url) == provider_host:
-            raise ModelConfigError(original, "ANTHROPIC_API_KEY is not set (needed for api.anthropic.com)")
-        return AnthropicModel(model_id, base_url=base_url, api_key=api_key, name=original, retry=retry)
+            raise ModelConfigError(shown, "ANTHROPIC_API_KEY is not set (needed for api.anthropic.com)")
+        register_secret(api_key)
+        return AnthropicModel(model_id, base_url=base_url, api_key=api_key, name=shown, retry=retry)
     if provider == "ollama":
         model_id, base_url = _ollama_base(original, rest)
         api_key = os.environ.get(host_key_variable(base_url)) or None
-        return OpenAICompatModel(model_id, base_url=base_url, api_key=api_key, name=original, retry=retry)
+        register_secret(api_key)
+        return OpenAICompatModel(model_id, base_url=base_url, api_key=api_key, name=shown, retry=retry)
     if provider == "local":
         # Imported here so that resolving other providers never touches llama.cpp code paths.
         from slateboard.models.local import LocalModel

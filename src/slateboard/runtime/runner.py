@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
+import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -41,15 +42,18 @@ from ..scheduling.invocation import Invocation
 from ..scheduling.parallel import conflict_map
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
-from ..stores.base import Claim, ClaimRequest, LeaseLost, Store
+from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
 from .events import BOARD_SPENT, RUN_ENDED, RUN_STARTED, RunEvent
+from .owners import dead_on_this_host, runner_owner
 from .result import RunResult
 from .session import BoardSession
 from .step import StepOutcome
 
 __all__ = ["BoardBusy", "Runner", "RunnerError", "create_board", "kernel_from"]
+
+log = logging.getLogger("slateboard.runtime.runner")
 
 
 async def create_board(
@@ -153,7 +157,7 @@ class Runner:
         self.worker_timeout = worker_timeout
         self.lease_s = lease_s
         self.max_steps_override = max_steps
-        self.owner = owner or f"runner-{uuid.uuid4().hex[:8]}"
+        self.owner = owner or runner_owner()
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
         self.session = BoardSession(
             store,
@@ -372,6 +376,7 @@ class Runner:
             if held.invocation.id == chosen.id and held.invocation.with_status(chosen.status) == chosen:
                 return held
             await self._release(held)
+        announced: set[str] = set()  # the lease owners this wait was already reported for
         while True:
             claim = await self.store.claim(
                 self.board_id, owner=self.owner, lease_s=self.lease_s, invocation_id=chosen.id
@@ -393,8 +398,48 @@ class Runner:
                     f" {self.kernel.seq}); wait for that run to end, then resume"
                 )
             # Leased by a runner that has not appended since this one loaded the board (perhaps
-            # one that died): wait for the lease to end.
-            await asyncio.sleep(min(1.0, self.lease_s / 4))
+            # one that died): wait for the lease to end, unless the store tells it is a lease of
+            # a process of this host that is gone (then it is given back now), and say so.
+            if not await self._lease_of_the_dead(chosen.id, announced):
+                await asyncio.sleep(min(1.0, self.lease_s / 4))
+
+    async def _lease_of_the_dead(self, invocation_id: str, announced: set[str]) -> bool:
+        """Whether another owner's lease on ``invocation_id`` was just given back because that
+        owner is a process of this host that no longer exists (issue 29, R16; the store must
+        report leases: ``ReportsLeases``). Otherwise logs once per owner what this runner waits
+        for: the invocation, its lease owner and how long the lease still runs."""
+        if not supports(self.store, ReportsLeases):
+            if not announced:
+                announced.add("")
+                log.warning(
+                    "board %s: invocation %s is leased by another run (perhaps one that died): waiting for its"
+                    " lease to end (leases last up to %g s)",
+                    self.board_id, invocation_id, self.lease_s,
+                )  # fmt: skip
+            return False
+        assert isinstance(self.store, ReportsLeases)
+        lease = next((x for x in await self.store.leases(self.board_id) if x.invocation_id == invocation_id), None)
+        if lease is None:
+            return False
+        if dead_on_this_host(lease.owner):
+            with contextlib.suppress(LeaseLost):
+                await self.store.heartbeat(self.board_id, invocation_id, owner=lease.owner, lease_s=-self.lease_s)
+            log.warning(
+                "board %s: invocation %s was leased by %s, a process of this host that no longer exists:"
+                " its lease is given back and the board goes on now",
+                self.board_id, invocation_id, lease.owner,
+            )  # fmt: skip
+            return True
+        if lease.owner not in announced:
+            announced.add(lease.owner)
+            left = max(0.0, lease.lease_until - time.time())
+            log.warning(
+                "board %s: waiting %.0f s for invocation %s: it is leased by %s until %s (a run that may have"
+                " died; the board goes on when the lease ends)",
+                self.board_id, left, invocation_id, lease.owner,
+                time.strftime("%H:%M:%S", time.localtime(lease.lease_until)),
+            )  # fmt: skip
+        return False
 
     async def _release(self, claim: Claim) -> None:
         """Give a lease back unused (it ends now, so the invocation is claimable at once)."""

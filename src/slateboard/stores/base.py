@@ -11,7 +11,8 @@ The protocol is layered by capability (like eventsourcing's recorders):
   ``WatchesWork`` (``wait_for_work`` filtered by worker names), ``WatchesBoards``
   (``wait_for_board``: wake when a board leaves ``running``), ``ScansStalledBoards``
   (``stalled_boards``), ``ReportsCommits`` (``commit_stats``: appends and durable flushes, for
-  group commit). ``supports(store, WatchesBoards)`` tells whether a store has one.
+  group commit), ``ReportsLeases`` (``leases``: who holds a board's claimed invocations, and
+  until when). ``supports(store, WatchesBoards)`` tells whether a store has one.
 
 Every backend (memory, sqlite, postgresql) gives the same guarantees, checked by one conformance
 suite shipped in the package (``slateboard.testing``; ``tests/stores/test_conformance.py`` runs it):
@@ -233,6 +234,15 @@ class AgendaChanges:
 
     def __bool__(self) -> bool:
         return bool(self.push or self.complete or self.requeue or self.cancel)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who holds a claimed invocation (``owner``) and until when (``lease_until``, epoch seconds)."""
+
+    invocation_id: str
+    owner: str
+    lease_until: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,7 +474,17 @@ class ReportsCommits(Protocol):
         ...
 
 
-CAPABILITIES: tuple[type, ...] = (WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits)
+@runtime_checkable
+class ReportsLeases(Protocol):
+    """Reading the leases on a board's claimed invocations (a runner waiting for one says whose
+    lease it waits for, and can tell a lease of a dead process on its own host)."""
+
+    async def leases(self, board_id: str) -> list[Lease]:
+        """The board's claimed invocations: id, owner and lease end (expired ones included)."""
+        ...
+
+
+CAPABILITIES: tuple[type, ...] = (WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases)
 """The optional capability protocols a backend may declare."""
 
 

@@ -36,9 +36,11 @@ from .base import (
     ClaimRequest,
     Conflict,
     DuplicateInvocationCommit,
+    Lease,
     LeaseLost,
     LoadedBoard,
     ReportsCommits,
+    ReportsLeases,
     ScansStalledBoards,
     Snapshot,
     Store,
@@ -115,7 +117,7 @@ class _Board:
         )
 
 
-class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
+class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
     """A Store kept in process memory (see module docstring)."""
 
     compresses = False  # nothing persists: deflating would only cost CPU
@@ -408,6 +410,16 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             ]
         rows.sort(key=lambda r: (-r[3], r[4], r[5]))
         return [c.decode_invocation(d, s, a, f"memory board {board_id}") for d, s, a, *_ in rows]
+
+    async def leases(self, board_id: str) -> list[Lease]:
+        """See ReportsLeases.leases."""
+        with self._lock:
+            board = self._board(board_id)
+            return [
+                Lease(inv_id, o.owner, o.lease_until)
+                for inv_id, o in board.live.items()
+                if o.status == CLAIMED and o.owner is not None and o.lease_until is not None
+            ]
 
     async def claim(
         self,

@@ -55,9 +55,11 @@ from .base import (
     ClaimRequest,
     Conflict,
     DuplicateInvocationCommit,
+    Lease,
     LeaseLost,
     LoadedBoard,
     ReportsCommits,
+    ReportsLeases,
     ScansStalledBoards,
     SchemaTooNew,
     Snapshot,
@@ -78,7 +80,7 @@ BATCH_MAX = 4
 """Appends per group-commit transaction (more batches then run side by side)."""
 
 
-class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
+class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
     """A Store in a PostgreSQL schema (see module docstring)."""
 
     def __init__(
@@ -678,6 +680,17 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         async with self._tx(repeatable=True) as conn:
             await self._board_row(conn, board_id)
             return await _agenda(conn, board_id, tuple(statuses), f"{self._where} board {board_id}")
+
+    async def leases(self, board_id: str) -> list[Lease]:
+        """See ReportsLeases.leases."""
+        async with self._tx(repeatable=True) as conn:
+            await self._board_row(conn, board_id)
+            cur = await conn.execute(
+                "SELECT id, owner, lease_until FROM invocations WHERE board_id = %s AND status = 'claimed'"
+                " AND owner IS NOT NULL AND lease_until IS NOT NULL ORDER BY id",
+                (board_id,),
+            )
+            return [Lease(str(r[0]), str(r[1]), float(r[2])) for r in await cur.fetchall()]
 
     async def claim(
         self,

@@ -65,9 +65,11 @@ from .base import (
     ClaimRequest,
     Conflict,
     DuplicateInvocationCommit,
+    Lease,
     LeaseLost,
     LoadedBoard,
     ReportsCommits,
+    ReportsLeases,
     ScansStalledBoards,
     SchemaTooNew,
     Snapshot,
@@ -152,7 +154,7 @@ def check_file(path: Path) -> None:
 _Job = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
-class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits):
+class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
     """A Store in one SQLite file (see module docstring)."""
 
     def __init__(
@@ -736,6 +738,20 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         def q(db: sqlite3.Connection) -> list[Invocation]:
             self._board_row(db, board_id)
             return _agenda(db, board_id, tuple(statuses), f"{self.path} board {board_id}")
+
+        return await self._r(q)
+
+    async def leases(self, board_id: str) -> list[Lease]:
+        """See ReportsLeases.leases."""
+
+        def q(db: sqlite3.Connection) -> list[Lease]:
+            self._board_row(db, board_id)
+            rows = db.execute(
+                "SELECT id, owner, lease_until FROM invocations WHERE board_id = ? AND status = 'claimed'"
+                " AND owner IS NOT NULL AND lease_until IS NOT NULL ORDER BY rowid",
+                (board_id,),
+            ).fetchall()
+            return [Lease(str(r[0]), str(r[1]), float(r[2])) for r in rows]
 
         return await self._r(q)
 

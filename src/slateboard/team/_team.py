@@ -37,6 +37,7 @@ import copy
 import dataclasses
 import inspect
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -52,6 +53,7 @@ from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.pointer import escape_token
 from ..kernel.record import Record, Usage
 from ..models import Model, resolve_model
+from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
 from ..runtime.boards import RUN_ENDED, RUN_RECORD_KIND, RunnerError, status_for, waiting_approvals
 from ..runtime.events import RunEvent
@@ -123,6 +125,8 @@ INVOKING = "blackboard.invoking"
 CONTRIBUTION = "blackboard.contribution"
 REJECTED = "blackboard.rejected"
 DECIDER_FAILED = "blackboard.decider_failed"
+log = logging.getLogger("slateboard.team")
+
 APPROVAL = "blackboard.approval"
 HALTED = "blackboard.halted"
 COMPLETED = "blackboard.completed"
@@ -1175,23 +1179,33 @@ class _BlackboardRun:
         sanitiser = self.team.sanitiser
         if sanitiser is None:
             return
-        released = sanitiser(copy.deepcopy(entry))
-        if inspect.isawaitable(released):
-            released = await released
-        if released is not None and not isinstance(released, str):
-            raise TypeError(f"a sanitiser must return a string or None, got {type(released).__name__}")
+        # A sanitiser that raises (or answers something else than text or None) withholds that
+        # entry, with its error logged, instead of failing the whole run (issue 29, I9).
+        failure: str | None = None
+        try:
+            released = sanitiser(copy.deepcopy(entry))
+            if inspect.isawaitable(released):
+                released = await released
+            if released is not None and not isinstance(released, str):
+                raise TypeError(f"a sanitiser must return a string or None, got {type(released).__name__}")
+        except Exception as exc:
+            released, failure = None, _failure(exc)
         meta: dict[str, JSON] = {"round": round_num, "quarantined": where, "agent": agent}
         if released is None:
+            why = f"failed ({failure}) and" if failure else ""
+            if failure:
+                meta["error"] = failure
+                log.warning("board %s: the sanitiser failed on %s; withheld: %s", self.board_id, where, failure)
             await self.transact(
                 lambda: self.kernel.action(
                     QUARANTINE_KIND,
-                    f"round {round_num}: the sanitiser withheld {agent}'s entry at {where}",
+                    f"round {round_num}: the sanitiser {why} withheld {agent}'s entry at {where}".replace("  ", " "),
                     worker=SYSTEM_WORKER,
                     invocation=round_id(round_num),
                     meta={**meta, "event": WITHHELD},
                 )
             )
-            await self.emit(WITHHELD, round=round_num, agent=agent, path=where)
+            await self.emit(WITHHELD, round=round_num, agent=agent, path=where, error=failure)
             return
         rec = await self._post_system(
             round_num,
@@ -1200,10 +1214,23 @@ class _BlackboardRun:
             event={"kind": "quarantine", "round": round_num, "path": where},
             meta={**meta, "event": RELEASED},
         )
-        if rec.outcome == "accepted":
+        if rec.outcome == "held":
+            # The release changes the public board, which ``approval=`` guards: the approval
+            # callback decides it now, as every held entry (issue 29, R10: never a silent pause).
+            await self._settle_approvals()
+            if self._approved(rec.seq):
+                await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:_PREVIEW])
+        elif rec.outcome == "accepted":
             await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:_PREVIEW])
         else:
             await self.emit(REJECTED, round=round_num, agent=SYSTEM_WORKER, stage=rec.stage, reason=rec.reason)
+
+    def _approved(self, seq: int) -> bool:
+        """Whether held record ``seq`` was approved (an ``approval`` record says so)."""
+        return any(
+            r.kind == "approval" and r.meta.get("record") == seq and r.meta.get("decision") == "approved"
+            for r in self.session.history
+        )
 
     # -- approvals ----------------------------------------------------------------------------
     async def _settle_approvals(self) -> str | None:
@@ -1217,10 +1244,16 @@ class _BlackboardRun:
             if approval is None:
                 break
             request = _approval_request(self.board_id, held, session.history)
-            verdict = approval(request)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            approved, note = _verdict(verdict)
+            # A callback that raises refuses that entry (it is withheld, never committed) with
+            # the error as the logged note, instead of failing the whole run (issue 29, I9).
+            try:
+                verdict = approval(request)
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+                approved, note = _verdict(verdict)
+            except Exception as exc:
+                approved, note = False, f"the approval callback failed: {_failure(exc)}"
+                log.warning("board %s: record %d withheld: %s", self.board_id, held.seq, note)
             decide = approve if approved else refuse
             await decide(self.store, self.board_id, held.seq, by="approval", note=note)
             await session.refresh()  # the decision was appended beside the engine: catch up
@@ -1396,6 +1429,12 @@ def _approval_request(board_id: str, held: Held, records: Sequence[Record]) -> A
         patch=patch,
         reason=held.reason,
     )
+
+
+def _failure(exc: BaseException) -> str:
+    """A callback's exception as one short, redacted line for the log and the record."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return redact(text[:300])
 
 
 def _verdict(value: Any) -> tuple[bool, str]:

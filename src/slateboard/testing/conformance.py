@@ -19,7 +19,7 @@ Every backend passes the same tests; a third-party backend runs them from its ow
   inside an append, and concurrent appends of many boards (group commit: one failing
   compare-and-set fails alone);
 - optional, one per capability (``WatchesWork``, ``WatchesBoards``, ``ScansStalledBoards``,
-  ``ReportsCommits``): a test of a capability the backend does not declare is skipped, with the
+  ``ReportsCommits``, ``ReportsLeases``): a test of a capability the backend does not declare is skipped, with the
   reason printed.
 
 ``open_another`` must return the same object every time for a store without connections (like
@@ -48,6 +48,7 @@ from ..stores import (
     LeaseLost,
     MemoryStore,
     ReportsCommits,
+    ReportsLeases,
     ScansStalledBoards,
     Store,
     StoreError,
@@ -682,3 +683,27 @@ class StoreConformance:
         assert after.appends - before.appends == 4
         assert 0 <= after.flushes - before.flushes <= 4
         assert after.batches - before.batches <= 4
+
+    async def test_leases_name_owner_and_end(self, store: Store) -> None:
+        require(store, ReportsLeases)
+        assert isinstance(store, ReportsLeases)
+        board = await Board.create(store, agenda=[inv("a"), inv("b")])
+        assert await store.leases(board.board_id) == []
+        t = 1_000_000.0
+        first = await store.claim(board.board_id, owner="runner-1@host:42", lease_s=10, now=t)
+        assert first is not None
+        (lease,) = await store.leases(board.board_id)
+        assert (lease.invocation_id, lease.owner, lease.lease_until) == (
+            first.invocation.id,
+            "runner-1@host:42",
+            t + 10,
+        )
+        # given back (a negative lease ends it now): claimable at once by another owner
+        await store.heartbeat(board.board_id, first.invocation.id, owner="runner-1@host:42", lease_s=-10, now=t + 1)
+        again = await store.claim(
+            board.board_id, owner="other", lease_s=10, now=t + 2, invocation_id=first.invocation.id
+        )
+        assert again is not None and again.owner == "other"
+        assert [x.owner for x in await store.leases(board.board_id)] == ["other"]
+        with pytest.raises(BoardNotFound):
+            await store.leases("no-such-board")

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import anyio
 from fastapi import FastAPI, Request
@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import InvalidInput
 from ..httpguard import MIN_TOKEN_CHARS, TokenGuard, error_response
+from ..redaction import redact
 from ..stores.base import Store, StoreError, StoreUnavailable
 from ._data import ApiError, Dashboard, parse_version
 
@@ -42,19 +43,8 @@ TOKEN_ENV = "SLATEBOARD_TOKEN"
 
 
 def redact_url(url: str) -> str:
-    """A store URL without its password (shown on the page and in logs)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """A store URL without its password (shown on the page and in logs): the one redaction."""
+    return redact(url)
 
 
 _PAGE_HEADERS = {
@@ -138,7 +128,7 @@ def create_app(
         status = 503 if isinstance(exc, StoreUnavailable) else 500
         # The detail names database paths and driver messages: it goes to the server's log,
         # never into a response body (I6).
-        logger.error("store error on %s: %s", request.url.path, " ".join(str(exc).split()))
+        logger.error("store error on %s: %s", request.url.path, redact(" ".join(str(exc).split())))
         what = "the store is unavailable" if status == 503 else "store error"
         return error_response(status, f"{what} ({type(exc).__name__}); the details are in the server log")
 

@@ -26,6 +26,7 @@ import orjson
 from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
+from ..redaction import redact_json
 from ..stores.base import BoardInfo, BoardNotFound, Store
 
 if TYPE_CHECKING:
@@ -75,7 +76,10 @@ def record_json(rec: Record) -> dict[str, JSON]:
     out["tokens"] = rec.usage.tokens_in + rec.usage.tokens_out
     viewed = rec.meta.get("viewed_version")
     out["viewed_version"] = viewed if isinstance(viewed, int) and not isinstance(viewed, bool) else None
-    return out
+    # a log written before a key was known to be one (or by another process) may hold it: the
+    # page never shows a URL password or a registered secret (issue 29, R3)
+    shown: dict[str, JSON] = redact_json(out)
+    return shown
 
 
 def usage_json(records: Sequence[Record]) -> dict[str, JSON]:

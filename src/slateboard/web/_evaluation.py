@@ -3,8 +3,11 @@ wrote (``report.json`` and its PNG figures), read-only.
 
 Reports are found in the immediate subdirectories of the evaluation directory (and in the
 directory itself): ``create_app(..., eval_dir=...)``, else ``$SLATEBOARD_EVAL_DIR``, else
-``./eval-results``. Only files named in a report's ``figures`` are served, by name, so no path
-outside the directory can be reached.
+``./eval-results``. Only files named in a report's ``figures`` are served, by name, and only
+when the file they resolve to (symlinks followed) is a regular file inside the evaluation
+directory: a symlink out of it, ``..``, a name the filesystem refuses or a missing figure is a
+404, never a file from elsewhere or a 500 (issue 29, R12). A report folder that is a symlink out
+of the directory is not listed.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-__all__ = ["add_evaluation_routes", "evaluation_dir", "find_reports"]
+__all__ = ["add_evaluation_routes", "evaluation_dir", "figure_path", "find_reports"]
 
 REPORT_FILE = "report.json"
 
@@ -29,16 +32,36 @@ def evaluation_dir(given: Path | str | None = None) -> Path:
     return Path(os.environ.get("SLATEBOARD_EVAL_DIR") or "eval-results")
 
 
+def _inside(path: Path, root: Path) -> Path | None:
+    """``path`` resolved (symlinks followed), when that lies inside resolved ``root``; else None."""
+    try:
+        resolved = path.resolve(strict=True)
+        base = root.resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):  # missing, a symlink loop, a NUL in the name
+        return None
+    return resolved if resolved == base or resolved.is_relative_to(base) else None
+
+
 def find_reports(root: Path) -> dict[str, Path]:
-    """Report name -> its directory, for ``root`` itself (name ``.``) and its subdirectories."""
+    """Report name -> its directory, for ``root`` itself (name ``.``) and its subdirectories
+    (not those that are symlinks out of ``root``)."""
     found: dict[str, Path] = {}
     if (root / REPORT_FILE).is_file():
         found["."] = root
     if root.is_dir():
         for child in sorted(root.iterdir()):
-            if child.is_dir() and (child / REPORT_FILE).is_file():
+            if child.is_dir() and (child / REPORT_FILE).is_file() and _inside(child, root) is not None:
                 found[child.name] = child
     return found
+
+
+def figure_path(root: Path, directory: Path, figure: str, named: list[Any]) -> Path | None:
+    """The file to serve for ``figure`` of the report in ``directory``: one the report names
+    (``named``), a plain file name, resolving to a regular file inside ``root``; else None."""
+    if figure not in named or figure in ("", ".", "..") or "/" in figure or "\\" in figure or "\x00" in figure:
+        return None
+    found = _inside(directory / figure, root)
+    return found if found is not None and found.is_file() else None
 
 
 def _load(directory: Path) -> dict[str, Any] | None:
@@ -85,6 +108,8 @@ def add_evaluation_routes(app: FastAPI, eval_dir: Path | str | None, page: str, 
     async def evaluation_figure(name: str, figure: str) -> FileResponse | JSONResponse:
         directory = find_reports(root).get(name)
         data = _load(directory) if directory is not None else None
-        if directory is None or data is None or figure not in data.get("figures", []) or "/" in figure:
+        named = data.get("figures", []) if data is not None else []
+        path = figure_path(root, directory, figure, named if isinstance(named, list) else []) if directory else None
+        if path is None:
             return JSONResponse({"error": f"no figure {figure!r} in report {name!r}"}, status_code=404)
-        return FileResponse(directory / figure, media_type="image/png", headers={"Cache-Control": "no-store"})
+        return FileResponse(path, media_type="image/png", headers={"Cache-Control": "no-store"})

@@ -25,12 +25,13 @@ from .. import telemetry
 from ..kernel.canonical import JSON
 from ..kernel.record import Usage
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
+from ..redaction import redact
 from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
 from .parse import ParsedReply, parse_reply
 from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
-from .tools import Tool, ToolResult, as_tool
+from .tools import Tool, ToolResult, as_tool, quarantine_target
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
@@ -99,6 +100,13 @@ class LLMWorker:
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise WorkerConfigError(f"worker {name!r}: duplicate tool names {names}")
+        untrusted = [t.name for t in self.tools if t.untrusted]
+        self.quarantine_path: str | None = quarantine_target(blueprint, name) if untrusted else None
+        if untrusted and self.quarantine_path is None:
+            raise WorkerConfigError(
+                f"worker {name!r}: untrusted tool(s) {untrusted} need the blueprint's quarantine region and a"
+                " write pattern inside it that appends (e.g. /quarantine/-), where their output goes"
+            )
         self.max_tool_calls = max(0, max_tool_calls)
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -233,6 +241,7 @@ class LLMWorker:
         usages: list[Usage] = []
         calls: list[JSON] = []
         tool_log: list[JSON] = []
+        quarantined: list[str] = []  # outputs of untrusted tools, appended to the patch
         diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
         # What the prompt is made of, in characters per block kind (for the token report:
         # schema/format/view framing are overhead, the view's values and the role are content).
@@ -280,12 +289,23 @@ class LLMWorker:
                     break
                 result = await self._run_tool(parsed.tool.name, parsed.tool.args, allow_tools)
                 calls.append({"tool": parsed.tool.name, "ok": result.ok})
+                told = result.message()
+                entry: dict[str, JSON] = {"tool": parsed.tool.name, "args": jsonable(parsed.tool.args)}
+                if self._untrusted(parsed.tool.name) and self.quarantine_path is not None:
+                    # issue 29: an untrusted tool's output never reaches the model (nor the
+                    # record's meta): it goes to the quarantine region with the patch
+                    quarantined.append(result.output())
+                    told = (
+                        f"Tool {parsed.tool.name!r} is untrusted: its output ({len(quarantined[-1])} characters) was"
+                        f" put in quarantine at {self.quarantine_path}, where a sanitiser decides what reaches the"
+                        " board; you will not see it."
+                    )
+                    entry["quarantined"] = self.quarantine_path
                 # issue 17: each call's arguments and the exact text the model got back go into the
                 # record's meta, so the log holds every tool input (replay never calls a tool)
-                tool_log.append(
-                    {"tool": parsed.tool.name, "args": jsonable(parsed.tool.args), "result": result.message()}
-                )
-                messages = [*messages, Message.assistant(raw), Message.user(self._tool_message(result, len(calls)))]
+                entry["result"] = told
+                tool_log.append(entry)
+                messages = [*messages, Message.assistant(raw), Message.user(self._tool_message(told, len(calls)))]
         except ModelError as exc:
             if tool_log:
                 diagnostics["tool_log"] = tool_log
@@ -304,6 +324,11 @@ class LLMWorker:
             diagnostics["error"] = "the model asked for a tool call instead of proposing a patch"
         # Not ok: the raw reply, or the JSON text that repeats a key (the kernel rejects both).
         patch = parsed.patch if parsed.ok or isinstance(parsed.patch, str) else raw
+        if quarantined and self.quarantine_path is not None:
+            if parsed.ok and isinstance(patch, list):
+                patch = [*patch, *({"op": "add", "path": self.quarantine_path, "value": q} for q in quarantined)]
+            else:  # nothing to carry it: the kernel rejects the reply, the output is not kept
+                diagnostics["quarantine_dropped"] = len(quarantined)
         return WorkerReply(
             patch=patch,
             usage=sum_usage(usages, self.component, time.perf_counter() - started),
@@ -351,14 +376,17 @@ class LLMWorker:
             logger.info("worker %s: tool %s failed: %s", self._name, name, result.error)
         return result
 
-    def _tool_message(self, result: ToolResult, used: int) -> str:
+    def _untrusted(self, name: str) -> bool:
+        return any(t.name == name and t.untrusted for t in self.tools)
+
+    def _tool_message(self, told: str, used: int) -> str:
         left = self.max_tool_calls - used
         tail = (
             f"You may call {left} more tool(s), or reply with the patch."
             if left > 0
             else 'No more tool calls: reply now with {"patch": [...]}.'
         )
-        return f"{result.message()}\n{tail}"
+        return f"{told}\n{tail}"
 
     def _failed(
         self,
@@ -369,8 +397,9 @@ class LLMWorker:
         diagnostics: dict[str, JSON],
         started: float,
     ) -> WorkerReply:
-        logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, exc)
-        error = str(exc) or type(exc).__name__
+        # redacted: the error is stored in the record and re-sent as the next prompt's feedback
+        error = redact(str(exc)) or type(exc).__name__
+        logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, error)
         diagnostics.update({"error": error, "error_type": type(exc).__name__, "model_error": error})
         if calls:
             diagnostics["tool_calls"] = calls

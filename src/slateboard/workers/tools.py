@@ -3,6 +3,14 @@
 The protocol is provider-neutral: the model replies ``{"tool": NAME, "args": {...}}``; the worker
 runs the tool and sends the result back as a user message, up to a bounded number of calls (see
 ``LLMWorker``). A tool never sees or changes the board; what it returns is only text for the model.
+
+An ``untrusted`` tool (one whose output may carry injected instructions: web pages, mail, a third
+party's MCP server) is treated as ``untrusted=`` workers are (issue 29): its output is never shown
+to the calling model; the worker appends it to the blueprint's quarantine region with its patch,
+where only a worker whose read contract names the region (the sanitiser) reads it and releases
+what it judges safe. Tools are trusted by default: a tool is code the board's owner chose, its
+output is text only for the calling worker, whose patch still passes every kernel stage, and
+the quarantine needs a region and a sanitiser that a blueprint has to declare.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import pydantic
 from ..kernel.canonical import JSON
 from .base import WorkerConfigError, jsonable
 
-__all__ = ["Tool", "ToolResult", "args_model_for", "args_schema", "as_tool", "tool"]
+__all__ = ["Tool", "ToolResult", "args_model_for", "args_schema", "as_tool", "quarantine_target", "tool"]
 
 _MAX_RESULT_CHARS = 2000
 
@@ -31,6 +39,15 @@ class ToolResult:
     ok: bool
     value: JSON = None
     error: str | None = None
+
+    def output(self) -> str:
+        """The whole output as text: a string value as it is, another value as JSON, the error
+        of a failed call (what an untrusted tool's call puts into quarantine)."""
+        import orjson
+
+        if not self.ok:
+            return f"error: {self.error}"
+        return self.value if isinstance(self.value, str) else orjson.dumps(self.value).decode("utf-8")
 
     def message(self) -> str:
         """The text sent back to the model (clipped to a bounded size)."""
@@ -54,7 +71,8 @@ class Tool:
     pydantic before the call: ``Literal``, ``list[int]``, nested models, enums and ``Field``
     bounds are enforced, and the function receives converted values (model instances, enum
     members). ``call`` never raises for a tool's own failure (bad arguments, an exception
-    inside): it returns a failed ToolResult the model can read.
+    inside): it returns a failed ToolResult the model can read. ``untrusted``: its output goes
+    to the quarantine region, never into the calling model's prompt (see the module docstring).
     """
 
     name: str
@@ -62,6 +80,7 @@ class Tool:
     description: str = ""
     parameters: Mapping[str, Any] | None = None
     args_model: type[pydantic.BaseModel] | None = None
+    untrusted: bool = False
 
     async def call(self, args: Mapping[str, JSON]) -> ToolResult:
         """Run the tool with ``args`` (awaiting it when it is async)."""
@@ -150,6 +169,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     parameters: Mapping[str, Any] | None = None,
+    untrusted: bool = False,
 ) -> Tool: ...
 
 
@@ -159,6 +179,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     parameters: Mapping[str, Any] | None = None,
+    untrusted: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -169,9 +190,10 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     parameters: Mapping[str, Any] | None = None,
+    untrusted: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool: ``@tool``, ``@tool(name=..., description=..., parameters=...)`` or
-    ``tool(fn, name=...)``.
+    ``tool(fn, name=...)``; ``untrusted=True`` quarantines its output (module docstring).
 
     The name defaults to the function's name, the description to its docstring's first line,
     and the parameters schema to the one pydantic derives from its type hints (then arguments
@@ -193,6 +215,7 @@ def tool(
             description if description is not None else (doc[0] if doc else ""),
             schema,
             model,
+            untrusted,
         )
 
     if fn is not None:
@@ -207,3 +230,26 @@ def as_tool(item: Tool | Callable[..., Any]) -> Tool:
     if callable(item):
         return tool(item)
     raise WorkerConfigError(f"not a tool: {item!r} (expected a Tool or a callable)")
+
+
+def quarantine_target(blueprint: Any, worker: str) -> str | None:
+    """Where ``worker``'s untrusted tools put their output: the first of its write patterns that
+    lies inside the blueprint's quarantine region and appends to a literal path (e.g.
+    ``/quarantine/-``); None when the blueprint has no region or the worker no such pattern."""
+    region = getattr(blueprint, "quarantine", None)
+    contract = blueprint.workers.get(worker)
+    if region is None or contract is None:
+        return None
+    base: list[str] = []
+    for token in region.tokens:
+        if token in ("*", "**", "-"):
+            break
+        base.append(token)
+    if not base:
+        return None
+    for p in contract.writes:
+        tokens = list(p.tokens)
+        literal = all(t not in ("*", "**", "-") for t in tokens[:-1])
+        if tokens[: len(base)] == base and len(tokens) > len(base) and tokens[-1] == "-" and literal:
+            return str(p.text)
+    return None
