@@ -320,7 +320,7 @@ def resume_command(
             add_import_paths(Path.cwd(), Path(where) if isinstance(where, str) and Path(where).is_dir() else None)
             compiled = compile_blueprint(loaded.blueprint)
             holder.append(compiled)
-            await _check_genesis(st, info.board_id, compiled, loaded.initial_state, store)
+            await _check_genesis(st, info.board_id, compiled, loaded.initial_state, store, loaded.blueprint, info.meta)
             if info.status != "running":
                 # Only a running board hands out claims: driving a done/failed/paused one would
                 # retry its pending invocations forever (D4) or append one more run-end record
@@ -334,15 +334,26 @@ def resume_command(
     _finish_run(go, created, holder, store, as_json, ended)
 
 
-async def _check_genesis(st: Any, board_id: str, compiled: CompiledBlueprint, initial: Any, store: str | None) -> None:
+async def _check_genesis(
+    st: Any,
+    board_id: str,
+    compiled: CompiledBlueprint,
+    initial: Any,
+    store: str | None,
+    stored_blueprint: Any = None,
+    meta: dict[str, Any] | None = None,
+) -> None:
     """Refuse to resume a board whose stored blueprint or initial state no longer matches the
-    one its log began with (record 1's genesis binding): the run would commit under rules the
-    log never agreed to."""
-    from ..kernel.record import genesis_problem
+    one it was created with (the binding its store wrote at creation, issue 29 R1) or the one its
+    log began with (record 1's genesis binding): the run would commit under rules the log never
+    agreed to."""
+    from ..kernel.record import board_genesis_problem, genesis_problem
     from ..kernel.statehash import state_hash
 
-    first = await st.read_records(board_id, 1, limit=1)
-    problem = genesis_problem(first[0], compiled.digest, state_hash(initial)) if first else None
+    problem = board_genesis_problem(meta or {}, stored_blueprint, initial) if stored_blueprint is not None else None
+    if problem is None:
+        first = await st.read_records(board_id, 1, limit=1)
+        problem = genesis_problem(first[0], compiled.digest, state_hash(initial)) if first else None
     if problem is not None:
         raise CliError(
             f"board {board_id} cannot be resumed: {problem}"
