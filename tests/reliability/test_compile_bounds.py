@@ -16,7 +16,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from reliability_testkit import Invoke
@@ -26,9 +26,9 @@ from slateboard.blueprint.loading import MAX_EXPANDED_BYTES, MAX_INITIAL_STATE_B
 
 
 class _Counter(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self.hits.append(self.path)
         body = b'{"type": "object"}'
         self.send_response(200)
@@ -44,7 +44,7 @@ class _Counter(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[tuple[str, list[str]]]:
     """A loopback HTTP server that serves a schema and records every GET."""
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
     handler = type("Handler", (_Counter,), {"hits": hits})
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -169,6 +169,8 @@ def _inputs(compiled: CompiledBlueprint, task: str | None, pairs: list[str], lab
     """The top-level values to merge into the initial state: ``--task`` (at the blueprint's task
     pointer, ``/task`` unless the blueprint says otherwise) and every ``--input NAME=VALUE``
     (VALUE read as JSON when it parses)."""
+    from ..kernel.jsonvalue import nesting_depth
+
     schema = compiled.spec.state_schema
     props = schema.get("properties") if isinstance(schema, dict) else None
     known = sorted(props) if isinstance(props, dict) else []
@@ -188,6 +190,14 @@ def _inputs(compiled: CompiledBlueprint, task: str | None, pairs: list[str], lab
             raise CliError(f"--input {pair!r}: expected NAME=VALUE", code=EXIT_USAGE)
         if key not in known:
             raise CliError(f"--input {key}: blueprint {label} has no property {key!r} (its properties: {listing})")
+        # Checked before decoding (issue 29, R13): json recurses and fails past ~1000 levels.
+        depth, limit = nesting_depth(raw), compiled.spec.limits.max_depth
+        if depth > limit:
+            raise CliError(
+                f"--input {key}: the value nests {depth} levels deep, over the blueprint's limit of {limit}"
+                " (limits.max_depth)",
+                code=EXIT_USAGE,
+            )
         try:
             out[key] = json.loads(raw)
         except ValueError:

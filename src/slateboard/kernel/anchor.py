@@ -103,12 +103,31 @@ def parse_checkpoints(data: bytes) -> list[Checkpoint]:
         if not isinstance(raw, dict) or set(raw) != {*_FIELDS, "mac"}:
             raise AnchorError(f"anchor file line {number}: not a checkpoint object")
         cp = Checkpoint(**raw)
-        if not (isinstance(cp.seq, int) and isinstance(cp.version, int)) or not all(
+        if not all(_counter(v) for v in (cp.seq, cp.version)) or not all(
             isinstance(v, str) for v in (cp.board_id, cp.hash, cp.state_hash, cp.mac)
         ):
-            raise AnchorError(f"anchor file line {number}: a field has the wrong type")
+            raise AnchorError(
+                f"anchor file line {number}: a field has the wrong type"
+                f" (seq and version are whole numbers from 0 to {_MAX_COUNTER}, the others strings)"
+            )
+        if not all(_hex(v) for v in (cp.hash, cp.state_hash, cp.mac)):
+            raise AnchorError(f"anchor file line {number}: hash, state_hash and mac must be lowercase hex")
         out.append(cp)
     return out
+
+
+_MAX_COUNTER = (1 << 63) - 1
+_HEX = frozenset("0123456789abcdef")
+
+
+def _counter(value: object) -> bool:
+    """A seq or version as stores keep them: an int (not a bool) in the 64-bit signed range."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNTER
+
+
+def _hex(value: str) -> bool:
+    # hmac.compare_digest raises TypeError on non-ASCII text: refuse it when the file is read.
+    return 0 < len(value) <= 128 and set(value) <= _HEX
 
 
 def check_anchors(

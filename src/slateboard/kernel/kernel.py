@@ -11,6 +11,8 @@ every fault becomes a rejection naming its stage and the path involved.
 from __future__ import annotations
 
 import copy
+import itertools
+import reprlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -393,6 +395,10 @@ class Kernel:
 
     # -- stages -----------------------------------------------------------------------------
     def _parse(self, patch: Any) -> tuple[JSON, str | None]:
+        if isinstance(patch, list) and len(patch) > self.blueprint.spec.limits.max_ops:
+            # Before any walk or repr of it (issue 29, R9): a million-op list is refused in O(1).
+            limit = self.blueprint.spec.limits.max_ops
+            raise Reject("ops", f"the patch has {len(patch)} operations, over the limit of {limit} (limits.max_ops)")
         try:
             if isinstance(patch, (str, bytes, bytearray)):
                 value = parse_json_text(bytes(patch) if isinstance(patch, bytearray) else patch, self.limits)
@@ -698,10 +704,25 @@ def _raw_text(patch: Any, limit: int) -> str:
         text = patch[:limit]
     else:
         try:
-            text = repr(patch)[:4096]
+            # reprlib looks at a bounded prefix of each container: never the whole of a huge patch.
+            head: Any = patch
+            if isinstance(patch, list):
+                head = list(patch[: _SHORT_REPR.maxlist + 1])  # a slice: no walk of the rest
+            elif isinstance(patch, dict):
+                head = dict(itertools.islice(patch.items(), _SHORT_REPR.maxdict + 1))
+            text = _SHORT_REPR.repr(head)[:4096]
         except Exception:
             text = f"<unprintable {type(patch).__name__}>"
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxdict, short.maxstring, short.maxother = 6, 32, 32, 512, 128
+    return short
+
+
+_SHORT_REPR = _short_repr()
 
 
 def _lossless(patch: Any, text: str) -> bool:
