@@ -63,7 +63,10 @@ def _schemas(url: str) -> dict[str, tuple[dict[str, Any], str]]:
         "nested $schema": ({"type": "object", "properties": {"x": {"$schema": f"{url}/b"}}}, "/properties/x/$schema"),
         "root $ref": ({"$ref": f"{url}/c"}, "/$ref"),
         "nested $ref": ({"type": "object", "properties": {"x": {"$ref": f"{url}/d"}}}, "/properties/x/$ref"),
-        "$dynamicRef": ({"type": "object", "properties": {"x": {"$dynamicRef": f"{url}/e"}}}, "/properties/x/$dynamicRef"),
+        "$dynamicRef": (
+            {"type": "object", "properties": {"x": {"$dynamicRef": f"{url}/e"}}},
+            "/properties/x/$dynamicRef",
+        ),
         "relative $ref under a remote $id": (
             {"$id": f"{url}/base/", "type": "object", "properties": {"x": {"$ref": "f"}}},
             "/properties/x/$ref",

@@ -84,9 +84,7 @@ def test_r13_a_5000_deep_input_is_a_usage_error(invoke: Invoke, tmp_path: Path) 
         ("hash", "not hex"),
     ],
 )
-def test_r14_a_malformed_anchor_line_is_refused_by_line(
-    invoke: Invoke, tmp_path: Path, field: str, value: Any
-) -> None:
+def test_r14_a_malformed_anchor_line_is_refused_by_line(invoke: Invoke, tmp_path: Path, field: str, value: Any) -> None:
     path = tmp_path / "x.yaml"
     path.write_text("name: x\nschema: {type: object}\ninitial_state: {}\nworkers:\n  w: {reads: [/**]}\n")
     board = json.loads(invoke("submit", str(path), "--json").stdout)["board_id"]
