@@ -226,3 +226,12 @@ def test_no_reason_or_prompt_shows_a_value_outside_the_read_view(
     assert not any(h in prompt for h in hidden_b)
     view_b = build_view(b.blueprint, "reader", b.state, b.version)
     assert not any(h in view_b.text for h in hidden_b)
+
+
+def test_a_change_in_the_hidden_region_does_not_make_a_reader_stale() -> None:
+    """On ec36c64 this was rejected as stale ("/quarantine/mail/1 changed since, inside the read
+    contract '/**'"): a change the reader cannot see both cost it a retry and told it the path."""
+    kernel = Trail(compile_blueprint(BOARD))
+    assert _submit(kernel, "mail", [{"op": "add", "path": "/quarantine/mail/-", "value": "more"}]).accepted
+    d = kernel.submit(Proposal("reader", [{"op": "add", "path": "/notes/-", "value": "n"}], viewed_version=0))
+    assert d.accepted, d.reason

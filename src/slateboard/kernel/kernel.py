@@ -496,7 +496,7 @@ class Kernel:
                             "stale",
                             f"{now}: items of {where} from index {shifted_from} moved, and op {op.index} addresses {label!r}",
                         )
-            if scope.touches_hidden(c) and len(c) > len(scope.hidden or ()):
+            if scope.touches_hidden(c) and len(c) >= len(scope.hidden or ()):
                 continue  # a change the worker cannot see does not make its view stale
             for p in contract.reads if shifted_from is None else ():
                 if region_contains(p, c) or _pattern_below(p.tokens, c):
