@@ -24,7 +24,7 @@ from pydantic import BaseModel as PydanticModel
 from pydantic import ValidationError
 
 from ..kernel.pointer import escape_token
-from ..kernel.schema import _DATA_KEYWORDS, nonlocal_references
+from ..kernel.schema import cut_nonlocal_references
 from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec
 
 __all__ = ["Salvaged", "prune_schema", "salvage"]
@@ -212,7 +212,7 @@ def prune_schema(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
     found: list[tuple[str, str]] = []
     # The meta-schema check fetches an unknown ``$schema`` over the network (issue 29, R6): cut
     # every non-local reference out first (SchemaIndex reports each as a blueprint issue).
-    _cut_nonlocal(pruned)
+    cut_nonlocal_references(pruned)
     for _ in range(_MAX_SCHEMA_ISSUES):
         try:
             jsonschema_rs.meta.validate(pruned)
@@ -226,21 +226,3 @@ def prune_schema(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
             found.append(("", str(exc)))
             return pruned, found
     return pruned, found
-
-
-def _cut_nonlocal(schema: Any) -> None:
-    """Remove, in place, each ``$schema`` that is not a built-in dialect and each ``$ref`` /
-    ``$dynamicRef`` that is not a local fragment, so nothing checking ``schema`` reads the
-    network or a file (the same walk as ``nonlocal_references``)."""
-    stack: list[Any] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        for key in [k for k in node if k in ("$schema", "$ref", "$dynamicRef")]:
-            if nonlocal_references({key: node[key]}):
-                del node[key]
-        stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
