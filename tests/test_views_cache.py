@@ -35,7 +35,11 @@ BUDGETS = (150, 400, 1200)
 
 def _blueprint() -> Any:
     workers: dict[str, Any] = {name: {**spec, "writes": ["/x"], "view_budget": 500} for name, spec in WORKERS.items()}
-    workers["writer"] = {"reads": [], "writes": ["/**"], "ops": ["add", "remove", "replace", "move", "copy", "test"]}
+    workers["writer"] = {
+        "reads": ["/**"],  # move/copy read their from (issue 29)
+        "writes": ["/**"],
+        "ops": ["add", "remove", "replace", "move", "copy", "test"],
+    }
     return compile_blueprint({"schema": {}, "initial_state": {}, "workers": workers})
 
 

@@ -81,7 +81,7 @@ BLUEPRINT: dict[str, Any] = {
         },
     },
     "initial_state": {"notes": [], "count": 0},
-    "workers": {"w": {"reads": ["/notes"], "writes": ["/notes/-", "/count"]}},
+    "workers": {"w": {"reads": ["/notes", "/count"], "writes": ["/notes/-", "/count"]}},
     "invariants": [{"at": "/count", "rule": "self >= oldSelf", "message": "count never goes down"}],
     "approval": [],
 }

@@ -198,18 +198,14 @@ def reference_outcome(session: Session, worker: str, patch: Any, before: Any) ->
         if op["op"] not in spec["ops"]:
             return "rejected", "op not granted"
         if op["op"] == "test":
-            ok = any(ref_reads(p, op["path"]) for p in spec["reads"]) or any(
-                ref_covers(p, op["path"]) for p in spec["writes"]
-            )
+            # Read isolation (issue 29): a test reads its path, so the read contract must cover it.
+            ok = any(ref_reads(p, op["path"]) for p in spec["reads"])
         else:
             ok = any(ref_covers(p, op["path"]) for p in spec["writes"])
             if op["op"] == "move":
                 ok = ok and any(ref_covers(p, op["from"]) for p in spec["writes"])
-            if op["op"] == "copy":
-                ok = ok and (
-                    any(ref_reads(p, op["from"]) for p in spec["reads"])
-                    or any(ref_covers(p, op["from"]) for p in spec["writes"])
-                )
+            if op["op"] in ("move", "copy"):
+                ok = ok and any(ref_reads(p, op["from"]) for p in spec["reads"])
         if not ok:
             return "rejected", "unauthorised"
     try:

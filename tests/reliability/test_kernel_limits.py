@@ -64,5 +64,6 @@ def test_d12_too_many_python_ops_are_refused_before_they_are_encoded(monkeypatch
     kernel = _kernel()
     ops = [{"op": "test", "path": "/a/0", "value": 1}] * 200_000
     decision = kernel.submit(Proposal("w", ops))
-    assert decision.stage == "parse" and "over the limit" in (decision.reason or "")
+    # Since issue 29 (R9) the op count is checked first, before the size walk.
+    assert decision.stage == "ops" and "over the limit" in (decision.reason or "")
     assert encoded == []  # refused from a bound on its size, never serialised whole

@@ -28,6 +28,7 @@ INITIAL: dict[str, Any] = {"claims": [], "notes": {}, "phase": "plan", "count": 
 
 WORKERS: dict[str, Any] = {
     "editor": {
+        "reads": ["/**"],  # copy and test read their paths (issue 29: read isolation)
         "writes": ["/claims/-", "/claims/*", "/claims/*/status", "/notes/*", "/phase", "/count"],
         "ops": ["add", "replace", "remove", "move", "copy", "test"],
     },

@@ -24,6 +24,7 @@ from pydantic import BaseModel as PydanticModel
 from pydantic import ValidationError
 
 from ..kernel.pointer import escape_token
+from ..kernel.schema import cut_nonlocal_references
 from .models import Blueprint, InvariantSpec, RuleSpec, StageSpec
 
 __all__ = ["Salvaged", "prune_schema", "salvage"]
@@ -209,6 +210,9 @@ def prune_schema(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
     (its root) cannot be pruned: it is reported and the schema returned as it is."""
     pruned = copy.deepcopy(schema)
     found: list[tuple[str, str]] = []
+    # The meta-schema check fetches an unknown ``$schema`` over the network (issue 29, R6): cut
+    # every non-local reference out first (SchemaIndex reports each as a blueprint issue).
+    cut_nonlocal_references(pruned)
     for _ in range(_MAX_SCHEMA_ISSUES):
         try:
             jsonschema_rs.meta.validate(pruned)

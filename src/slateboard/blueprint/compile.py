@@ -25,7 +25,7 @@ from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._salvage import Salvaged, prune_schema, salvage
-from .loading import BlueprintTextError, parse_blueprint_text
+from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 
 _META_REFUSAL = "state schema is not valid JSON Schema"
@@ -274,9 +274,12 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         # Keep going when the schema is invalid: the checks that do not need it still report.
         locations = schema or locations
     try:
-        check_json_value(bp.initial_state, JsonLimits(max_bytes=1 << 62, max_depth=bp.limits.max_depth))
+        # Bounded (issue 29, R7): a huge initial state is a blueprint issue, not a store failure later.
+        check_json_value(bp.initial_state, JsonLimits(max_bytes=MAX_INITIAL_STATE_BYTES, max_depth=bp.limits.max_depth))
     except JsonValueError as exc:
-        issues.append(BlueprintIssue("/initial_state" + exc.path, exc.reason))
+        issues.append(
+            BlueprintIssue("/initial_state" + exc.path, exc.reason.replace("proposal is", "the initial state is"))
+        )
 
     def pattern(text: str, where: str) -> Pattern | None:
         try:

@@ -21,7 +21,9 @@ from ..kernel.jsonvalue import nesting_depth
 __all__ = [
     "MAX_BLUEPRINT_BYTES",
     "MAX_BLUEPRINT_DEPTH",
+    "MAX_EXPANDED_BYTES",
     "MAX_EXPANDED_NODES",
+    "MAX_INITIAL_STATE_BYTES",
     "BlueprintTextError",
     "parse_blueprint_text",
 ]
@@ -31,6 +33,14 @@ MAX_BLUEPRINT_BYTES = 4 << 20
 
 MAX_EXPANDED_NODES = 200_000
 """Most YAML nodes a blueprint may hold once every alias is expanded."""
+
+MAX_EXPANDED_BYTES = 16 << 20
+"""Most bytes of scalar text a blueprint may hold once every alias is expanded (16 MiB): a
+1 MB string used a thousand times through aliases is 1000 nodes but 1 GB of text (issue 29, R7)."""
+
+MAX_INITIAL_STATE_BYTES = 16 << 20
+"""Largest initial state a blueprint may carry, as canonical JSON (16 MiB); compile_blueprint
+reports a larger one as a blueprint issue at /initial_state (issue 29, R7)."""
 
 MAX_BLUEPRINT_DEPTH = 200
 """Deepest nesting of mappings/sequences in a blueprint document."""
@@ -47,6 +57,7 @@ class _BudgetLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._sizes: dict[int, int] = {}  # id(node) -> node count with aliases expanded
+        self._bytes: dict[int, int] = {}  # id(node) -> scalar text bytes with aliases expanded
         self._depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
@@ -70,12 +81,23 @@ class _BudgetLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
         if node is not None and id(node) not in self._sizes:
+            sizes, nbytes = self._sizes, self._bytes
             if isinstance(node, yaml.MappingNode):
-                size = 1 + sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+                size = 1 + sum(sizes.get(id(k), 1) + sizes.get(id(v), 1) for k, v in node.value)
+                text = sum(nbytes.get(id(k), 0) + nbytes.get(id(v), 0) for k, v in node.value)
             elif isinstance(node, yaml.SequenceNode):
-                size = 1 + sum(self._sizes.get(id(v), 1) for v in node.value)
+                size = 1 + sum(sizes.get(id(v), 1) for v in node.value)
+                text = sum(nbytes.get(id(v), 0) for v in node.value)
             else:
-                size = 1
+                size, text = 1, len(str(node.value))
+            if text > MAX_EXPANDED_BYTES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"expands to more than {MAX_EXPANDED_BYTES} bytes of text (aliases counted each time they are used)",
+                    node.start_mark,
+                )
+            nbytes[id(node)] = text
             if size > MAX_EXPANDED_NODES:
                 raise yaml.composer.ComposerError(
                     None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -59,20 +59,26 @@ def anchor_command(
     """Sign a checkpoint of the board's log as it is now (its last record) and append it to an
     anchor file. ``replay --verify --anchor FILE`` then detects a log rewritten or rolled back
     by anyone with write access to the store but not to the key."""
-    from ..kernel.anchor import sign_checkpoint
+    from ..kernel.anchor import sign_checkpoint, sign_genesis
+    from ..kernel.record import board_genesis, board_genesis_hash
 
     key = read_key(key_file)
 
-    async def last() -> tuple[str, list[object]]:
+    async def last() -> tuple[str, list[object], Any, Any]:
         async with opened_store(store) as st:
             info = await resolve_board(st, board, store)
             tail = await st.read_records(info.board_id, max(1, info.seq)) if info.seq else []
-            return info.board_id, list(tail)
+            loaded = await st.load_board(info.board_id) if not tail else None
+            return info.board_id, list(tail), loaded and loaded.blueprint, loaded and loaded.initial_state
 
-    board_id, tail = run_async(last)
-    if not tail:
-        raise CliError(f"board {board_id} has no records yet: nothing to anchor")
-    checkpoint = sign_checkpoint(key, board_id, tail[-1])  # type: ignore[arg-type]
+    board_id, tail, blueprint, initial = run_async(last)
+    if tail:
+        checkpoint = sign_checkpoint(key, board_id, tail[-1])  # type: ignore[arg-type]
+    else:
+        # No record yet: sign the genesis (record 0), so the stored blueprint and initial state
+        # cannot be changed before the first step unnoticed (issue 29, R1).
+        state_hash = str(board_genesis(blueprint, initial)["initial_state"])
+        checkpoint = sign_genesis(key, board_id, board_genesis_hash(blueprint, initial), state_hash)
     try:
         with anchor.open("ab") as out:
             out.write(checkpoint.to_line())

@@ -368,6 +368,13 @@ def replay_command(
             raise
         _fail_verify(board, None, None, f"the stored log cannot be read: {exc}", 0, as_json)
         return
+    from ..kernel.record import board_genesis_hash, board_genesis_problem, is_unbound
+
+    bound = board_genesis_problem(info.meta, loaded.blueprint, loaded.initial_state)
+    if bound is not None:
+        # The stored blueprint or initial state changed since the board was created (issue 29, R1).
+        _fail_verify(info.board_id, 0, None, f"genesis: {bound}", 0, as_json)
+        return
     try:
         report = _replay(loaded, records, revalidate=revalidate)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -385,7 +392,10 @@ def replay_command(
 
         key, cps = checkpoints
         mine = [cp for cp in cps if cp.board_id == info.board_id]
-        problem = check_anchors(key, info.board_id, records, mine) if mine else f"{anchor} has no checkpoint for it"
+        genesis = board_genesis_hash(loaded.blueprint, loaded.initial_state)
+        problem = (
+            check_anchors(key, info.board_id, records, mine, genesis) if mine else f"{anchor} has no checkpoint for it"
+        )
         if problem is not None:
             bad = max((cp.seq for cp in mine), default=0) if "rolled back" in problem else _seq_in(problem)
     if problem is not None:
@@ -402,6 +412,7 @@ def replay_command(
             "state_hash": report.state_hash,
             "revalidated": revalidate,
             "legacy_genesis": report.legacy_genesis,
+            "genesis": "unbound" if is_unbound(info.meta) else "bound",
         }
         if not verify:
             data["state"] = report.state
@@ -412,6 +423,11 @@ def replay_command(
         f"[green]ok[/]: board {info.board_id}: {report.checked} records {mode}, "
         f"version {report.version}, state {report.state_hash[:12]}"
     )
+    if is_unbound(info.meta) and not report.checked:
+        out.print(
+            "[yellow]note[/]: unbound: this board predates genesis binding and has no record: its"
+            " blueprint and initial state are not covered by any hash"
+        )
     if report.legacy_genesis:
         out.print(
             "[yellow]note[/]: this log predates genesis binding: its blueprint and initial state"

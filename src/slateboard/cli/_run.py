@@ -169,6 +169,8 @@ def _inputs(compiled: CompiledBlueprint, task: str | None, pairs: list[str], lab
     """The top-level values to merge into the initial state: ``--task`` (at the blueprint's task
     pointer, ``/task`` unless the blueprint says otherwise) and every ``--input NAME=VALUE``
     (VALUE read as JSON when it parses)."""
+    from ..kernel.jsonvalue import nesting_depth
+
     schema = compiled.spec.state_schema
     props = schema.get("properties") if isinstance(schema, dict) else None
     known = sorted(props) if isinstance(props, dict) else []
@@ -188,6 +190,14 @@ def _inputs(compiled: CompiledBlueprint, task: str | None, pairs: list[str], lab
             raise CliError(f"--input {pair!r}: expected NAME=VALUE", code=EXIT_USAGE)
         if key not in known:
             raise CliError(f"--input {key}: blueprint {label} has no property {key!r} (its properties: {listing})")
+        # Checked before decoding (issue 29, R13): json recurses and fails past ~1000 levels.
+        depth, limit = nesting_depth(raw), compiled.spec.limits.max_depth
+        if depth > limit:
+            raise CliError(
+                f"--input {key}: the value nests {depth} levels deep, over the blueprint's limit of {limit}"
+                " (limits.max_depth)",
+                code=EXIT_USAGE,
+            )
         try:
             out[key] = json.loads(raw)
         except ValueError:
@@ -320,7 +330,7 @@ def resume_command(
             add_import_paths(Path.cwd(), Path(where) if isinstance(where, str) and Path(where).is_dir() else None)
             compiled = compile_blueprint(loaded.blueprint)
             holder.append(compiled)
-            await _check_genesis(st, info.board_id, compiled, loaded.initial_state, store)
+            await _check_genesis(st, info.board_id, compiled, loaded.initial_state, store, loaded.blueprint, info.meta)
             if info.status != "running":
                 # Only a running board hands out claims: driving a done/failed/paused one would
                 # retry its pending invocations forever (D4) or append one more run-end record
@@ -334,15 +344,26 @@ def resume_command(
     _finish_run(go, created, holder, store, as_json, ended)
 
 
-async def _check_genesis(st: Any, board_id: str, compiled: CompiledBlueprint, initial: Any, store: str | None) -> None:
+async def _check_genesis(
+    st: Any,
+    board_id: str,
+    compiled: CompiledBlueprint,
+    initial: Any,
+    store: str | None,
+    stored_blueprint: Any = None,
+    meta: dict[str, Any] | None = None,
+) -> None:
     """Refuse to resume a board whose stored blueprint or initial state no longer matches the
-    one its log began with (record 1's genesis binding): the run would commit under rules the
-    log never agreed to."""
-    from ..kernel.record import genesis_problem
+    one it was created with (the binding its store wrote at creation, issue 29 R1) or the one its
+    log began with (record 1's genesis binding): the run would commit under rules the log never
+    agreed to."""
+    from ..kernel.record import board_genesis_problem, genesis_problem
     from ..kernel.statehash import state_hash
 
-    first = await st.read_records(board_id, 1, limit=1)
-    problem = genesis_problem(first[0], compiled.digest, state_hash(initial)) if first else None
+    problem = board_genesis_problem(meta or {}, stored_blueprint, initial) if stored_blueprint is not None else None
+    if problem is None:
+        first = await st.read_records(board_id, 1, limit=1)
+        problem = genesis_problem(first[0], compiled.digest, state_hash(initial)) if first else None
     if problem is not None:
         raise CliError(
             f"board {board_id} cannot be resumed: {problem}"

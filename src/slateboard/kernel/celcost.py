@@ -9,7 +9,9 @@ always gets the same estimate, so a decision replays from the log.
 
 What is counted ("steps"): one per comprehension iteration (``all``, ``exists``,
 ``exists_one``, ``map``, ``filter``) times the work of its body, and one per element a list
-membership test (``x in list``) may scan. A comprehension's range is resolved in the real
+membership test (``x in list``) may scan, plus, for each function call or comparison, one per
+``TEXT_BYTES_PER_STEP`` bytes of the strings it reads from the variables (so a ``contains`` over a
+long string inside a loop costs its length at every iteration; issue 29, R8). A comprehension's range is resolved in the real
 values when it is a path (``self.items``, ``root.a.b``, ``x.children`` for an outer
 comprehension's variable, or ``.filter``/``.map`` of one), and the cost of a body is the
 largest it can be for any element, so for such ranges the estimate is an upper bound. A range
@@ -35,6 +37,11 @@ from typing import Any
 from ..errors import SlateboardError
 
 COMPREHENSIONS: frozenset[str] = frozenset({"all", "exists", "exists_one", "map", "filter"})
+TEXT_BYTES_PER_STEP = 256
+"""Bytes of string a function or comparison reads that count as one step (issue 29, R8): a
+``contains`` over a 900 KB string inside three nested loops over 60 items is 216,000
+iterations of ~3,600 steps each, not 216,000 steps."""
+_TEXT_OPS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+"})
 _MAX_ELEMENTS = 1 << 16
 """Past this many candidate values for a comprehension variable the estimator stops tracking
 them and treats the variable's fields as unknown (bounded estimator time, larger estimate)."""
@@ -236,6 +243,37 @@ class _Estimate:
     literal_max: int
     deep_max: Callable[[str], int]
     _unknown: int | None = field(default=None)
+    _string_max: int | None = field(default=None)
+
+    def string_max(self) -> int:
+        """The longest string anywhere in the variables (what an unresolved operand may be)."""
+        if self._string_max is None:
+            best, stack = 0, list(self.variables.values())
+            while stack:
+                v = stack.pop()
+                if isinstance(v, str):
+                    best = max(best, len(v))
+                elif isinstance(v, dict):
+                    stack.extend(v.values())
+                    stack.extend(k for k in v if isinstance(k, str))
+                elif isinstance(v, list | tuple):
+                    stack.extend(v)
+            self._string_max = best
+        return self._string_max
+
+    def text(self, node: _Node, env: Mapping[str, _Shape]) -> int:
+        """An upper bound on the string length of ``node``'s value (0 for what is no string read
+        from the variables: literals, numbers, results of calls, which are counted where made)."""
+        if node.kind in ("ident", "select", "index"):
+            if node.kind == "ident" and node.name not in env and node.name not in self.variables:
+                return 0
+            shape = self.shape(node, env)
+            if shape.values is None:
+                return self.string_max()
+            return max((len(v) for v in shape.values if isinstance(v, str)), default=0)
+        if node.kind == "op" and node.name == "+" and len(node.args) == 2:
+            return self.text(node.args[0], env) + self.text(node.args[1], env)
+        return 0
 
     def unknown(self) -> int:
         """The size assumed for a collection that cannot be resolved."""
@@ -323,6 +361,10 @@ class _Estimate:
             total += self.cost(node.target, env)
         for arg in node.args:
             total += self.cost(arg, env)
+        if node.kind == "call" or (node.kind == "op" and node.name in _TEXT_OPS):
+            # A function or comparison reads its string operands whole (issue 29, R8).
+            operands = (*((node.target,) if node.target is not None else ()), *node.args)
+            total += sum(self.text(a, env) for a in operands) // TEXT_BYTES_PER_STEP
         return total
 
 

@@ -11,6 +11,8 @@ every fault becomes a rejection naming its stage and the path involved.
 from __future__ import annotations
 
 import copy
+import itertools
+import reprlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +22,23 @@ import orjson
 from ..errors import InvalidInput, SlateboardError, detached
 from ._busy import KernelBusy as KernelBusy
 from .canonical import JSON, CanonicalError, JSONValue, canonical_str
+from .cel import BUDGET_EXCEEDED
 from .contract import WorkerContract
-from .invariants import evaluate_targets, pre_patch_path, touched_targets
+from .invariants import CompiledInvariant, InvariantFailure, evaluate_targets, pre_patch_path, touched_targets
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
-from .pointer import MISSING, Tokens, format_pointer, is_array_index, parse_pointer, region_contains, resolve
+from .pointer import (
+    MISSING,
+    Pattern,
+    Tokens,
+    format_pointer,
+    is_array_index,
+    parse_pointer,
+    region_contains,
+    resolve,
+)  # fmt: skip
 from .protocol import KernelBlueprint
+from .readscope import ReadScope
 from .record import GENESIS, GENESIS_META, Outcome, Record, Stage, Usage, genesis_binding
 from .statehash import StateHasher
 
@@ -142,8 +155,18 @@ class Kernel:
         # held again (a person is not asked twice about the same change), rejected instead.
         self._refused: dict[tuple[str, str], int] = {}
         self._pending: Decision | None = None
+        region = getattr(blueprint, "quarantine", None)
+        self._quarantine: Pattern | None = region if isinstance(region, Pattern) else None
+        self._scopes: dict[str, ReadScope] = {}
 
     # -- public API -------------------------------------------------------------------------
+    def read_scope(self, contract: WorkerContract) -> ReadScope:
+        """What the worker of ``contract`` may read and name (see slateboard.kernel.readscope)."""
+        scope = self._scopes.get(contract.name)
+        if scope is None or scope.contract is not contract:
+            scope = self._scopes[contract.name] = ReadScope(contract, self._quarantine)
+        return scope
+
     @property
     def state_hash(self) -> str:
         """Hash of the committed state (see slateboard.kernel.statehash)."""
@@ -166,16 +189,17 @@ class Kernel:
             value, patch_text = self._parse(proposal.patch)
             ops = self._ops(value, proposal.worker)
             contract = self.blueprint.workers[proposal.worker]
-            self._authorise(ops, contract)
-            self._stale(ops, contract, proposal.viewed_version)
+            scope = self.read_scope(contract)
+            self._authorise(ops, contract, scope)
+            self._stale(ops, contract, proposal.viewed_version, scope)
             try:
                 applied = apply_ops(self.state, ops, self.hasher.observe)
             except ApplyError as exc:
                 raise detached(Reject(exc.stage, str(exc))) from None
             self.state = applied.root
             effects = rebase(applied.effects)
-            self._schema(effects)
-            applied = self._invariants(ops, applied, effects)
+            self._schema(effects, scope)
+            applied = self._invariants(ops, applied, effects, scope)
         except Reject as rej:
             if applied is not None:
                 applied.undo()
@@ -188,6 +212,10 @@ class Kernel:
                 applied.undo()
                 self.state = applied.root
             reason = f"internal error: {type(bug).__name__}: {bug}"
+            worker = self.blueprint.workers.get(proposal.worker)
+            if worker is None or not self.read_scope(worker).reads_everything:
+                # The message may quote any value; the worker may not read them all.
+                reason = f"internal error: {type(bug).__name__} (details withheld from {proposal.worker!r})"
             rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
             return self._hold(Decision(rec))
         after = self.hasher.hexdigest
@@ -367,6 +395,10 @@ class Kernel:
 
     # -- stages -----------------------------------------------------------------------------
     def _parse(self, patch: Any) -> tuple[JSON, str | None]:
+        if isinstance(patch, list) and len(patch) > self.blueprint.spec.limits.max_ops:
+            # Before any walk or repr of it (issue 29, R9): a million-op list is refused in O(1).
+            limit = self.blueprint.spec.limits.max_ops
+            raise Reject("ops", f"the patch has {len(patch)} operations, over the limit of {limit} (limits.max_ops)")
         try:
             if isinstance(patch, (str, bytes, bytearray)):
                 value = parse_json_text(bytes(patch) if isinstance(patch, bytearray) else patch, self.limits)
@@ -408,35 +440,41 @@ class Kernel:
                 )
         return ops
 
-    def _authorise(self, ops: list[Op], contract: WorkerContract) -> None:
+    def _authorise(self, ops: list[Op], contract: WorkerContract, scope: ReadScope) -> None:
+        # Read isolation (issue 29, Q1): an op that reads a node (``test``, the ``from`` of
+        # ``move``/``copy``) needs the whole node readable, or a rejection quoting it (or an
+        # acceptance, for a right guess) would show what the worker may not read. No op names
+        # the quarantine region unless the contract does: the reason then names only the path.
+        name = contract.name
         for op in ops:
             if op.op == "test":
-                if not (contract.may_read(op.tokens) or contract.may_write(op.tokens)):
-                    raise Reject(
-                        "authorise",
-                        f"op {op.index} (test {op.path!r}): {contract.name!r} may not read {op.path!r}",
-                    )
+                if not scope.may_read(op.tokens):
+                    raise Reject("authorise", f"op {op.index} (test {op.path!r}): {name!r} may not read {op.path!r}")
                 continue
             if not contract.may_write(op.tokens):
                 raise Reject(
                     "authorise",
-                    f"op {op.index} ({op.op} {op.path!r}): {contract.name!r} may not write {op.path!r} (write contract: {', '.join(p.text for p in contract.writes) or 'none'})",
+                    f"op {op.index} ({op.op} {op.path!r}): {name!r} may not write {op.path!r} (write contract: {', '.join(p.text for p in contract.writes) or 'none'})",
+                )
+            if not scope.may_name(op.tokens):
+                raise Reject(
+                    "authorise",
+                    f"op {op.index} ({op.op} {op.path!r}): {name!r} may not write {op.path!r} (the quarantine region)",
                 )
             if op.from_tokens is not None:
                 needs_write = op.op == "move"
-                ok = (
-                    contract.may_write(op.from_tokens)
-                    if needs_write
-                    else (contract.may_read(op.from_tokens) or contract.may_write(op.from_tokens))
-                )
-                if not ok:
-                    verb = "write" if needs_write else "read"
+                if needs_write and not (contract.may_write(op.from_tokens) and scope.may_name(op.from_tokens)):
                     raise Reject(
                         "authorise",
-                        f"op {op.index} ({op.op} from {op.from_path!r}): {contract.name!r} may not {verb} {op.from_path!r}",
+                        f"op {op.index} ({op.op} from {op.from_path!r}): {name!r} may not write {op.from_path!r}",
+                    )
+                if not scope.may_read(op.from_tokens):
+                    raise Reject(
+                        "authorise",
+                        f"op {op.index} ({op.op} from {op.from_path!r}): {name!r} may not read {op.from_path!r}",
                     )
 
-    def _stale(self, ops: list[Op], contract: WorkerContract, viewed: int | None) -> None:
+    def _stale(self, ops: list[Op], contract: WorkerContract, viewed: int | None, scope: ReadScope) -> None:
         if viewed is None or viewed >= self.version:
             return
         changed = self.changed_since(viewed)
@@ -458,11 +496,13 @@ class Kernel:
                             "stale",
                             f"{now}: items of {where} from index {shifted_from} moved, and op {op.index} addresses {label!r}",
                         )
+            if scope.touches_hidden(c) and len(c) >= len(scope.hidden or ()):
+                continue  # a change the worker cannot see does not make its view stale
             for p in contract.reads if shifted_from is None else ():
                 if region_contains(p, c) or _pattern_below(p.tokens, c):
                     raise Reject("stale", f"{now}: {where} changed since, inside the read contract {p.text!r}")
 
-    def _schema(self, effects: list[Effect]) -> None:
+    def _schema(self, effects: list[Effect], scope: ReadScope) -> None:
         schema = self.blueprint.schema
         checked: set[Tokens] = set()
         containers: dict[Tokens, set[str]] = {}
@@ -504,9 +544,12 @@ class Kernel:
                 continue
             violations = schema.shallow_check(loc, node, format_pointer(cpath), keys)
             if violations:
+                if not scope.may_read(cpath):
+                    # A container check may quote members the worker may not read: keywords only.
+                    raise Reject("schema", "; ".join(_unquoted(v) for v in violations[:3]))
                 raise Reject("schema", "; ".join(str(v) for v in violations[:3]))
 
-    def _invariants(self, ops: list[Op], applied: Applied, effects: list[Effect]) -> Applied:
+    def _invariants(self, ops: list[Op], applied: Applied, effects: list[Effect], scope: ReadScope) -> Applied:
         targets = touched_targets(self.blueprint, self.state, effects)
         old: dict[Tokens, JSON] = {}
         wanted = {path: pre_patch_path(path, applied.effects) for inv, path in targets if inv.uses_old}
@@ -526,7 +569,7 @@ class Kernel:
             f = failures[0]
             applied.undo()
             self.state = applied.root
-            raise Reject("invariants", f"invariant {f.name!r} at {f.path or '/'}: {f.reason}")
+            raise Reject("invariants", f"invariant {f.name!r} at {f.path or '/'}: {_worded(f, targets, scope)}")
         return applied
 
     # -- helpers ----------------------------------------------------------------------------
@@ -583,6 +626,31 @@ class Kernel:
         return Event(op, format_pointer(e.path), e.path, e.kind, e.appended, version)
 
 
+def _unquoted(v: Any) -> str:
+    """A schema violation without its message (which may quote the instance): path and keyword."""
+    keyword = str(v.schema_path).rsplit("/", 1)[-1]
+    return f"{v.path or '/'}: fails {keyword!r} (schema {v.schema_path}; details withheld)"
+
+
+def _worded(f: InvariantFailure, targets: list[tuple[CompiledInvariant, Tokens]], scope: ReadScope) -> str:
+    """The reason of an invariant failure as the proposing worker may see it: the blueprint's
+    own words (its message, or the rule's source) always; an evaluation error or a Python
+    invariant's text (which may quote any value it saw) only when the worker may read all of
+    what the invariant read."""
+    inv = next((i for i, _ in targets if i.index == f.index), None)
+    if inv is None or scope.reads_everything:
+        return f.reason
+    static = {inv.message, f"rule {inv.expr.source!r} is false" if inv.expr is not None else None}
+    if f.reason in static:
+        return f.reason
+    sees_root = inv.func is not None or (inv.expr is not None and inv.expr.uses("root"))
+    if not sees_root and scope.may_read(parse_pointer(f.path)):
+        return f.reason
+    if f.reason.startswith(BUDGET_EXCEEDED):
+        return f"{BUDGET_EXCEEDED} (details withheld: they may show sizes this worker may not read)"
+    return "the rule does not hold (details withheld: they may show values this worker may not read)"
+
+
 def _detach(value: Any) -> Any:
     """A JSON copy of caller-supplied metadata, so the record shares nothing with the caller and
     always hashes (a value JSON cannot carry is replaced by its repr, never raised)."""
@@ -636,10 +704,25 @@ def _raw_text(patch: Any, limit: int) -> str:
         text = patch[:limit]
     else:
         try:
-            text = repr(patch)[:4096]
+            # reprlib looks at a bounded prefix of each container: never the whole of a huge patch.
+            head: Any = patch
+            if isinstance(patch, list):
+                head = list(patch[: _SHORT_REPR.maxlist + 1])  # a slice: no walk of the rest
+            elif isinstance(patch, dict):
+                head = dict(itertools.islice(patch.items(), _SHORT_REPR.maxdict + 1))
+            text = _SHORT_REPR.repr(head)[:4096]
         except Exception:
             text = f"<unprintable {type(patch).__name__}>"
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxdict, short.maxstring, short.maxother = 6, 32, 32, 512, 128
+    return short
+
+
+_SHORT_REPR = _short_repr()
 
 
 def _lossless(patch: Any, text: str) -> bool:

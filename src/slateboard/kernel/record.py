@@ -13,7 +13,8 @@ from typing import Any, Literal, get_args
 import orjson
 
 from ..errors import InvalidInput, detached
-from .canonical import JSON, JSONValue, canonical_bytes, sha256_hex
+from .canonical import JSON, JSONValue, canonical_bytes, hash_json, sha256_hex
+from .statehash import state_hash
 
 GENESIS = "0" * 64
 """The ``prev`` of a board's first record."""
@@ -37,6 +38,39 @@ def genesis_problem(first: Record, blueprint_digest: str, initial_state_hash: st
     bound = first.meta.get(GENESIS_META)
     if bound is None:
         return None
+    return _binding_problem(bound, blueprint_digest, initial_state_hash)
+
+
+def board_genesis(blueprint_json: JSON, initial_state: JSON) -> dict[str, JSON]:
+    """The genesis binding a store keeps in a board's ``meta[GENESIS_META]`` when it creates the
+    board (issue 29, R1): the hash of the stored blueprint's canonical JSON (for a board created
+    from a compiled blueprint, its digest) and the hash of the stored initial state. It binds a
+    board that has no record yet; ``replay --verify``, ``resume`` and ``anchor`` check it."""
+    return {"blueprint": hash_json(blueprint_json), "initial_state": state_hash(initial_state)}
+
+
+def board_genesis_hash(blueprint_json: JSON, initial_state: JSON) -> str:
+    """The hash an anchor signs for a board's record 0: that of its ``board_genesis``."""
+    return hash_json(board_genesis(blueprint_json, initial_state))
+
+
+def board_genesis_problem(meta: dict[str, JSON], blueprint_json: JSON, initial_state: JSON) -> str | None:
+    """Why a board's stored blueprint or initial state no longer match the binding its store
+    wrote when the board was created, or None when they match or the board has no binding (a
+    board created before the binding existed: ``unbound``, see ``is_unbound``)."""
+    bound = meta.get(GENESIS_META)
+    if bound is None:
+        return None
+    now = board_genesis(blueprint_json, initial_state)
+    return _binding_problem(bound, str(now["blueprint"]), str(now["initial_state"]))
+
+
+def is_unbound(meta: dict[str, JSON]) -> bool:
+    """True when a board's meta carries no genesis binding (it predates issue 29's R1)."""
+    return GENESIS_META not in meta
+
+
+def _binding_problem(bound: JSON, blueprint_digest: str, initial_state_hash: str) -> str | None:
     if not isinstance(bound, dict):
         return "the genesis binding is malformed"
     wrong = []

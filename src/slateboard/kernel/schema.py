@@ -122,6 +122,24 @@ def nonlocal_references(schema: Any) -> list[str]:
     return found
 
 
+def cut_nonlocal_references(schema: Any) -> None:
+    """Remove, in place, each ``$schema`` that is not a built-in dialect and each ``$ref`` /
+    ``$dynamicRef`` that is not a local fragment, so nothing checking ``schema`` reads the
+    network or a file (the same walk as ``nonlocal_references``)."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key in [k for k in node if k in ("$schema", "$ref", "$dynamicRef")]:
+            if nonlocal_references({key: node[key]}):
+                del node[key]
+        stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+
+
 class SchemaIndex:
     """The state schema compiled per location, with navigation by concrete state paths."""
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kernel.canonical import JSON
-from ..kernel.record import Record
+from ..kernel.record import GENESIS_META, Record, board_genesis
 from ..scheduling.invocation import Invocation
 from . import _common as c
 from .base import AgendaChanges, AppendResult, Claim, ClaimRequest, CommitStats, Snapshot
@@ -144,7 +144,9 @@ class StoreBackend:
             name if name is not None else str(blueprint.get("name", "board")),
             c.encode_json(blueprint, compress=self.compresses),
             c.encode_json(initial_state, compress=self.compresses),
-            c.json_meta(meta),
+            # The genesis binding (issue 29, R1): a board with no record yet is bound to its
+            # blueprint and initial state, which verify, resume and anchor check.
+            c.json_meta({**(meta or {}), GENESIS_META: board_genesis(blueprint, initial_state)}),
             [(inv, c.encode_invocation(inv, compress=self.compresses)) for inv in agenda],
         )
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernel.canonical import JSON
-from ..kernel.pointer import Pattern
+from ..kernel.readscope import read_scope
 
 __all__ = ["quarantine_hidden", "readable_state"]
-
-_WILDCARDS = ("*", "**", "-")
 
 
 def quarantine_hidden(blueprint: Any, worker: str) -> tuple[str, ...] | None:
@@ -24,23 +22,10 @@ def quarantine_hidden(blueprint: Any, worker: str) -> tuple[str, ...] | None:
     only a worker whose read contract names the region (a pattern starting with the region's
     literal path, e.g. the sanitiser's ``/quarantine``) reads it; ``/**`` or ``/*`` does not
     name it, so a trusted worker with a broad contract never sees injected text. ``blueprint``
-    is a compiled blueprint (one without a ``quarantine`` region hides nothing)."""
-    region = getattr(blueprint, "quarantine", None)
-    contract = blueprint.workers.get(worker)
-    if not isinstance(region, Pattern) or contract is None:
-        return None
-    base: list[str] = []
-    for token in region.tokens:
-        if token in _WILDCARDS:
-            break
-        base.append(token)
-    if not base:
-        return None  # a region with no literal root cannot be cut out of the state
-    for p in contract.reads:
-        tokens = tuple(p.tokens)
-        if len(tokens) >= len(base) and tokens[: len(base)] == tuple(base):
-            return None
-    return tuple(base)
+    is a compiled blueprint (one without a ``quarantine`` region hides nothing). The kernel's
+    ``ReadScope`` decides it, so views and the authorise stage agree."""
+    scope = read_scope(blueprint, worker)
+    return None if scope is None else scope.hidden
 
 
 def readable_state(blueprint: Any, worker: str, state: JSON) -> JSON:

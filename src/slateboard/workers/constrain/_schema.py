@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...kernel.canonical import JSON, canonical_str
 from ...kernel.pointer import resolve
+from ...kernel.readscope import read_scope
 from ._fragments import ANY_VALUE, REFERS_TO, _Refs, _regex_for, _resolve_references, _tighten_strings
 from ._targets import Target, write_targets
 from ._values import _changing, _container_bounds, _new_item_schema
@@ -108,7 +109,10 @@ def proposal_schema(
         frags.setdefault(key, frag)
         groups.setdefault((op, key), []).append(t)
 
+    scope = read_scope(blueprint, worker)
     for t in targets:
+        if scope is not None and not scope.may_name(t.tokens):
+            continue  # the quarantine region, which the kernel's authorise stage refuses
         probe = (*t.tokens[:-1], "x") if t.open_key else t.tokens
         frag = schema.fragment(probe)
         if frag is None or frag is False:
@@ -128,7 +132,7 @@ def proposal_schema(
                         add("add", t, inserted)
             if "remove" in ops and may_remove and t.tokens:
                 add("remove", t, None)
-            if include_test and "test" in ops:
+            if include_test and "test" in ops and (scope is None or scope.may_read(t.tokens)):
                 add("test", t, frag)
         elif "add" in ops and may_add:
             created = _new_item_schema(frag, parent) if new_item else frag
