@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from ..kernel.canonical import JSON
+from ..kernel.kernel import declined_reason
 from ..kernel.record import Usage
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable
 
@@ -208,7 +209,9 @@ class FunctionWorker:
                 expand = tuple(h for h in raw_expand if isinstance(h, str))
         if isinstance(patch, dict) and "op" in patch:
             patch = [patch]
-        if patch is None:
+        if declined_reason(patch) is not None:
+            pass  # {"decline": reason}: the kernel logs it as a no-op (stage decline)
+        elif patch is None:
             diagnostics["error"] = "the function returned no patch"
             patch = ""
         elif not isinstance(patch, (list, str, bytes, bytearray)):
