@@ -11,6 +11,8 @@ wrote; ``end_status`` turns the two into one of:
 - ``failed``: the circuit policy halted the board, the blueprint's ``fail`` condition held
   (``failed: <condition>``), the model was unavailable, or the run raised;
 - ``paused``: waiting for a human approval;
+- ``interrupted``: the run was stopped (Ctrl-C) mid-way; the log is intact and
+  ``slateboard resume BOARD`` goes on from the last committed record;
 - ``running``: not ended yet.
 """
 
@@ -21,6 +23,7 @@ from typing import Literal
 __all__ = [
     "END_STATUSES",
     "FAIL_PREFIX",
+    "INTERRUPTED",
     "LOST_WORK",
     "EndStatus",
     "base_reason",
@@ -29,8 +32,12 @@ __all__ = [
     "with_lost_work",
 ]
 
-EndStatus = Literal["running", "solved", "exhausted", "failed", "paused"]
-END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused")
+EndStatus = Literal["running", "solved", "exhausted", "failed", "paused", "interrupted"]
+END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused", "interrupted")
+
+INTERRUPTED = "interrupted"
+"""The end reason of a board whose run was stopped mid-way (its store status stays ``running``,
+so ``resume`` takes it up)."""
 
 FAIL_PREFIX = "failed: "
 """The end reason a blueprint's ``fail`` condition leaves: ``failed: <the condition>``."""
@@ -79,6 +86,8 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
     Guarantees: total (every input maps to one of END_STATUSES) and pure.
     """
     text = base_reason(reason)
+    if text == INTERRUPTED and board_status in ("running", None):
+        return "interrupted"
     if board_status == "running" or (board_status is None and not text):
         return "running"
     if board_status == "paused" or text.startswith("paused"):

@@ -109,3 +109,17 @@ def test_serve_refuses_a_store_that_does_not_exist(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "no store at" in result.output
     assert not missing.exists() and not missing.parent.exists()
+
+
+@pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://:memory:", "sqlite:///:memory:?snapshot_every=5"])
+async def test_sqlite_memory_is_an_in_memory_store(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: as in SQLAlchemy, ``sqlite:///:memory:`` names no file: nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    from slateboard.stores import MemoryStore
+
+    st = await open_store(url)
+    try:
+        assert isinstance(st, MemoryStore)
+    finally:
+        await st.close()
+    assert list(tmp_path.iterdir()) == []

@@ -22,7 +22,12 @@ from slateboard.models import (
     resolve_model,
 )
 from slateboard.models.openai_compat import is_reasoning_model, strict_problem
-from slateboard.models.registry import host_key_variable, normalise_model_string, scope_api_key_env
+from slateboard.models.registry import (
+    LITELLM_ENDPOINTS,
+    host_key_variable,
+    normalise_model_string,
+    scope_api_key_env,
+)
 
 ASK = [Message.user("Say hi.")]
 STRICT_OK = {
@@ -297,3 +302,19 @@ def test_strict_problem_names_what_strict_mode_cannot_take(schema: dict[str, Any
         assert found is None
     else:
         assert found is not None and problem in found
+
+
+@pytest.mark.parametrize("provider", [*LITELLM_ENDPOINTS, "ollama_chat", "openai", "anthropic", "ollama"])
+def test_provider_colon_model_is_accepted_wherever_provider_slash_model_is(provider: str) -> None:
+    """Issue 28: pydantic-ai's `groq:model` reads as litellm's `groq/model` for every provider."""
+    assert normalise_model_string(f"{provider}:some-model") == normalise_model_string(f"{provider}/some-model")
+
+
+def test_provider_colon_model_resolves_to_the_same_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-test")
+    colon, slash = resolve_model("groq:llama-3.1-8b"), resolve_model("groq/llama-3.1-8b")
+    assert isinstance(colon, OpenAICompatModel) and isinstance(slash, OpenAICompatModel)
+    assert colon.model_id == slash.model_id == "llama-3.1-8b"
+    assert normalise_model_string("groq:llama-3.1-8b") == f"openai:llama-3.1-8b@{LITELLM_ENDPOINTS['groq'][0]}"
+    with pytest.raises(ModelConfigError, match="unknown provider 'nosuch'"):
+        normalise_model_string("nosuch:model")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 from models_testkit import RecordingSleep, StartStub, StubReply, chat_completion
@@ -226,3 +227,42 @@ async def test_other_response_format_complaints_do_not_downgrade_the_schema(
         await model.generate(ASK, json_schema=SCHEMA)
     assert len(server.requests) == 1
     assert model.structured_output == "auto"
+
+
+async def test_an_output_mode_fallback_warns_and_lands_in_the_record(
+    stub_server: StartStub, fast_retry: RetryPolicy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28: llama_cpp.server answers the strict json_schema request with a 500; the fallback
+    to JSON mode is a console warning and an ``output_mode_fallback`` entry in the record's meta."""
+    from slateboard.runtime import Runner, create_board
+    from slateboard.stores import open_store
+
+    rejected = StubReply(
+        500,
+        {"error": {"message": "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"}"}},
+    )
+    patch = '{"patch": [{"op": "add", "path": "/answer", "value": "hi"}]}'
+    server = await stub_server(rejected, StubReply(200, chat_completion(patch)))
+    model = openai_at(server.url, fast_retry)
+    bp = {
+        "name": "fallback",
+        "schema": {"type": "object", "properties": {"task": {"type": "string"}, "answer": {"type": "string"}}},
+        "initial_state": {"task": "say hi"},
+        "workers": {"w": {"model": "default", "reads": ["/task"], "writes": ["/answer"]}},
+        "rules": [{"on": {"op": "start"}, "invoke": "w"}],
+        "done": "has(state.answer)",
+    }
+    store = await open_store("memory://")
+    board = await create_board(store, bp)
+    with caplog.at_level(logging.WARNING, logger="slateboard"):
+        result = await Runner(store, board, model=model).run()
+    records = await store.read_records(board)
+    await store.close()
+    assert result.state["answer"] == "hi"
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("falling back to json_object" in m and "HTTP 500" in m for m in warned), warned
+    [proposal] = [r for r in records if r.kind == "proposal"]
+    assert proposal.meta["output_mode_fallback"] == [
+        {"event": "output_mode_fallback", "from": "json_schema", "to": "json_object", "status": 500}
+    ]
+    assert model.take_fallbacks() == []  # each fallback is reported once

@@ -29,6 +29,9 @@ from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprin
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 
 _META_REFUSAL = "state schema is not valid JSON Schema"
+REFERS_TO = "x-refers-to"
+# Keywords whose values are instance data, not subschemas: an ``x-refers-to`` inside them is data.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +310,11 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         if spec.model is not None and spec.function is not None:
             issues.append(BlueprintIssue(base, "a worker has either a model or a function, not both"))
         reads = [p for i, r in enumerate(spec.reads) if (p := pattern(r, f"{base}/reads/{i}"))]
+        for i, r in enumerate(spec.reads):
+            if locations is not None and (rp := _parsed(r)) is not None and not pattern_locations(locations, rp.tokens):
+                issues.append(
+                    BlueprintIssue(f"{base}/reads/{i}", f"read pattern {r!r} matches no location of the state schema")
+                )
         writes: list[Pattern] = []
         for i, w in enumerate(spec.writes):
             p = pattern(w, f"{base}/writes/{i}")
@@ -351,6 +359,13 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         if rule.stage is not None and rule.stage not in stage_names:
             issues.append(BlueprintIssue(f"{where}/stage", f"unknown stage {rule.stage!r}"))
         p = pattern(rule.on.path, f"{where}/on/path")
+        if p is not None and locations is not None and not pattern_locations(locations, p.tokens):
+            issues.append(
+                BlueprintIssue(
+                    f"{where}/on/path",
+                    f"rule path {rule.on.path!r} matches no location of the state schema: the rule could never fire",
+                )
+            )
         when = cel(rule.when, f"{where}/when")
         if p is not None:
             rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
@@ -397,6 +412,8 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
     if task_tokens is not None and len(task_tokens.tokens) != 1:
         issues.append(BlueprintIssue("/task", f"the task pointer {bp.task!r} must name one top-level member"))
 
+    if locations is not None:
+        issues.extend(_dead_references(bp.state_schema, locations))
     if schema is not None:
         # The initial state needs only the schema: checked even when other parts have issues.
         for v in schema.validate_state(bp.initial_state):
@@ -425,6 +442,46 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             )
         )
     return _Checked(issues, None if issues else compiled)
+
+
+def _parsed(text: str) -> Pattern | None:
+    try:
+        return Pattern.parse(text)
+    except PointerError:
+        return None  # already reported where the pattern was parsed
+
+
+def _dead_references(state_schema: Any, locations: SchemaIndex) -> list[BlueprintIssue]:
+    """An issue for every ``x-refers-to`` annotation in the state schema whose pointer pattern is
+    not a pattern or names no location of the schema (its offered values would always be none)."""
+    found: list[BlueprintIssue] = []
+
+    def walk(node: Any, at: str) -> None:
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{at}/{i}")
+            return
+        if not isinstance(node, dict):
+            return
+        target = node.get(REFERS_TO)
+        where = f"{at}/{escape_token(REFERS_TO)}"
+        if isinstance(target, str):
+            try:
+                tokens = Pattern.parse(target).tokens
+            except PointerError as exc:
+                found.append(BlueprintIssue(where, f"x-refers-to {target!r} is not a pointer pattern: {exc}"))
+            else:
+                if not pattern_locations(locations, tokens):
+                    found.append(
+                        BlueprintIssue(where, f"x-refers-to {target!r} matches no location of the state schema")
+                    )
+        for key, value in node.items():
+            if key in _DATA_KEYWORDS or (key == REFERS_TO and isinstance(value, str)):
+                continue
+            walk(value, f"{at}/{escape_token(key)}")
+
+    walk(state_schema, "/schema")
+    return found
 
 
 def _within(p: Pattern, region: Pattern) -> bool:

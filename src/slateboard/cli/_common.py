@@ -71,7 +71,7 @@ ModelOption = Annotated[
         "--model",
         "-m",
         metavar="MODEL",
-        help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini, python:MODULE:NAME.",
+        help="Model for every LLM worker, e.g. local, openai:gpt-4o-mini, groq:llama-3.1-8b-instant.",
     ),
 ]
 ApiKeyEnvOption = Annotated[
@@ -107,9 +107,17 @@ def console_err() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
+PIPED_WIDTH = 100_000
+"""The console width when stdout is not a terminal and $COLUMNS is unset: tables are never cut
+to 80 columns when piped (``| less``, ``> file``, ``| grep``)."""
+
+
 def console() -> Console:
-    """A console on the current stdout (tests swap stdout, so never cache one)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    """A console on the current stdout (tests swap stdout, so never cache one); full width when
+    piped (PIPED_WIDTH), the terminal's width (or $COLUMNS) otherwise."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    piped = not (callable(isatty) and isatty()) and not os.environ.get("COLUMNS")
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True, width=PIPED_WIDTH if piped else None)
 
 
 def print_json(data: Any) -> None:

@@ -34,7 +34,9 @@ from ._common import (
 from ._errors import EXIT_USAGE, CliError, one_line
 
 BENCH_ENV = "SLATEBOARD_BENCHMARKS"
-PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+"""``bench``'s settings: every argument after NAME goes to the script, ``--help`` included (so
+``bench kernel --help`` shows the script's options); ``bench --help`` alone shows bench's help."""
 
 
 # -- architect ------------------------------------------------------------------------------------
@@ -170,23 +172,35 @@ def find_benchmarks() -> Path:
 
 def bench_command(
     ctx: typer.Context,
-    name: Annotated[Bench, typer.Argument(help="Which benchmark to run.", show_default=False)],
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="NAME", help=f"Which benchmark to run: {', '.join(Bench)}.", show_default=False),
+    ] = None,
 ) -> None:
     """Run a benchmark script (benchmarks/NAME.py) with this Python; further arguments go to it.
 
     Example: slateboard bench kernel --proposals 1000 --sizes 100,10000 --json
+    (and `slateboard bench kernel --help` for a benchmark's own options)
 
     The benchmarks directory is $SLATEBOARD_BENCHMARKS, else ./benchmarks here or in a parent, else the source checkout's.
     """
-    script = find_benchmarks() / f"{name.value}.py"
+    if name is None or name in ("--help", "-h"):
+        # No NAME: `bench`, `bench --help` or `bench -h` show this command's help.
+        typer.echo(ctx.get_help())
+        return
+    try:
+        bench = Bench(name)
+    except ValueError:
+        raise CliError(f"unknown benchmark {name!r} (one of: {', '.join(Bench)})", code=2) from None
+    script = find_benchmarks() / f"{bench.value}.py"
     if not script.is_file():
         raise CliError(f"benchmark script not found: {script}")
     sys.stdout.flush()
     command = [sys.executable, str(script), *ctx.args]
     held = ""
-    with progress(f"bench {name.value}: running {script.name}") as line:
+    with progress(f"bench {bench.value}: running {script.name}") as line:
         if line.active:
-            code, held = _bench(command, name.value, line)
+            code, held = _bench(command, bench.value, line)
         else:
             code = subprocess.run(command, check=False).returncode
     # Written once the progress line is gone, so the two never overdraw each other.

@@ -125,7 +125,16 @@ def log_command(
     patches: Annotated[bool, typer.Option("--patches", help="Show each record's patch too.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a board's transaction log as a table (every record, or the filtered ones)."""
+    """Show a board's transaction log as a table (every record, or the filtered ones).
+
+    The header gives the board's status (solved, exhausted, failed, paused, interrupted or running,
+    the words `boards` uses). Columns: seq (record number), kind (proposal, circuit, approval, run,
+    control), outcome (accepted: a new version; rejected: at the stage shown; noop: nothing changed,
+    stage decline when the worker declined; held: awaiting approval; action: a kernel action),
+    stage, ver (state version after the record), tokens (in + out; for a model proposal
+    `179 (v69 f18 i31)` adds its prompt tokens spent on the view, the format rules and the
+    instruction), reason.
+    """
     if outcome is not None and outcome not in OUTCOMES:
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
@@ -157,7 +166,7 @@ def log_command(
         return
     out = console()
     out.print(
-        f"board [bold]{info.board_id}[/] ({info.name}), {info.status}"
+        f"board [bold]{info.board_id}[/] ({info.name}), {end_status(info.status, info.reason)}"
         + (f": {info.reason}" if info.reason else "")
         + f", version {info.version}, {len(records)} records"
         + (f", {len(chosen)} shown" if len(chosen) != len(records) else "")
@@ -192,7 +201,18 @@ def log_command(
             row.append(r.patch or "")
         table.add_row(*row)
     out.print(table)
+    out.print(LOG_LEGEND, style="dim", soft_wrap=True)
     finish()
+
+
+LOG_LEGEND = (
+    "columns: seq = record number; kind = proposal, circuit, approval, run or control; outcome ="
+    " accepted (a new version), rejected (at stage), noop (nothing changed; stage decline = the worker"
+    " declined), held (awaiting approval), action (a kernel action); stage = the kernel stage that decided;"
+    " ver = state version after the record; tokens = tokens in + out, and for a model proposal"
+    " (vV fF iI) = its prompt tokens spent on the view, the format rules and the instruction"
+)
+"""The legend line ``log`` prints under its table (also in ``log --help``)."""
 
 
 def tokens_cell(r: Record) -> str:

@@ -6,6 +6,7 @@ the run is read back from the store, so it is the audit trail, not the display's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -311,6 +312,7 @@ def resume_command(
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
     to its end. Committed records are never redone; approved patches are committed first."""
     from ..blueprint import compile_blueprint
+    from ..status import INTERRUPTED
 
     _parallel(parallel)
     _scope_key(model, api_key_env)
@@ -339,6 +341,8 @@ def resume_command(
                 return None
             resolved = _resolve(compiled, model)
             steps = compiled.spec.limits.max_steps
+            if info.reason == INTERRUPTED:
+                await st.set_status(info.board_id, "running", None)  # running again, no longer stopped
             return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control)
 
     _finish_run(go, created, holder, store, as_json, ended)
@@ -411,6 +415,22 @@ async def _drive(
     return result, await st.read_records(board_id), await st.board_info(board_id)
 
 
+def _mark_interrupted(board_id: str, store: str | None) -> None:
+    """Record that ``board_id``'s run was stopped: it stays ``running`` in the store (so
+    ``resume`` takes it up) with the end reason ``interrupted`` that ``boards``, ``log`` and the
+    dashboard show. Best effort: a second Ctrl-C or a store error leaves the board as it was."""
+    from ..status import INTERRUPTED
+
+    async def mark() -> None:
+        async with opened_store(store, create=False) as st:
+            info = await st.board_info(board_id)
+            if info.status == "running":
+                await st.set_status(board_id, "running", INTERRUPTED)
+
+    with contextlib.suppress(Exception, KeyboardInterrupt):
+        run_async(mark)
+
+
 def _finish_run(
     go: Any, created: list[str], compiled: Any, store: str | None, as_json: bool, ended: Sequence[BoardInfo] = ()
 ) -> None:
@@ -419,9 +439,10 @@ def _finish_run(
     except KeyboardInterrupt:
         if not created:
             raise
+        _mark_interrupted(created[0], store)
         raise CliError(
-            f"interrupted: board {created[0]} stopped mid-run; its log is intact"
-            f" (see: slateboard log {created[0]}{store_hint(store)})",
+            f"interrupted: board {created[0]} stopped mid-run; its log is intact."
+            f" Go on with: slateboard resume {created[0]}{store_hint(store)}",
             code=EXIT_INTERRUPTED,
         ) from None
     if outcome is None:

@@ -168,8 +168,10 @@ def submit_command(
         from ..runtime import submit
 
         async with opened_store(store) as st:
+            # As `run` does: `resume` imports function workers from the blueprint's directory too.
+            where = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
             return await submit(
-                st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control
+                st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control, meta=where
             )
 
     board_id = run_async(go)

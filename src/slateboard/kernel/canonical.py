@@ -1,9 +1,16 @@
 """Canonical JSON: the single byte form used for every hash in slateboard.
 
 Canonical JSON here means UTF-8, object keys sorted, no insignificant whitespace, and only
-JSON values (no NaN/Infinity, integers within 64 bits). Two equal JSON values always
-produce the same bytes, so hashes computed over them are stable across processes and
+JSON values (no NaN/Infinity, integers within 64 bits). The same Python JSON value always
+produces the same bytes, so hashes computed over it are stable across processes and
 machines.
+
+Numbers are written as Python holds them: the integer ``1`` gives ``1`` and the float ``1.0``
+gives ``1.0``, so the two hash differently although JSON Schema and CEL compare them equal
+(this is not RFC 8785's number form, which would write both as ``1``). Normalising numbers now
+would change the record and state hashes of every existing log, and replay verifies those byte
+for byte, so the form stays as it is; a value that must hash alike whatever its writer should be
+stored with one type (issue 28).
 """
 
 from __future__ import annotations

@@ -316,8 +316,8 @@ class CircuitPolicy:
                 continue
             if rec.kind != "proposal" or rec.worker != worker:
                 continue
-            if rec.outcome == "rejected" and rec.stage == "stale":
-                continue
+            if (rec.outcome == "rejected" and rec.stage == "stale") or rec.stage == "decline":
+                continue  # neither counts nor breaks a streak: a decline is an answer, not a failure
             if rec.outcome != outcome:
                 break
             streak.append(rec)

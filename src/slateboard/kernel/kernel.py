@@ -80,6 +80,21 @@ class Proposal:
     meta: dict[str, JSON] = field(default_factory=dict)
 
 
+DECLINE_KEY = "decline"
+"""A reply ``{"decline": "why"}`` (this one member, a string) is a worker declining: it has nothing
+to add. The kernel logs it as a no-op at stage ``decline``; the invocation ends and the board
+goes on."""
+
+
+def declined_reason(value: JSON) -> str | None:
+    """The reason of a declining reply (``{"decline": reason}``), else None."""
+    if isinstance(value, dict) and len(value) == 1:
+        reason = value.get(DECLINE_KEY)
+        if isinstance(reason, str):
+            return reason
+    return None
+
+
 @dataclass(slots=True)
 class Decision:
     """The kernel's verdict on one proposal, with the record that will log it."""
@@ -187,6 +202,13 @@ class Kernel:
                 # The model never answered: say so (stage "model"), not "not valid JSON".
                 raise Reject("model", failed)
             value, patch_text = self._parse(proposal.patch)
+            declined = declined_reason(value)
+            if declined is not None:
+                # The worker answered that it has nothing to add: logged, nothing changes, and it
+                # is neither a rejection to retry nor a no-op streak for the circuit.
+                why = f"declined: {declined}" if declined else "declined"
+                rec = self._record(proposal, "noop", patch_text, "decline", why, before, before)
+                return self._hold(Decision(rec))
             ops = self._ops(value, proposal.worker)
             contract = self.blueprint.workers[proposal.worker]
             scope = self.read_scope(contract)

@@ -100,9 +100,10 @@ stage), a no-op (valid but changes nothing) or held (awaiting human approval); k
 
 Stage = Literal[
     "parse", "ops", "authorise", "stale", "preconditions", "apply", "schema", "invariants",
-    "approval", "internal", "model",
+    "approval", "internal", "model", "decline",
 ]  # fmt: skip
-"""The kernel stage that rejected (or held) a proposal, in the order the stages run."""
+"""The kernel stage that rejected (or held) a proposal, in the order the stages run; ``decline``
+marks the no-op of a worker that declined (``{"decline": reason}``)."""
 
 RecordKind = Literal["proposal", "circuit", "approval", "run"]
 """The kinds of record slateboard itself writes; ``Kernel.action`` accepts other kinds too."""

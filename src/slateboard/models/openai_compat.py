@@ -190,6 +190,7 @@ class OpenAICompatModel:
         self.token_param: TokenParam = token_param
         self.send_sampling = not self.reasoning
         self.strict = True
+        self._fallbacks: list[dict[str, Any]] = []
         self._name = name or f"openai:{model_id}@{base_url}"
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
@@ -241,10 +242,7 @@ class OpenAICompatModel:
         response = await self._poster.post("/chat/completions", payload)
         if json_schema is not None and self.structured_output == "auto" and _rejects_response_format(response):
             # Remembered for the model's lifetime: the server will not learn json_schema.
-            logger.info(
-                "%s rejected response_format json_schema; using json_object with schema",
-                self._name,
-            )
+            self._fell_back("json_schema", "json_object", response.status_code)
             self.structured_output = "json_object"
             payload = self._payload(messages, json_schema, max_tokens, temperature)
             response = await self._poster.post("/chat/completions", payload)
@@ -255,13 +253,29 @@ class OpenAICompatModel:
             raise error_for_status(self._name, response)
         return response
 
+    def _fell_back(self, before: str, after: str, status: int, code: str | None = None) -> None:
+        """A weaker output mode from now on: a console warning, and an event the caller logs."""
+        why = f"HTTP {status}" + (f", {code}" if code else "")
+        logger.warning(
+            "%s: the server refused response_format %s (%s); falling back to %s: the server no longer"
+            " enforces the schema (the kernel still validates every proposal)",
+            self._name, before, why, after,
+        )  # fmt: skip
+        self._fallbacks.append({"event": "output_mode_fallback", "from": before, "to": after, "status": status})
+
+    def take_fallbacks(self) -> list[dict[str, Any]]:
+        """The output-mode fallbacks since the last call, each returned once (an LLM worker puts
+        them in its record's meta as ``output_mode_fallback``)."""
+        taken, self._fallbacks = self._fallbacks, []
+        return taken
+
     def _adapt(self, response: httpx.Response) -> bool:
         """Learn from a 400 naming a parameter this model does not take; True when the request
         should be sent again (decided by the error's code and param, never its wording)."""
         code, param = error_fields(response)
         if self.strict and (code in SCHEMA_ERROR_CODES or (param or "").startswith("response_format")):
             # The strict subset refused this schema: send it non-strict (the documented fallback).
-            logger.info("%s refused a strict schema (%s); sending schemas non-strict", self._name, code)
+            self._fell_back("json_schema strict", "json_schema non-strict", response.status_code, code)
             self.strict = False
             return True
         if code not in ("unsupported_parameter", "unsupported_value") or param is None:

@@ -36,7 +36,7 @@ OLLAMA_BASE_URL = "http://127.0.0.1:11434"
 
 ACCEPTED_FORMS = (
     "openai:MODEL[@BASE_URL], anthropic:MODEL[@BASE_URL], ollama:MODEL[@URL], local[:PATH.gguf], "
-    "scripted:[...], replay:PATH.jsonl, litellm PROVIDER/MODEL, or a bare claude-*, gpt-*, o1*, o3*, o4*, "
+    "scripted:[...], replay:PATH.jsonl, litellm PROVIDER/MODEL (or PROVIDER:MODEL), or a bare claude-*, gpt-*, o1*, o3*, o4*, "
     "gpt-5*, gemini-*"
 )
 """Every form `resolve_model` accepts, as one line for error messages."""
@@ -151,12 +151,15 @@ def normalise_model_string(spec: str) -> str:
     """The `PROVIDER:...` form of a model string: litellm's `provider/model` and bare names
     are rewritten (`claude-x` -> `anthropic:claude-x`, `gpt-4o` -> `openai:gpt-4o`,
     `gemini-2.0-flash` -> `gemini/gemini-2.0-flash`'s endpoint, `ollama/llama3` ->
-    `ollama:llama3`); anything else is returned stripped. Raises `ModelConfigError` listing
+    `ollama:llama3`; pydantic-ai's `groq:llama3` is read as `groq/llama3`); anything else is returned stripped. Raises `ModelConfigError` listing
     `ACCEPTED_FORMS` for a string that fits none of them."""
     text = spec.strip()
     provider, sep, _ = text.partition(":")
     if (sep and provider.lower() in PROVIDERS) or text.lower() == "local":
         return text
+    if sep and _ and provider.lower() in (*LITELLM_ENDPOINTS, "ollama_chat") and "/" not in provider:
+        # pydantic-ai's `provider:model` form: the same providers as litellm's `provider/model`
+        text = f"{provider}/{text.partition(':')[2]}"
     head, slash, tail = text.partition("/")
     if slash and ":" not in head and tail:
         prefix = head.lower()

@@ -137,8 +137,12 @@ async def submit(
     board_id: str | None = None,
     max_steps: int | None = None,
     control: str | None = None,
+    meta: Mapping[str, JSON] | None = None,
 ) -> str:
     """Create a running board for runner processes and return its id.
+
+    ``meta`` is added to the board's meta (the CLI records ``blueprint_dir`` there, where a
+    later ``resume`` also imports function workers from).
 
     ``model`` (a model string) is recorded in the board's meta: runner processes build the
     board's LLM workers on it unless they override it. It is resolved first, and every worker
@@ -148,20 +152,20 @@ async def submit(
     asks which of the board's invocations runs next."""
     compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
     make_workers(compiled, model=resolve_runner_model(model))
-    meta: dict[str, JSON] = {"submitted_at": time.time()}
+    meta_out: dict[str, JSON] = {**(meta or {}), "submitted_at": time.time()}
     if model is not None:
-        meta["model"] = model
+        meta_out["model"] = model
     if control is not None:
         if control not in CONTROL_UNITS:
             raise InvalidInput(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
         if control == "coordinator" and model is None:
             raise InvalidInput("the coordinator control unit needs a model: submit with model=...")
-        meta["control"] = control
+        meta_out["control"] = control
     if max_steps is not None:
         if max_steps < 1:
             raise InvalidInput("max_steps must be >= 1")
-        meta["max_steps"] = max_steps
-    return await create_board(store, compiled, inputs=inputs, task=task, board_id=board_id, name=name, meta=meta)
+        meta_out["max_steps"] = max_steps
+    return await create_board(store, compiled, inputs=inputs, task=task, board_id=board_id, name=name, meta=meta_out)
 
 
 async def wait(store: Store, board_id: str, *, timeout: float | None = None) -> RunResult:

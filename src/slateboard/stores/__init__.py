@@ -6,7 +6,9 @@
 - ``sqlite:///relative/path.db`` (relative to the working directory) and
   ``sqlite:////absolute/path.db``: SQLAlchemy's slash convention; ``sqlite://`` is
   ``<user data dir>/slateboard/slateboard.db``; a bare path ending in ``.db``/``.sqlite``/
-  ``.sqlite3`` works too. The default: one file, WAL;
+  ``.sqlite3`` works too. The default: one file, WAL. ``sqlite:///:memory:`` (and ``sqlite://:memory:``)
+  is an in-memory store, as in SQLAlchemy: nothing is written to disk and the boards are gone
+  when the store is closed (it is the ``memory://`` store);
 - ``postgresql://user@host:port/db?schema=NAME``: shared by many runner processes and machines.
 
 Every backend accepts ``?snapshot_every=N``. See ``slateboard.stores.base`` for the guarantees
@@ -113,6 +115,13 @@ def _refuse_missing(path: Path, url: str) -> None:
         raise StoreMissing(f"{path} holds no slateboard store (no {SCHEMA_TABLE} table): nothing to read")
 
 
+def _sqlite_in_memory(url: str) -> str | None:
+    """The query of a ``sqlite:`` URL naming SQLite's in-memory database (``:memory:``, as
+    SQLAlchemy reads ``sqlite:///:memory:`` and ``sqlite://:memory:``), else None."""
+    rest, _, query = url.split(":", 1)[1].partition("?")
+    return query if rest.lstrip("/") == ":memory:" else None
+
+
 async def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """Open the store a URL names (None: the default SQLite file); raises ``StoreError`` for an
     unknown scheme, ``StoreUnavailable``/``StoreCorrupt`` when it cannot be opened.
@@ -125,6 +134,9 @@ async def open_store(url: str | None = None, *, create: bool = True) -> Store:
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "memory":
         return MemoryStore.from_url(url)
+    in_memory = _sqlite_in_memory(url) if scheme == "sqlite" else None
+    if in_memory is not None:
+        return MemoryStore.from_url("memory://" + (f"?{in_memory}" if in_memory else ""))
     if scheme == "sqlite" or (not scheme and url.lower().endswith((".db", ".sqlite", ".sqlite3"))):
         from .sqlite import SqliteStore
 

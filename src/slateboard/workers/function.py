@@ -14,11 +14,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from ..kernel.canonical import JSON
+from ..kernel.kernel import declined_reason
 from ..kernel.record import Usage
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable
 
@@ -43,7 +45,16 @@ def resolve_function(reference: str) -> Callable[..., Any]:
     try:
         target: Any = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or anything the module raises while importing
-        raise WorkerConfigError(f"cannot import function {reference!r}: {type(exc).__name__}: {exc}") from exc
+        hint = ""
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and module_name.split(".")[0] == missing.split(".")[0]:
+            searched = [p or "." for p in sys.path if "site-packages" not in p and "/lib/python" not in p]
+            hint = (
+                f" (module {module_name!r} was searched on {searched}; fix: run from the directory that"
+                f" holds {missing.split('.')[0]}.py or keep it beside the blueprint, or add its directory"
+                " to PYTHONPATH)"
+            )
+        raise WorkerConfigError(f"cannot import function {reference!r}: {type(exc).__name__}: {exc}{hint}") from exc
     for part in attr.split("."):
         try:
             target = getattr(target, part)
@@ -208,7 +219,9 @@ class FunctionWorker:
                 expand = tuple(h for h in raw_expand if isinstance(h, str))
         if isinstance(patch, dict) and "op" in patch:
             patch = [patch]
-        if patch is None:
+        if declined_reason(patch) is not None:
+            pass  # {"decline": reason}: the kernel logs it as a no-op (stage decline)
+        elif patch is None:
             diagnostics["error"] = "the function returned no patch"
             patch = ""
         elif not isinstance(patch, (list, str, bytes, bytearray)):

@@ -316,6 +316,10 @@ class LLMWorker:
             return self._failed(exc, raw, usages, calls, diagnostics, started)
         assert parsed is not None
         diagnostics.update({"decoding": used, "parse": parsed.how, "finish_reason": finish})
+        take = getattr(self.model, "take_fallbacks", None)
+        fallbacks = take() if callable(take) else None
+        if fallbacks:
+            diagnostics["output_mode_fallback"] = jsonable(fallbacks)
         diagnostics["prompt_parts"] = self._parts(system, user, usages)
         if calls:
             diagnostics["tool_calls"] = calls

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import SlateboardError
 from ..kernel.canonical import JSON
 from ..kernel.jsonvalue import nesting_depth
+from ..kernel.kernel import declined_reason
 from ..views import parse_expand_request
 
 __all__ = ["MAX_REPLY_DEPTH", "PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply"]
@@ -82,7 +83,8 @@ class ParsedReply:
     ``how`` says how it was found: ``json`` (the whole reply), ``fenced`` (a code block),
     ``embedded`` (JSON inside prose), each optionally followed by ``+wrapped`` (``{"patch": ...}``)
     or ``+single-op`` (one operation object), or by ``+duplicate-key``; ``tool`` for a tool call;
-    ``raw`` when nothing was found (or the reply nests deeper than MAX_REPLY_DEPTH). ``expand`` holds the handles the reply asked to see (see slateboard.views).
+    ``+decline`` (the worker declines: ``patch`` is ``{"decline": reason}``, which the kernel
+    logs as a no-op at stage ``decline``); ``raw`` when nothing was found (or the reply nests deeper than MAX_REPLY_DEPTH). ``expand`` holds the handles the reply asked to see (see slateboard.views).
     """
 
     patch: Any
@@ -116,6 +118,8 @@ def _normalise(value: Any) -> tuple[int, Any, str, ToolCall | None]:
             return max(score, 1), patch, "+wrapped", None
     if "op" in value:
         return 2, [value], "+single-op", None
+    if declined_reason(value) is not None:
+        return 2, value, "+decline", None
     name = value.get("tool")
     if isinstance(name, str):
         args = value.get("args", value.get("arguments", {}))

@@ -1,0 +1,49 @@
+"""Issue 28: canonical JSON writes numbers as Python holds them (``1`` and ``1.0`` differ), as its
+docstring now says; a board whose state holds both forms replays and verifies byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+
+from slateboard.blueprint import compile_blueprint
+from slateboard.kernel import replay
+from slateboard.kernel.canonical import canonical_bytes, hash_json
+from slateboard.runtime import Runner, create_board
+from slateboard.stores import open_store
+
+BP = {
+    "name": "numbers",
+    "schema": {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "number"}}}},
+    "initial_state": {"xs": []},
+    "workers": {"w": {"reads": ["/xs"], "writes": ["/xs/-"]}},
+    "rules": [{"on": {"op": "start"}, "invoke": "w"}, {"on": {"op": "add", "path": "/xs/-"}, "invoke": "w"}],
+    "done": "size(state.xs) >= 2",
+}
+
+
+def test_integral_floats_keep_their_form() -> None:
+    assert canonical_bytes(1) == b"1" and canonical_bytes(1.0) == b"1.0"
+    assert hash_json({"a": 1}) != hash_json({"a": 1.0})
+    assert canonical_bytes({"b": 1.5, "a": [1, 1.0]}) == b'{"a":[1,1.0],"b":1.5}'
+
+
+def test_a_log_holding_both_forms_replays_and_verifies() -> None:
+    async def go() -> tuple[object, list[object]]:
+        store = await open_store("memory://")
+        board = await create_board(store, BP)
+
+        def w(view: object) -> object:
+            xs = view.data.get("/xs") or []  # type: ignore[attr-defined]
+            return [{"op": "add", "path": "/xs/-", "value": 1 if not xs else 1.0}]
+
+        result = await Runner(store, board, functions={"w": w}).run()
+        records = await store.read_records(board)
+        await store.close()
+        return result, records
+
+    result, records = asyncio.run(go())
+    assert result.state == {"xs": [1, 1.0]}  # type: ignore[attr-defined]
+    assert [type(x) for x in result.state["xs"]] == [int, float]  # type: ignore[attr-defined]
+    report = replay(compile_blueprint(BP), BP["initial_state"], records, revalidate=True)  # type: ignore[arg-type]
+    assert report.ok and report.state == result.state  # type: ignore[attr-defined]
+    assert [type(x) for x in report.state["xs"]] == [int, float]  # type: ignore[attr-defined]
