@@ -709,6 +709,7 @@ class StoreConformance:
         with pytest.raises(BoardNotFound):
             await store.leases("no-such-board")
 
+
 def _user_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """A board's meta without the genesis binding the built-in stores add (issue 29, R1)."""
     return {k: v for k, v in meta.items() if k != GENESIS_META}
