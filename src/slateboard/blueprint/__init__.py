@@ -21,6 +21,7 @@ from .models import (
     Trigger,
     WorkerSpec,
 )
+from .paths import TypedPath, path
 
 __all__ = [
     "Blueprint",
@@ -33,7 +34,9 @@ __all__ = [
     "RuleSpec",
     "StageSpec",
     "Trigger",
+    "TypedPath",
     "WorkerSpec",
     "compile_blueprint",
     "load_blueprint",
+    "path",
 ]
