@@ -16,9 +16,11 @@ EXPECTED = {
     # blueprints
     "Architect",
     "Blueprint",
+    "BoardBuilder",
     "CompiledBlueprint",
     "compile_blueprint",
     "load_blueprint",
+    "path",
     # the kernel
     "Decision",
     "Event",

@@ -9,6 +9,7 @@ This module is the public face: everything a program needs is importable from ``
 details, but their layout may change; these names do not change without notice.
 
 - blueprints: ``load_blueprint``, ``compile_blueprint``, ``Blueprint``, ``CompiledBlueprint``,
+  ``BoardBuilder`` and ``path`` (the same blueprint defined in Python, with typed paths),
   ``Architect`` (a blueprint from a request, with one model call);
 - the kernel: ``Kernel``, ``Proposal``, ``Decision``, ``Event``, ``Record``, ``Usage``,
   ``replay``, ``ReplayReport``, ``InvariantContext``;
@@ -20,7 +21,8 @@ details, but their layout may change; these names do not change without notice.
 # First: decides whether the compiled hot paths or their sources are imported (slateboard._native).
 from . import _native
 from .architect import Architect, ArchitectError
-from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint
+from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint, path
+from .builder import BoardBuilder
 from .errors import RunError, SlateboardError, StoreError, UsageError
 from .kernel import (
     Decision,
@@ -50,6 +52,7 @@ __all__ = [
     "ArchitectError",
     "Blueprint",
     "BlueprintError",
+    "BoardBuilder",
     "BoardNotFound",
     "CompiledBlueprint",
     "Conflict",
@@ -79,5 +82,6 @@ __all__ = [
     "create_board",
     "load_blueprint",
     "open_store",
+    "path",
     "replay",
 ]
