@@ -16,11 +16,9 @@ EXPECTED = {
     # blueprints
     "Architect",
     "Blueprint",
-    "BoardBuilder",
     "CompiledBlueprint",
     "compile_blueprint",
     "load_blueprint",
-    "path",
     # the kernel
     "Decision",
     "Event",

@@ -9,7 +9,6 @@ This module is the public face: everything a program needs is importable from ``
 details, but their layout may change; these names do not change without notice.
 
 - blueprints: ``load_blueprint``, ``compile_blueprint``, ``Blueprint``, ``CompiledBlueprint``,
-  ``BoardBuilder`` and ``path`` (the same blueprint defined in Python, with typed paths),
   ``Architect`` (a blueprint from a request, with one model call);
 - the kernel: ``Kernel``, ``Proposal``, ``Decision``, ``Event``, ``Record``, ``Usage``,
   ``replay``, ``ReplayReport``, ``InvariantContext``;
@@ -21,8 +20,7 @@ details, but their layout may change; these names do not change without notice.
 # First: decides whether the compiled hot paths or their sources are imported (slateboard._native).
 from . import _native
 from .architect import Architect, ArchitectError
-from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint, path
-from .builder import BoardBuilder
+from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint
 from .errors import RunError, SlateboardError, StoreError, UsageError
 from .kernel import (
     Decision,
@@ -52,7 +50,6 @@ __all__ = [
     "ArchitectError",
     "Blueprint",
     "BlueprintError",
-    "BoardBuilder",
     "BoardNotFound",
     "CompiledBlueprint",
     "Conflict",
@@ -82,6 +79,5 @@ __all__ = [
     "create_board",
     "load_blueprint",
     "open_store",
-    "path",
     "replay",
 ]
