@@ -21,7 +21,6 @@ from .models import (
     Trigger,
     WorkerSpec,
 )
-from .paths import TypedPath, path
 
 __all__ = [
     "Blueprint",
@@ -34,9 +33,7 @@ __all__ = [
     "RuleSpec",
     "StageSpec",
     "Trigger",
-    "TypedPath",
     "WorkerSpec",
     "compile_blueprint",
     "load_blueprint",
-    "path",
 ]

@@ -260,23 +260,6 @@ class Blueprint(_Strict):
                     del limits[key]
         return out
 
-    def to_yaml(self) -> str:
-        """The blueprint as YAML text, in field order (``to_json`` underneath): loading it back
-        (``Blueprint.from_yaml``, ``load_blueprint``) gives a blueprint with the same digest, so a
-        blueprint built in Python can be kept, reviewed and run as YAML."""
-        import yaml
-
-        return str(yaml.safe_dump(self.to_json(), sort_keys=False, allow_unicode=True, width=100))
-
-    @classmethod
-    def from_yaml(cls, text: str) -> Blueprint:
-        """The blueprint in YAML (or JSON) ``text``, read with the bounded safe loader
-        (``blueprint.loading``); pydantic's ValidationError when its shape is wrong. Compile it
-        (``compile_blueprint``) for every other check."""
-        from .loading import parse_blueprint_text
-
-        return cls.model_validate(parse_blueprint_text(text))
-
 
 _LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []),)
 _LATE_LIMIT_DEFAULTS: tuple[tuple[str, Any], ...] = (("max_refusals", 2),)
