@@ -95,3 +95,31 @@ def test_bad_edits_write_nothing_and_the_board_stays_paused(tmp_path: Path, edit
             await store.close()
 
     asyncio.run(go())
+
+
+def test_cli_approve_with_a_patch_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from slateboard.cli import app
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+
+    async def make() -> str:
+        store, board, _ = await held_board(url)
+        await store.close()
+        return board
+
+    board = asyncio.run(make())
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"op": "add", "path": "/answer", "value": {"text": "x"}}]', encoding="utf-8")
+    result = CliRunner().invoke(app, ["approve", board, "--patch", str(bad), "--store", url])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "fails stage schema" in line
+    good = tmp_path / "good.json"
+    good.write_text('[{"op": "add", "path": "/answer", "value": {"text": "ok", "score": 2}}]', encoding="utf-8")
+    result = CliRunner().invoke(app, ["approve", board, "--patch", str(good), "--by", "dan", "--store", url])
+    assert result.exit_code == 0, result.output
+    assert "dan approved record" in result.stdout and "edited patch" in result.stdout
+    result = CliRunner().invoke(app, ["approve", board, "--patch", str(tmp_path / "missing.json"), "--store", url])
+    assert result.exit_code == 2 and "missing.json" in result.stderr
