@@ -56,3 +56,57 @@ def watch_command(
                 raise CliError(str(exc), code=EXIT_USAGE) from None
 
     run_async(go)
+
+
+def fork_problem(url: str | None, board_id: str) -> str | None:
+    """For ``replay --verify``: why a forked board's parent binding does not check out, or None
+    (also None for a board that is not a fork)."""
+    from ..runtime.fork import ForkError, verify_fork
+    from ..stores.base import BoardNotFound
+
+    async def go() -> str | None:
+        async with opened_store(url, create=False) as st:
+            try:
+                await verify_fork(st, board_id)
+            except ForkError as exc:
+                return str(exc)
+            except BoardNotFound as exc:  # the parent named is gone
+                return f"its parent cannot be read: {exc}"
+            return None
+
+    return run_async(go)
+
+
+def fork_command(
+    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    at: Annotated[int, typer.Option("--at", help="The parent's state version to start from.")],
+    blueprint: Annotated[
+        str | None, typer.Option("--blueprint", help="Run the child under this blueprint (file or template).")
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a new board from BOARD's state at version --at; print its id. The parent is only
+    read; the child's metadata binds the parent's id, version, record hash and state hash, and
+    `replay --verify` of the child checks that prefix of the parent."""
+    from ..runtime.fork import ForkError, fork_board
+    from ._common import load_blueprint_or_template
+
+    compiled = load_blueprint_or_template(blueprint)[0] if blueprint is not None else None
+
+    async def go() -> str:
+        async with opened_store(store, create=False) as st:
+            try:
+                info = await resolve_board(st, board, store)
+            except CliError as exc:
+                raise CliError(exc.message, code=EXIT_USAGE) from None
+            try:
+                return await fork_board(st, info.board_id, at, compiled)
+            except ForkError as exc:
+                raise CliError(one_line(str(exc)), code=EXIT_USAGE) from None
+
+    child = run_async(go)
+    if as_json:
+        sys.stdout.write(json.dumps({"board_id": child, "parent": board, "version": at}) + "\n")
+    else:
+        sys.stdout.write(child + "\n")
