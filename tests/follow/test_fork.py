@@ -152,3 +152,25 @@ async def _records(url: str, board: str) -> list[Any]:
         return await store.read_records(board)
     finally:
         await store.close()
+
+
+def test_fork_under_another_blueprint_must_accept_the_state(tmp_path: Path) -> None:
+    async def go() -> None:
+        store = await open_store(f"sqlite:///{tmp_path / 'b.db'}")
+        try:
+            parent = await create_board(store, BLUEPRINT)
+            await Runner(store, parent, model=scripted("p0", "p1", "p2", "p3", "p4")).run()
+            narrow = {**BLUEPRINT, "schema": {**BLUEPRINT["schema"], "properties": {"notes": {"maxItems": 1}}}}
+            with pytest.raises(ForkError, match="at version 2 does not fit the blueprint"):
+                await fork_board(store, parent, 2, narrow)
+            assert len(await store.list_boards()) == 1  # nothing written
+            other = {**BLUEPRINT, "name": "other", "rules": []}
+            child = await fork_board(store, parent, 3, other)
+            loaded = await store.load_board(child)
+            assert loaded.blueprint["name"] == "other"
+            assert loaded.blueprint["initial_state"] == {"notes": ["p0", "p1", "p2"]}
+            assert "parent prefix verified" in str(await verify_fork(store, child))
+        finally:
+            await store.close()
+
+    asyncio.run(go())
