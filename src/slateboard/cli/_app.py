@@ -24,6 +24,7 @@ from ._extra import (
     templates_command,
 )
 from ._faults import faults_command
+from ._follow import fork_command, watch_command
 from ._inspect import boards_command, log_command, replay_command, show_command
 from ._mcp import mcp_app
 from ._memory import memory_app
@@ -178,6 +179,8 @@ app.add_typer(memory_app, name="memory")
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
 app.command("wait")(wait_command)
+app.command("watch")(watch_command)
+app.command("fork")(fork_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -31,7 +31,7 @@ from ._common import (
     template_entries,
     templates_module,
 )
-from ._errors import EXIT_USAGE, CliError, one_line
+from ._errors import EXIT_ERROR, EXIT_USAGE, CliError, one_line
 
 BENCH_ENV = "SLATEBOARD_BENCHMARKS"
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
@@ -243,9 +243,16 @@ def approve_command(
     by: Annotated[str, typer.Option("--by", help="Who decides (logged).")] = "human",
     note: Annotated[str, typer.Option("--note", help="Why (logged).")] = "",
     store: StoreOption = None,
+    patch: Annotated[
+        Path | None,
+        typer.Option("--patch", help="Approve this edited JSON Patch (a file) instead of the held one."),
+    ] = None,
 ) -> None:
-    """Approve a held proposal: log the decision; the next `slateboard resume`/run commits it."""
-    _decide(board, record, by, note, store, approved=True)
+    """Approve a held proposal: log the decision; the next `slateboard resume`/run commits it.
+
+    With --patch FILE, the edited patch is checked by every kernel stage now and committed in
+    place of the held one (the worker is not called again)."""
+    _decide(board, record, by, note, store, approved=True, patch=patch)
 
 
 def refuse_command(
@@ -262,8 +269,17 @@ def refuse_command(
     _decide(board, record, by, note, store, approved=False)
 
 
-def _decide(board: str, record: int | None, by: str, note: str, url: str | None, *, approved: bool) -> None:
-    from ..runtime.approval import ApprovalError, approve, held_proposals, refuse
+def _decide(
+    board: str, record: int | None, by: str, note: str, url: str | None, *, approved: bool, patch: Path | None = None
+) -> None:
+    from ..runtime.approval import ApprovalError, approve, approve_edited, held_proposals, refuse
+
+    edited: str | None = None
+    if patch is not None:
+        try:
+            edited = patch.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"cannot read the edited patch {str(patch)!r}: {exc}", code=EXIT_USAGE) from None
 
     async def go() -> str:
         async with opened_store(url) as st:
@@ -276,9 +292,12 @@ def _decide(board: str, record: int | None, by: str, note: str, url: str | None,
                     raise CliError(f"board {info.board_id}: name the held record (waiting: {waiting})", code=EXIT_USAGE)
                 seq = held[0].seq
             try:
-                rec = await (approve if approved else refuse)(st, info.board_id, seq, by=by, note=note)
+                if edited is not None:
+                    rec = await approve_edited(st, info.board_id, seq, edited, by=by, note=note)
+                else:
+                    rec = await (approve if approved else refuse)(st, info.board_id, seq, by=by, note=note)
             except ApprovalError as exc:
-                raise CliError(str(exc)) from None
+                raise CliError(one_line(str(exc)), code=EXIT_USAGE if edited is not None else EXIT_ERROR) from None
             done = f"{rec.reason} (logged as record {rec.seq})"
             if not approved:
                 asked = rec.meta.get("asked_again")

@@ -418,6 +418,10 @@ def replay_command(
         )
         if problem is not None:
             bad = max((cp.seq for cp in mine), default=0) if "rolled back" in problem else _seq_in(problem)
+    if problem is None and verify:
+        from ._follow import fork_problem  # a fork also checks the parent's prefix it names
+
+        problem = fork_problem(store, info.board_id)
     if problem is not None:
         bad_rec = records[bad - 1] if bad is not None and 1 <= bad <= len(records) else None
         _fail_verify(info.board_id, bad, bad_rec, problem, report.checked, as_json)

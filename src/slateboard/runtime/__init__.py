@@ -9,6 +9,7 @@ from .result import RunResult, TokenUsage
 from .runner import Runner, RunnerError, create_board
 from .session import BoardSession
 from .step import StepEngine, StepOutcome
+from .watch import WatchPastEnd, watch
 
 __all__ = [
     "ApprovalError",
@@ -24,6 +25,7 @@ __all__ = [
     "StepOutcome",
     "TokenUsage",
     "WaitTimeout",
+    "WatchPastEnd",
     "approve",
     "board_result",
     "create_board",
@@ -32,4 +34,5 @@ __all__ = [
     "resolve_runner_model",
     "submit",
     "wait",
+    "watch",
 ]

@@ -15,12 +15,14 @@ resumed.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from ..blueprint.compile import compile_blueprint
 from ..errors import UsageError
 from ..kernel.canonical import JSON
-from ..kernel.kernel import Kernel
+from ..kernel.kernel import Kernel, Proposal
+from ..kernel.pointer import Pattern, parse_pointer, region_contains
 from ..kernel.record import Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..stores.base import AgendaChanges, Store
@@ -28,7 +30,7 @@ from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
 from .step import FAILED_RECORD_KIND, append_decision, cas_retry
 
-__all__ = ["REFUSALS_KEY", "ApprovalError", "Held", "approve", "held_proposals", "refuse"]
+__all__ = ["REFUSALS_KEY", "ApprovalError", "Held", "approve", "approve_edited", "held_proposals", "refuse"]
 
 REFUSALS_KEY = "refusals"
 """Key in an invocation's ``meta`` counting the refusals its line of work has had so far."""
@@ -144,3 +146,76 @@ async def _log_failed(store: Store, board_id: str, inv: Invocation, why: str) ->
         return None  # the next attempt loads the board afresh
 
     await cas_retry(attempt, caught_up, retry=True)
+
+
+async def approve_edited(
+    store: Store, board_id: str, seq: int, patch: str, *, by: str = "human", note: str = ""
+) -> Record:
+    """Approve held record ``seq`` with ``patch`` (JSON Patch text a person edited) in place of
+    the held one. The edit must be a JSON array of operations whose paths all lie under the
+    blueprint's approval paths, and it is run through every kernel stage now (as the held
+    worker's proposal, so its contract applies): an edit that fails a stage raises
+    ApprovalError naming the stage, and nothing is written (the board stays paused). An edit
+    that passes is logged as the approval (``by``, ``edited``, the held patch kept as
+    ``held_patch``); the board's next run commits it without calling the worker again."""
+    try:
+        value = json.loads(patch)
+    except ValueError as exc:
+        raise ApprovalError(f"board {board_id}: the edited patch for record {seq} is not JSON ({exc})") from None
+    if not isinstance(value, list) or not all(isinstance(op, dict) for op in value):
+        raise ApprovalError(f"board {board_id}: the edited patch for record {seq} is not a JSON array of operations")
+    loaded = await store.load_board(board_id)
+    records = await store.read_records(board_id)
+    held = next((h for h in waiting_approvals(records) if h.seq == seq), None)
+    if held is None:
+        waiting = ", ".join(str(h.seq) for h in waiting_approvals(records)) or "none"
+        raise ApprovalError(
+            f"board {board_id}: record {seq} is not a held proposal awaiting a decision (waiting: {waiting})"
+        )
+    try:
+        blueprint = compile_blueprint(loaded.blueprint)
+        kernel = kernel_from(blueprint, loaded)
+    except RunnerError as exc:
+        raise ApprovalError(str(exc)) from None
+    for op in value:
+        for key in ("path", "from"):
+            where = op.get(key)
+            if key == "path" or where is not None:
+                _inside_approval(board_id, seq, where, blueprint.approval)
+    trial = kernel.prepare(Proposal(held.worker, value, meta={"edited_by": by}))
+    kernel.abort(trial)  # a dry run: the patch is committed by the board's next run
+    outcome = trial.record
+    if outcome.outcome == "rejected":
+        raise ApprovalError(
+            f"board {board_id}: the edited patch for record {seq} fails stage {outcome.stage}: {outcome.reason}"
+        )
+    if outcome.outcome != "held" or outcome.patch is None:
+        raise ApprovalError(
+            f"board {board_id}: the edited patch for record {seq} needs no approval ({outcome.outcome}: {outcome.reason})"
+        )
+    reason = f"{by} approved record {seq} with an edited patch" + (f": {note}" if note else "")
+    meta: dict[str, JSON] = {
+        "record": seq,
+        "decision": "approved",
+        "by": by,
+        "worker": held.worker,
+        "patch": outcome.patch,
+        "edited": True,
+        "held_patch": held.patch,
+    }
+    prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
+    await append_decision(store, board_id, kernel, prepared, AgendaChanges())
+    await store.set_status(board_id, "running", reason)
+    return prepared.record
+
+
+def _inside_approval(board_id: str, seq: int, where: object, patterns: tuple[Pattern, ...]) -> None:
+    """Raise ApprovalError unless pointer ``where`` lies under one of the approval ``patterns``."""
+    try:
+        tokens = parse_pointer(where)
+    except ValueError as exc:
+        raise ApprovalError(f"board {board_id}: the edited patch for record {seq}: {exc}") from None
+    if not any(region_contains(p, tokens) for p in patterns):
+        raise ApprovalError(
+            f"board {board_id}: the edited patch for record {seq} touches {where!r}, outside the approval paths"
+        )

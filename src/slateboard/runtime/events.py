@@ -19,6 +19,12 @@ INVOCATION_FAILED = "invocation.failed"
 CONTROL_SPENT = "control.spent"
 BOARD_SPENT = "board.spent"
 RUN_ENDED = "run.ended"
+STATE_UPDATE = "state.update"
+"""Stream mode ``updates``: one committed patch with its worker, invocation and version."""
+STATE_VALUES = "state.values"
+"""Stream mode ``values``: the state after one commit."""
+STREAM_MODES = ("events", "updates", "values")
+"""What ``Runner.events(modes=...)`` can stream."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import orjson
+
 from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..errors import InvalidInput
@@ -45,7 +47,16 @@ from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
-from .events import BOARD_SPENT, RUN_ENDED, RUN_STARTED, RunEvent
+from .events import (
+    BOARD_SPENT,
+    PROPOSAL_DECIDED,
+    RUN_ENDED,
+    RUN_STARTED,
+    STATE_UPDATE,
+    STATE_VALUES,
+    STREAM_MODES,
+    RunEvent,
+)
 from .owners import dead_on_this_host, runner_owner
 from .result import RunResult
 from .session import BoardSession
@@ -159,6 +170,8 @@ class Runner:
         self.max_steps_override = max_steps
         self.owner = owner or runner_owner()
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
+        self._values_wanted = 0  # listeners streaming "values": only then is the state copied
+        self._values: dict[int, JSON] = {}
         self.session = BoardSession(
             store,
             board_id,
@@ -197,11 +210,50 @@ class Runner:
         return self.session.workers
 
     # -- events ---------------------------------------------------------------------------------
-    def events(self) -> AsyncIterator[RunEvent]:
-        """Subscribe now; iterate the run's events until it ends (call before run())."""
+    def events(self, modes: Sequence[str] | None = None) -> AsyncIterator[RunEvent]:
+        """Subscribe now; iterate the run's events until it ends (call before run()).
+
+        ``modes`` (default: ``("events",)``, the run events) picks what is streamed, any of
+        ``events``; ``updates`` (a ``state.update`` event per committed patch: seq, worker,
+        invocation, version and the patch as logged); ``values`` (a ``state.values`` event per
+        commit: seq, version and the state after it). Streaming only reads: the log is the same."""
+        chosen = tuple(modes) if modes is not None else ("events",)
+        for mode in chosen:
+            if mode not in STREAM_MODES:
+                raise InvalidInput(f"stream mode {mode!r} is not one of {', '.join(STREAM_MODES)}")
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
         self._listeners.append(queue)
-        return self._drain(queue)
+        if "values" in chosen:
+            self._values_wanted += 1
+        if chosen == ("events",):
+            return self._drain(queue)
+        return self._drain_modes(queue, frozenset(chosen))
+
+    async def _drain_modes(
+        self, queue: asyncio.Queue[RunEvent | None], modes: frozenset[str]
+    ) -> AsyncIterator[RunEvent]:
+        try:
+            async for event in self._drain(queue):
+                if "events" in modes:
+                    yield event
+                if event.kind != PROPOSAL_DECIDED or event.data.get("outcome") != "accepted":
+                    continue
+                seq = event.data.get("seq")
+                if not isinstance(seq, int):
+                    continue
+                if "updates" in modes:
+                    (record,) = await self.store.read_records(self.board_id, seq, limit=1)
+                    patch: JSON = orjson.loads(record.patch) if record.patch is not None else None
+                    yield RunEvent(STATE_UPDATE, self.board_id, {"seq": seq, "worker": record.worker,
+                                   "invocation": record.invocation, "version": record.version, "patch": patch})  # fmt: skip
+                if "values" in modes:
+                    state = self._values.get(seq)
+                    yield RunEvent(STATE_VALUES, self.board_id, {"seq": seq, "version": event.data.get("version"), "state": state})  # fmt: skip
+        finally:
+            if "values" in modes:
+                self._values_wanted -= 1
+                if not self._values_wanted:
+                    self._values.clear()
 
     async def _drain(self, queue: asyncio.Queue[RunEvent | None]) -> AsyncIterator[RunEvent]:
         try:
@@ -216,6 +268,15 @@ class Runner:
 
     def _emit(self, kind: str, **data: JSON) -> None:
         event = RunEvent(kind, self.board_id, data)
+        seq = data.get("seq")
+        if (
+            self._values_wanted
+            and kind == PROPOSAL_DECIDED
+            and data.get("outcome") == "accepted"
+            and isinstance(seq, int)
+        ):
+            # Copied now: by the time a listener reads the event the kernel may have moved on.
+            self._values[seq] = orjson.loads(orjson.dumps(self.kernel.state))
         for q in self._listeners:
             q.put_nowait(event)
 

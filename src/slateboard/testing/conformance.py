@@ -659,6 +659,29 @@ class StoreConformance:
         with pytest.raises(BoardNotFound):
             await store.wait_for_board("nope", 0.1)
 
+    async def test_watch_follows_appends_of_another_store_object_to_the_end(
+        self, store: Store, open_another: OpenStore
+    ) -> None:
+        from ..runtime.watch import watch
+
+        other = await open_another()
+        board = await Board.create(other)  # written through another connection, watched here
+        await board.step("w0", entry("w0", "first"))
+
+        async def write_then_end() -> None:
+            for i in range(4):
+                await asyncio.sleep(0.02)
+                await board.step(f"w{i % 3}", entry(f"w{i % 3}", f"n{i}"))
+            await other.set_status(board.board_id, "done", "finished: test")
+
+        async def follow(after: int) -> list[int]:
+            return [r.seq async for r in watch(store, board.board_id, after=after, poll=0.02)]
+
+        seen, _ = await asyncio.gather(follow(0), write_then_end())
+        assert seen == [1, 2, 3, 4, 5]  # every record once, in order, ending with the board
+        assert await follow(2) == [3, 4, 5]  # resumed from a seq: nothing lost or repeated
+        assert await follow(5) == []
+
     async def test_stalled_boards(self, store: Store) -> None:
         require(store, ScansStalledBoards)
         assert isinstance(store, ScansStalledBoards)
