@@ -1,0 +1,160 @@
+"""Spend ledgers: caps in dollars that concurrent boards can never jointly exceed.
+
+A caller reserves the worst case of a model call (prompt tokens + max_tokens, priced) before
+making it; ``reserve`` returns False, and nothing changes, when the reservation does not fit under
+the cap (``spent + reserved + amount <= cap``). After the call ``settle`` releases the reservation
+and adds what the call really cost. Amounts are kept in integer micro-dollars so sums are exact.
+
+``PostgresLedger`` makes the check and the reservation one ``UPDATE ... WHERE`` statement: the row
+lock it takes serializes reservations from every process, so boards sharing one ledger name
+cannot overshoot it together. Not yet wired into workers (see docs/money.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import InvalidInput, UnknownName
+
+MICRO = 1_000_000
+
+
+def to_micro(dollars: float) -> int:
+    """Dollars as integer micro-dollars, rounded up (a reservation never undercounts)."""
+    if isinstance(dollars, bool) or not isinstance(dollars, (int, float)) or not math.isfinite(dollars):
+        raise InvalidInput(f"ledger amount must be a finite number of dollars, got {dollars!r}")
+    if dollars < 0:
+        raise InvalidInput(f"ledger amount must be >= 0, got {dollars!r}")
+    return math.ceil(dollars * MICRO - 1e-9)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerState:
+    """A ledger's row: its cap (None: uncapped), what was spent and what is reserved, in dollars."""
+
+    name: str
+    cap: float | None
+    spent: float
+    reserved: float
+
+    def line(self) -> str:
+        """One line for a log or the CLI."""
+        cap = "none" if self.cap is None else f"${self.cap:.4f}"
+        return f"ledger {self.name}: cap {cap}, spent ${self.spent:.4f}, reserved ${self.reserved:.4f}"
+
+
+class Ledger(Protocol):
+    """What a worker needs of a ledger store."""
+
+    async def set_cap(self, name: str, cap: float | None) -> None: ...
+    async def reserve(self, name: str, amount: float) -> bool: ...
+    async def settle(self, name: str, reserved: float, actual: float) -> None: ...
+    async def state(self, name: str) -> LedgerState: ...
+
+
+class MemoryLedger:
+    """Ledgers of one process (an asyncio lock makes check-and-reserve atomic)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, list[int | None]] = {}
+        self._lock = asyncio.Lock()
+
+    async def set_cap(self, name: str, cap: float | None) -> None:
+        """Create the ledger or change its cap (spent and reserved are kept)."""
+        micro = None if cap is None else to_micro(cap)
+        async with self._lock:
+            row = self._rows.setdefault(name, [None, 0, 0])
+            row[0] = micro
+
+    async def reserve(self, name: str, amount: float) -> bool:
+        """Reserve ``amount`` if it fits under the cap; False (and no change) if not."""
+        micro = to_micro(amount)
+        async with self._lock:
+            cap, spent, reserved = self._row(name)
+            if cap is not None and spent + reserved + micro > cap:
+                return False
+            self._rows[name][2] = reserved + micro
+            return True
+
+    async def settle(self, name: str, reserved: float, actual: float) -> None:
+        """Release ``reserved`` and add ``actual`` to what was spent."""
+        r, a = to_micro(reserved), to_micro(actual)
+        async with self._lock:
+            _, spent, held = self._row(name)
+            self._rows[name][1:] = [spent + a, max(held - r, 0)]
+
+    async def state(self, name: str) -> LedgerState:
+        """The ledger's row; ``UnknownName`` if it was never created."""
+        cap, spent, reserved = self._row(name)
+        return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
+
+    def _row(self, name: str) -> tuple[int | None, int, int]:
+        row = self._rows.get(name)
+        if row is None:
+            raise UnknownName(f"unknown ledger {name!r} (known: {', '.join(sorted(self._rows)) or 'none'})")
+        cap, spent, reserved = row
+        assert spent is not None and reserved is not None
+        return cap, spent, reserved
+
+
+_TABLE = "slateboard_ledger"
+
+
+class PostgresLedger:
+    """Ledgers in PostgreSQL, shared by every process that connects to ``dsn``."""
+
+    def __init__(self, dsn: str, *, table: str = _TABLE) -> None:
+        if not table.replace("_", "").isalnum():
+            raise InvalidInput(f"ledger table name must be letters, digits and '_', got {table!r}")
+        self._dsn = dsn
+        self._table = table
+
+    async def _exec(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as conn:
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._table} (name TEXT PRIMARY KEY, cap BIGINT, "
+                "spent BIGINT NOT NULL DEFAULT 0, reserved BIGINT NOT NULL DEFAULT 0)"
+            )
+            cur = await conn.execute(sql.format(t=self._table), params)
+            return list(await cur.fetchall()) if cur.description else []
+
+    async def set_cap(self, name: str, cap: float | None) -> None:
+        """Create the ledger or change its cap (spent and reserved are kept)."""
+        micro = None if cap is None else to_micro(cap)
+        await self._exec(
+            "INSERT INTO {t} (name, cap) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET cap = EXCLUDED.cap",
+            (name, micro),
+        )
+
+    async def reserve(self, name: str, amount: float) -> bool:
+        """One atomic statement: reserve only if ``spent + reserved + amount <= cap``."""
+        micro = to_micro(amount)
+        rows = await self._exec(
+            "UPDATE {t} SET reserved = reserved + %s WHERE name = %s "
+            "AND (cap IS NULL OR spent + reserved + %s <= cap) RETURNING name",
+            (micro, name, micro),
+        )
+        if rows:
+            return True
+        await self.state(name)  # UnknownName for a ledger that does not exist
+        return False
+
+    async def settle(self, name: str, reserved: float, actual: float) -> None:
+        """Release ``reserved`` and add ``actual`` to what was spent (one statement)."""
+        await self._exec(
+            "UPDATE {t} SET reserved = GREATEST(reserved - %s, 0), spent = spent + %s WHERE name = %s",
+            (to_micro(reserved), to_micro(actual), name),
+        )
+
+    async def state(self, name: str) -> LedgerState:
+        """The ledger's row; ``UnknownName`` if it was never created."""
+        rows = await self._exec("SELECT cap, spent, reserved FROM {t} WHERE name = %s", (name,))
+        if not rows:
+            raise UnknownName(f"unknown ledger {name!r}")
+        cap, spent, reserved = rows[0]
+        return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
