@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import cel
-
 from ..errors import UsageError, detached
 from .celcost import CostModel, deep_collection_max
 
@@ -155,6 +153,8 @@ class SharedContext:
     """
 
     def __init__(self, variables: dict[str, Any]) -> None:
+        import cel  # lazily: the package's __init__ imports its REPL (prompt_toolkit, ~0.1 s)
+
         self.context = cel.Context(variables=variables)
         self.values = dict(variables)
         self._deep: dict[str, int] = {}
@@ -189,6 +189,8 @@ def compile_cel(
             f"comprehensions (all/exists/map/filter) nest {nesting} deep, over the limit of {max_nesting}"
             " (limits.cel_nesting)"
         )
+    import cel  # lazily, as in SharedContext
+
     try:
         program = cel.compile(source)
     except BaseException as exc:  # a Rust panic is a BaseException: never let it escape
