@@ -53,7 +53,7 @@ class ApiError(UsageError):
 
 def board_json(info: BoardInfo) -> dict[str, JSON]:
     """A board's header as the API shows it (the same fields as ``slateboard boards --json``);
-    ``end_status`` (solved, exhausted, failed, paused, running) is what the badges show."""
+    ``end_status`` (solved, exhausted, failed, paused, interrupted, running) is what the badges show."""
     from ..status import end_status
 
     return {

@@ -199,7 +199,7 @@
   }
 
   // One mapping (slateboard.status.end_status, computed by the server): solved, exhausted,
-  // failed, paused or running; the stored lifecycle status is the tooltip.
+  // failed, paused, interrupted or running; the stored lifecycle status is the tooltip.
   function badge(b, testid) {
     const shown = b.end_status || b.status;
     const attrs = { class: "badge " + shown, text: shown, title: "status: " + b.status };
