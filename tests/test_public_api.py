@@ -16,6 +16,8 @@ EXPECTED = {
     # blueprints
     "Architect",
     "Blueprint",
+    "Board",
+    "ref",
     "CompiledBlueprint",
     "compile_blueprint",
     "load_blueprint",

@@ -21,6 +21,7 @@ details, but their layout may change; these names do not change without notice.
 from . import _native
 from .architect import Architect, ArchitectError
 from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint
+from .builder import Board, ref
 from .errors import RunError, SlateboardError, StoreError, UsageError
 from .kernel import (
     Decision,
@@ -50,6 +51,7 @@ __all__ = [
     "ArchitectError",
     "Blueprint",
     "BlueprintError",
+    "Board",
     "BoardNotFound",
     "CompiledBlueprint",
     "Conflict",
@@ -79,5 +81,6 @@ __all__ = [
     "create_board",
     "load_blueprint",
     "open_store",
+    "ref",
     "replay",
 ]

@@ -260,6 +260,23 @@ class Blueprint(_Strict):
                     del limits[key]
         return out
 
+    def to_yaml(self) -> str:
+        """The blueprint as YAML text; ``Blueprint.from_yaml(bp.to_yaml())`` compiles to the same digest
+        (the text is ``to_json()`` written as block YAML, keys in their model order)."""
+        import yaml  # a lazy import: YAML is only needed by this serialisation
+
+        text: str = yaml.safe_dump(self.to_json(), sort_keys=False, allow_unicode=True, width=100)
+        return text
+
+    @classmethod
+    def from_yaml(cls, text: str) -> Blueprint:
+        """The blueprint in YAML ``text`` (parsed with the same bounded safe loader as blueprint files).
+        Raises pydantic's ValidationError on a malformed blueprint; ``load_blueprint`` gives the
+        one-report BlueprintError instead."""
+        from .loading import parse_blueprint_text
+
+        return cls.model_validate(parse_blueprint_text(text))
+
 
 _LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []),)
 _LATE_LIMIT_DEFAULTS: tuple[tuple[str, Any], ...] = (("max_refusals", 2),)

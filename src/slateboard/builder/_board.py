@@ -1,0 +1,191 @@
+"""``Board``: a blueprint declared in Python, producing the same ``Blueprint`` model as YAML.
+
+The builder is a front, not a second engine: ``Board.blueprint()`` is a plain ``Blueprint`` (so
+``to_yaml()`` and back give the same digest) and ``Board.build()`` goes through the one-report
+``compile_blueprint``. Contract paths are pointer-pattern strings or ``ref(State, selector)``
+typed paths. Rules, invariants, ``done`` and ``fail`` are CEL strings: CEL is the logged,
+replayable form. A Python invariant (``python_invariant``) is accepted because the kernel logs
+its verdict (a rejection reason) like any invariant's; it must be a pure function of the node.
+Every mistake the builder can see (a duplicate worker name, a function whose signature is not a
+function worker's, a state that is not a pydantic model) is a BlueprintError raised while the
+board is being declared or built, naming the worker and the field, never during a run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ..blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
+from ..blueprint.models import Blueprint, InvariantSpec, OpName, RuleSpec, Trigger, TriggerOp, WorkerSpec
+
+__all__ = ["Board"]
+
+S = TypeVar("S", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+
+_FUNCTION_EXTRAS = frozenset({"event", "feedback"})
+
+
+def _error(where: str, message: str) -> BlueprintError:
+    return BlueprintError([BlueprintIssue(where, message)])
+
+
+class Board(Generic[S]):
+    """A blueprint under construction over the state model ``state`` (a pydantic model class).
+
+    The state schema is ``state.model_json_schema()``; slateboard keywords (``x-refers-to``...)
+    go in ``Field(json_schema_extra={...})``. ``initial`` is the initial state (default: the
+    model's defaults).
+    """
+
+    def __init__(self, name: str, state: type[S], *, initial: S | None = None, description: str = "") -> None:
+        if not (isinstance(state, type) and issubclass(state, BaseModel)):
+            raise _error("schema", f"Board(state=...) takes a pydantic model class, got {state!r}")
+        self.name = name
+        self.state = state
+        self.description = description
+        self._initial = initial
+        self._workers: dict[str, WorkerSpec] = {}
+        self._functions: dict[str, Callable[..., Any]] = {}
+        self._rules: list[RuleSpec] = []
+        self._invariants: list[InvariantSpec] = []
+        self._python_invariants: list[tuple[str, Callable[..., Any], str | None]] = []
+        self._extra: dict[str, Any] = {}
+
+    def _add(self, name: str, spec: dict[str, Any]) -> None:
+        if name in self._workers:
+            raise _error(f"workers/{name}", f"worker {name!r} is declared twice")
+        try:
+            self._workers[name] = WorkerSpec.model_validate(spec)
+        except ValueError as exc:
+            raise _error(
+                f"workers/{name}", str(exc).splitlines()[0] + ": " + " ".join(str(exc).splitlines()[1:3])
+            ) from None
+
+    def llm_worker(
+        self,
+        name: str,
+        *,
+        instruction: str,
+        reads: Sequence[str],
+        writes: Sequence[str],
+        ops: Sequence[OpName] = ("add", "replace", "test"),
+        model: str | None = None,
+        view_budget: int = 4000,
+        max_invocations: int | None = None,
+    ) -> None:
+        """Declare an LLM worker: its role instruction, model string and read/write contract."""
+        spec: dict[str, Any] = {
+            "instruction": instruction,
+            "reads": list(reads),
+            "writes": list(writes),
+            "ops": list(ops),
+            "view_budget": view_budget,
+        }
+        if model is not None:
+            spec["model"] = model
+        if max_invocations is not None:
+            spec["max_invocations"] = max_invocations
+        self._add(name, spec)
+
+    def function(
+        self,
+        *,
+        reads: Sequence[str],
+        writes: Sequence[str],
+        ops: Sequence[OpName] = ("add", "replace", "test"),
+        name: str | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator declaring a function worker. The function takes the view as its first
+        parameter (optionally ``event`` and ``feedback`` after it) and returns a patch. It must be
+        defined at module level: the blueprint refers to it as ``"module:qualname"``."""
+
+        def declare(fn: F) -> F:
+            worker = name or fn.__name__
+            where = f"workers/{worker}/function"
+            if not callable(fn):
+                raise _error(where, f"{fn!r} is not callable")
+            params = list(inspect.signature(fn).parameters.values())
+            if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+                raise _error(where, f"{fn.__qualname__} must take the view as its first positional parameter")
+            unknown = [p.name for p in params[1:] if p.name not in _FUNCTION_EXTRAS and p.default is p.empty]
+            if unknown:
+                raise _error(
+                    where,
+                    f"{fn.__qualname__} has parameters {unknown} a function worker is never given "
+                    "(after the view only 'event' and 'feedback')",
+                )
+            if "<locals>" in fn.__qualname__:
+                raise _error(where, f"{fn.__qualname__} is defined inside a function; declare it at module level")
+            self._add(
+                worker,
+                {
+                    "function": f"{fn.__module__}:{fn.__qualname__}",
+                    "reads": list(reads),
+                    "writes": list(writes),
+                    "ops": list(ops),
+                },
+            )
+            self._functions[worker] = fn
+            return fn
+
+        return declare
+
+    def rule(
+        self,
+        invoke: str,
+        *,
+        on: TriggerOp = "any",
+        path: str = "",
+        when: str | None = None,
+        name: str | None = None,
+        priority: int = 0,
+    ) -> None:
+        """Wake worker ``invoke`` after a committed ``on`` change at ``path`` when CEL ``when`` holds."""
+        self._rules.append(
+            RuleSpec(name=name, on=Trigger(op=on, path=path), when=when, invoke=invoke, priority=priority)
+        )
+
+    def invariant(self, rule: str, *, at: str = "", message: str | None = None, name: str | None = None) -> None:
+        """A CEL invariant every committed state must satisfy at location pattern ``at``."""
+        self._invariants.append(InvariantSpec(name=name, at=at, rule=rule, message=message))
+
+    def python_invariant(self, at: str, func: Callable[..., Any], *, name: str | None = None) -> None:
+        """A Python invariant (``func(ctx)`` returns None or the rejection reason); its verdict is
+        logged like a CEL one. It is not part of the blueprint's YAML or digest."""
+        self._python_invariants.append((at, func, name))
+
+    def settings(self, **members: Any) -> None:
+        """Other blueprint members (``done``, ``fail``, ``answer``, ``limits``, ``circuit``...)."""
+        self._extra.update(members)
+
+    def blueprint(self) -> Blueprint:
+        """The declared board as a ``Blueprint`` model (shape-checked; ``build()`` checks the rest)."""
+        initial = self._initial if self._initial is not None else None
+        data: dict[str, Any] = {
+            "name": self.name,
+            "schema": self.state.model_json_schema(),
+            "initial_state": initial.model_dump(mode="json", by_alias=True, exclude_none=True) if initial else {},
+            "workers": {k: v.model_dump(mode="json", exclude_none=True) for k, v in self._workers.items()},
+            "rules": [r.model_dump(mode="json", exclude_none=True) for r in self._rules],
+            "invariants": [i.model_dump(mode="json", exclude_none=True) for i in self._invariants],
+            **self._extra,
+        }
+        if self.description:
+            data["description"] = self.description
+        try:
+            return Blueprint.model_validate(data)
+        except ValueError as exc:
+            raise _error("", str(exc)) from None
+
+    def build(self) -> CompiledBlueprint:
+        """Compile the board with the one-report validation of the YAML route (BlueprintError lists
+        every issue); ``typed_state(result.state)`` then gives a ``state`` instance."""
+        compiled = compile_blueprint(self.blueprint(), source_label=f"board {self.name}", schema=self.state)
+        for at, func, name in self._python_invariants:
+            compiled.add_invariant(at, func, name=name)
+        return compiled
