@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 
@@ -25,10 +24,6 @@ def _reply(path: str, value: object) -> str:
     return json.dumps({"patch": [{"op": "add", "path": path, "value": value}]})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not finished: the scripted writer's proposals are not committed (notes stay []), undiagnosed at the deadline",
-)
 async def test_first_team_on_a_scripted_model(tmp_path: Path) -> None:
     replies = [
         _reply("/notes/-", "Bring bread"),
@@ -39,10 +34,10 @@ async def test_first_team_on_a_scripted_model(tmp_path: Path) -> None:
     assert state.notes == ["Bring bread", "Bring fruit"] and state.answer == "Bread and fruit"
 
 
-@pytest.mark.skipif(
-    not os.environ.get("SLATEBOARD_LOCAL_MODEL_TESTS"),
-    reason="set SLATEBOARD_LOCAL_MODEL_TESTS=1 to run the local model",
-)
+@pytest.mark.slow
 async def test_first_team_on_the_local_model(tmp_path: Path) -> None:
+    """The README's first team on the embedded default model: it ends with notes and an answer."""
+    pytest.importorskip("llama_cpp", reason="the local extra (llama-cpp-python) is not installed")
     state = await _example().main("local", f"sqlite:///{tmp_path / 'b.db'}")
-    assert isinstance(state.notes, list)
+    assert state.notes and all(isinstance(n, str) and n for n in state.notes)
+    assert state.answer

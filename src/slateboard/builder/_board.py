@@ -165,7 +165,7 @@ class Board(Generic[S]):
 
     def blueprint(self) -> Blueprint:
         """The declared board as a ``Blueprint`` model (shape-checked; ``build()`` checks the rest)."""
-        initial = self._initial if self._initial is not None else None
+        initial = self._initial if self._initial is not None else self._defaults()
         data: dict[str, Any] = {
             "name": self.name,
             "schema": self.state.model_json_schema(),
@@ -181,6 +181,17 @@ class Board(Generic[S]):
             return Blueprint.model_validate(data)
         except ValueError as exc:
             raise _error("", str(exc)) from None
+
+    def _defaults(self) -> S:
+        """The state model's defaults (the initial state when none was given); a BlueprintError
+        at ``initial_state`` when a field has no default."""
+        try:
+            return self.state()
+        except ValueError as exc:  # pydantic's ValidationError
+            missing = ", ".join(str(e["loc"][0]) for e in getattr(exc, "errors", list)() if e.get("loc")) or str(exc)
+            raise _error(
+                "/initial_state", f"{self.state.__name__} has fields without a default ({missing}): pass initial=..."
+            ) from None
 
     def build(self) -> CompiledBlueprint:
         """Compile the board with the one-report validation of the YAML route (BlueprintError lists
