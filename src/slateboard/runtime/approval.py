@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..blueprint.compile import compile_blueprint
+from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..errors import UsageError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel, Proposal
 from ..kernel.pointer import Pattern, parse_pointer, region_contains
 from ..kernel.record import Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
-from ..stores.base import AgendaChanges, Store
+from ..stores.base import AgendaChanges, LoadedBoard, Store
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
 from .step import FAILED_RECORD_KIND, append_decision, cas_retry
@@ -56,7 +56,11 @@ async def refuse(store: Store, board_id: str, seq: int, *, by: str = "human", no
     return await _decide(store, board_id, seq, "refused", by, note)
 
 
-async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str, note: str) -> Record:
+async def _held(
+    store: Store, board_id: str, seq: int
+) -> tuple[LoadedBoard, list[Record], Held, CompiledBlueprint, Kernel]:
+    """The board, its log, held record ``seq`` and the kernel at the board's head; ApprovalError
+    when ``seq`` is not a held proposal awaiting a decision or the board cannot be loaded."""
     loaded = await store.load_board(board_id)
     records = await store.read_records(board_id)
     held = next((h for h in waiting_approvals(records) if h.seq == seq), None)
@@ -70,6 +74,11 @@ async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str,
         kernel = kernel_from(blueprint, loaded)
     except RunnerError as exc:
         raise ApprovalError(str(exc)) from None
+    return loaded, records, held, blueprint, kernel
+
+
+async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str, note: str) -> Record:
+    _loaded, records, held, blueprint, kernel = await _held(store, board_id, seq)
     reason = f"{by} {decision} record {seq}" + (f": {note}" if note else "")
     meta: dict[str, JSON] = {"record": seq, "decision": decision, "by": by, "worker": held.worker, "patch": held.patch}
     changes = AgendaChanges()
@@ -164,19 +173,7 @@ async def approve_edited(
         raise ApprovalError(f"board {board_id}: the edited patch for record {seq} is not JSON ({exc})") from None
     if not isinstance(value, list) or not all(isinstance(op, dict) for op in value):
         raise ApprovalError(f"board {board_id}: the edited patch for record {seq} is not a JSON array of operations")
-    loaded = await store.load_board(board_id)
-    records = await store.read_records(board_id)
-    held = next((h for h in waiting_approvals(records) if h.seq == seq), None)
-    if held is None:
-        waiting = ", ".join(str(h.seq) for h in waiting_approvals(records)) or "none"
-        raise ApprovalError(
-            f"board {board_id}: record {seq} is not a held proposal awaiting a decision (waiting: {waiting})"
-        )
-    try:
-        blueprint = compile_blueprint(loaded.blueprint)
-        kernel = kernel_from(blueprint, loaded)
-    except RunnerError as exc:
-        raise ApprovalError(str(exc)) from None
+    _loaded, _records, held, blueprint, kernel = await _held(store, board_id, seq)
     for op in value:
         for key in ("path", "from"):
             where = op.get(key)
