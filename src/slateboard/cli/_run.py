@@ -22,6 +22,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from ..models.pricing import format_cost
 from ..progress import follow
 from ._common import (
     ApiKeyEnvOption,
@@ -498,6 +499,7 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
         more = len(reasons) - len(shown)
         grid.add_row("rejections", Group(*shown, *([Text(f"... and {more} more reason(s)")] if more > 0 else [])))
     grid.add_row("tokens", f"{result.total_tokens:,}")
+    grid.add_row("cost", format_cost(result.cost_usd))
     out.print(Panel(grid, title="Audit", title_align="left"))
     for title, usage in (("component", result.usage), ("worker", result.usage_by_worker)):
         if not usage:

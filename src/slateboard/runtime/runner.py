@@ -45,7 +45,8 @@ from ..stores.base import Claim, ClaimRequest, LeaseLost, Store
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
 from .events import BOARD_SPENT, RUN_ENDED, RUN_STARTED, RunEvent
-from .result import RunResult
+from .ledger import Ledger, spend_limits
+from .result import RunResult, price_table
 from .session import BoardSession
 from .step import StepOutcome
 
@@ -132,6 +133,8 @@ class Runner:
         lease_s: float = 60.0,
         max_steps: int | None = None,
         owner: str | None = None,
+        max_cost: float | None = None,
+        ledgers: Sequence[tuple[Ledger, str]] = (),
     ) -> None:
         if parallel != "auto" and parallel < 1:
             raise InvalidInput("parallel must be >= 1 or 'auto'")
@@ -167,6 +170,7 @@ class Runner:
             emit=self._emit,
             keep_history=False,
         )
+        self._spend = spend_limits(max_cost, ledgers)
         self._opened = False
         self._control_spent = Usage(component="control")
         """The control unit's usage already logged (``_note_control_spend``)."""
@@ -219,6 +223,10 @@ class Runner:
     async def open(self) -> None:
         """Load the board from the store and rebuild kernel, scheduler and agenda."""
         await self.session.load()
+        if self._spend is not None and self.session.spend_guard is None:
+            # issue 33: a hard cap, held by reserving each LLM call's worst case before it is made
+            prices = price_table(self.session.blueprint.spec.limits.prices)
+            self.session.arm_spend(await self._spend.guard(prices))
         if self._control_name is not None:
             # A control unit chosen by name (the CLI's --control) is built for this board.
             self.control = make_control(
