@@ -149,3 +149,33 @@ async def test_cli_bad_cap_is_a_one_line_usage_error(fake: StubServer, tmp_path:
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and "--max-cost" in lines[0] and repr(bad) in lines[0]
     assert fake.requests == []  # nothing ran
+
+
+async def test_two_boards_on_one_postgres_ledger_never_exceed_it_together(fake: StubServer) -> None:
+    import os
+    import uuid
+
+    from slateboard.runtime.ledger import PostgresLedger
+
+    dsn = os.environ.get("SLATEBOARD_TEST_PG")
+    if not dsn:
+        pytest.skip("SLATEBOARD_TEST_PG not set: no PostgreSQL to share a ledger on")
+    table = f"ledger_cap_{uuid.uuid4().hex[:10]}"
+    shared = PostgresLedger(dsn, table=table)
+    await shared.set_cap("tenant", 0.005)
+    try:
+        import asyncio
+
+        first, second = await asyncio.gather(
+            _run(fake, ledgers=[(shared, "tenant")]), _run(fake, ledgers=[(shared, "tenant")])
+        )
+        assert first[0].end_reason == second[0].end_reason == "budget:tenant"
+        state = await shared.state("tenant")
+        assert state.reserved == 0 and state.spent <= 0.005
+        assert state.spent == pytest.approx(len(fake.requests) * 320 / 1e6)
+        assert (first[0].cost_usd or 0) + (second[0].cost_usd or 0) == pytest.approx(state.spent)
+    finally:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(f"DROP TABLE IF EXISTS {table}")
