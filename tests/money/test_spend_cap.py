@@ -179,3 +179,9 @@ async def test_two_boards_on_one_postgres_ledger_never_exceed_it_together(fake: 
 
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             await conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+async def test_cli_summary_shows_the_cost(fake: StubServer, tmp_path: Path) -> None:
+    _code, out, err = await _cli(tmp_path, fake)
+    assert len(fake.requests) == 30, err
+    assert f"${30 * 320 / 1e6:.4f}" in out and "cost" in out
