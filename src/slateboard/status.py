@@ -100,7 +100,7 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
         return "failed"
     if text in _SOLVED:
         return "solved"
-    if text in _EXHAUSTED or text.startswith("circuit") or text.startswith("max_"):
+    if text in _EXHAUSTED or text.startswith(("circuit", "max_", "budget:")):
         return "exhausted"
     # agenda_empty, control, or a reason this mapping does not know: the answer decides.
     return "solved" if answered else "exhausted"

@@ -7,6 +7,7 @@ import copy
 import json
 from typing import Any
 
+from slateboard.models.pricing import PriceTable
 from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board
 from slateboard.runtime.accounting import Accounts
@@ -37,7 +38,7 @@ async def run(limits: dict[str, Any]) -> tuple[Any, Accounts, CoordinatorControl
     board = await create_board(store, bp)
     unit = CoordinatorControl(ScriptedModel([json.dumps({"choice": "a"})], cycle=True), ask_when_single=True)
     result = await Runner(store, board, functions={"a": note}, control=unit).run()
-    prices = {m: (p["input"], p["output"]) for m, p in limits.get("prices", {}).items()}
+    prices = PriceTable.from_mapping(limits.get("prices", {}))
     accounts = Accounts.of(await store.read_records(board), prices=prices)
     await store.close()
     return result, accounts, unit

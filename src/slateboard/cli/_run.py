@@ -23,6 +23,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from ..models.pricing import format_cost
 from ..progress import follow
 from ._common import (
     ApiKeyEnvOption,
@@ -226,6 +227,22 @@ def run_command(
         ),
     ] = None,
     as_json: JsonOption = False,
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            help="Hard spend cap in dollars: each LLM call's worst case is reserved first; a call that does not fit is not made and the run ends budget:board.",
+        ),
+    ] = None,
+    ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--ledger",
+            metavar="NAME",
+            help="Also reserve every LLM call against this named ledger in the PostgreSQL store (shared by boards and processes).",
+        ),
+    ] = None,
 ) -> None:
     """Create a board from a blueprint file or template and run it to its end.
 
@@ -236,6 +253,7 @@ def run_command(
     Exit code 1 when the circuit policy halted the run (the board is marked failed).
     """
     _parallel(parallel)  # a bad --parallel fails before a board is created
+    cap = _max_cost(max_cost)
     compiled, path = load_blueprint_or_template(blueprint)
     add_import_paths(Path.cwd(), path.parent if path is not None else None)
     initial = _inputs(compiled, task, inputs or [], blueprint)
@@ -250,6 +268,7 @@ def run_command(
         from ..runtime import create_board
 
         async with opened_store(store) as st:
+            spend = {"max_cost": cap, "ledgers": await _ledgers(store, ledger)}
             # Where the blueprint's function workers are imported from, so `resume` finds them too.
             meta = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
             board_id = await create_board(st, compiled, inputs=initial, name=name, meta=meta)
@@ -257,7 +276,16 @@ def run_command(
             label = name or compiled.spec.name
             if not servers:
                 return await _drive(
-                    st, board_id, label, resolved, parallel, max_steps, steps_limit, as_json, control=control
+                    st,
+                    board_id,
+                    label,
+                    resolved,
+                    parallel,
+                    max_steps,
+                    steps_limit,
+                    as_json,
+                    control=control,
+                    spend=spend,
                 )
             from contextlib import AsyncExitStack
 
@@ -276,9 +304,41 @@ def run_command(
                     as_json,
                     tools=tools,
                     control=control,
+                    spend=spend,
                 )
 
     _finish_run(go, created, compiled, store, as_json)
+
+
+def _max_cost(value: str | None) -> float | None:
+    """``--max-cost``: a finite number of dollars > 0 (a one-line usage error otherwise)."""
+    if value is None:
+        return None
+    try:
+        cap = float(value)
+    except ValueError:
+        cap = float("nan")
+    if not (cap > 0 and cap != float("inf")):
+        raise CliError(f"--max-cost: expected a number of dollars > 0, got {value!r}", code=EXIT_USAGE)
+    return cap
+
+
+async def _ledgers(store: str | None, name: str | None) -> list[Any]:
+    """``--ledger NAME``: the named ledger of a PostgreSQL store, which must exist (its cap is set
+    with ``PostgresLedger.set_cap``); a one-line usage error otherwise."""
+    if name is None:
+        return []
+    from ..errors import UnknownName
+    from ..runtime.ledger import PostgresLedger
+
+    if store is None or not store.startswith(("postgresql://", "postgres://")):
+        raise CliError("--ledger needs a PostgreSQL store (--store postgresql://...)", code=EXIT_USAGE)
+    shared = PostgresLedger(store)
+    try:
+        await shared.state(name)
+    except UnknownName as exc:
+        raise CliError(f"--ledger: {exc}", code=EXIT_USAGE) from None
+    return [(shared, name)]
 
 
 def _mcp_servers(compiled: CompiledBlueprint, pairs: list[str]) -> dict[str, list[str]]:
@@ -399,6 +459,7 @@ async def _drive(
     as_json: bool,
     tools: Any = None,
     control: str = "agenda",
+    spend: dict[str, Any] | None = None,
 ) -> tuple[RunResult, list[Record], BoardInfo]:
     from ..runtime import Runner
     from ..scheduling.units import CONTROL_UNITS
@@ -406,7 +467,14 @@ async def _drive(
     if control not in CONTROL_UNITS:
         raise CliError(f"--control: expected one of {', '.join(CONTROL_UNITS)}, got {control!r}", code=EXIT_USAGE)
     runner = Runner(
-        st, board_id, model=model, parallel=_parallel(parallel), max_steps=max_steps, tools=tools, control=control
+        st,
+        board_id,
+        model=model,
+        parallel=_parallel(parallel),
+        max_steps=max_steps,
+        tools=tools,
+        control=control,
+        **(spend or {}),
     )
     if as_json:
         result = await runner.run()
@@ -540,6 +608,7 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
         more = len(reasons) - len(shown)
         grid.add_row("rejections", Group(*shown, *([Text(f"... and {more} more reason(s)")] if more > 0 else [])))
     grid.add_row("tokens", f"{result.total_tokens:,}")
+    grid.add_row("cost", format_cost(result.cost_usd))
     out.print(Panel(grid, title="Audit", title_align="left"))
     for title, usage in (("component", result.usage), ("worker", result.usage_by_worker)):
         if not usage:

@@ -14,8 +14,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidInput
+from .errors import ModelError
 
 FREE_PROVIDERS = ("local", "scripted", "replay")
 """Model string prefixes that cost nothing (in-process or replayed models)."""
@@ -64,11 +66,27 @@ def _price(model: str, entry: object) -> Price:
     )
 
 
+_GENAI: list[Any] = []
+"""``[Usage, calc_price]`` of genai-prices, ``[None]`` once its import failed: a failed import is
+not cached by Python, and results price every record of a log."""
+
+
+def _genai() -> Any:
+    if not _GENAI:
+        try:  # optional: absent means "unknown"
+            from genai_prices import Usage, calc_price  # type: ignore[import-not-found,unused-ignore]
+
+            _GENAI.extend((Usage, calc_price))
+        except ImportError:
+            _GENAI.append(None)
+    return None if _GENAI[0] is None else _GENAI
+
+
 def _genai_price(model: str, tokens_in: int, tokens_out: int, cached_in: int) -> float | None:
-    try:  # optional: absent, or a model it does not know, means "unknown"
-        from genai_prices import Usage, calc_price  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
+    found = _genai()
+    if found is None:
         return None
+    Usage, calc_price = found
     _, _, name = model.partition(":") if ":" in model.split("/")[0] else ("", "", model)
     name = name.split("@", 1)[0]
     try:
@@ -133,6 +151,15 @@ class PriceTable:
         if self.use_genai_prices:
             return _genai_price(model, tokens_in, tokens_out, cached_in)
         return None
+
+
+class SpendRefused(ModelError):
+    """A model call was not made: its worst-case cost did not fit under a spend ledger's cap
+    (or the model has no price, so no cap can bound it). ``ledger`` names the ledger."""
+
+    def __init__(self, model: str, ledger: str, detail: str) -> None:
+        self.ledger = ledger
+        super().__init__(model, f"budget:{ledger}: {detail}")
 
 
 def is_free(model: str) -> bool:

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, RECORD_KIND, TIGHTEN_BUDGET
 from ..kernel.record import Record
+from ..models.pricing import PriceTable
 from .boards import Held, ends_run, held_of
 from .events import INVOCATION_FAILED
+from .result import record_cost
 
 RECENT_REJECTIONS = 3
 """Rejections per worker a view shows (the newest)."""
@@ -49,10 +51,14 @@ class Accounts:
     budgets: dict[str, int] = field(default_factory=dict)
     halted: str | None = None
     ended_at_head: bool = False
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """Per model (``*``: any other): (input, output) price per million tokens."""
+    prices: PriceTable | None = None
+    """The board's price table (``runtime.result.price_table``); None: nothing is priced."""
     cost: float = 0.0
-    """The priced tokens of every record noted (``prices``; unpriced models cost nothing)."""
+    """The priced tokens of every record noted (``prices``). An unpriced model adds nothing here
+    (the ``max_cost`` check cannot price it) and sets ``unpriced``; results show such a cost as
+    unknown."""
+    unpriced: bool = False
+    """True once a record with tokens had a model ``prices`` does not know."""
     lost: list[str] = field(default_factory=list)
     """Ids of the invocations that failed (``invocation.failed`` records) since the last run end."""
     held: dict[int, Record] = field(default_factory=dict)
@@ -80,10 +86,10 @@ class Accounts:
         *,
         tail_size: int = 64,
         keep_history: bool = True,
-        prices: dict[str, tuple[float, float]] | None = None,
+        prices: PriceTable | None = None,
     ) -> Accounts:
         """The accounts of a log, folded record by record with ``note``."""
-        accounts = cls(tail_size, keep_history, prices=dict(prices or {}))
+        accounts = cls(tail_size, keep_history, prices=prices)
         for rec in records:
             accounts.note(rec)
         return accounts
@@ -96,11 +102,12 @@ class Accounts:
         if rec.kind == "proposal":
             self.steps += 1
         self.tokens += rec.usage.tokens_in + rec.usage.tokens_out
-        if self.prices and (rec.usage.tokens_in or rec.usage.tokens_out):
-            model = rec.meta.get("model")
-            price = self.prices.get(model if isinstance(model, str) else "*") or self.prices.get("*")
-            if price is not None:
-                self.cost += (rec.usage.tokens_in * price[0] + rec.usage.tokens_out * price[1]) / 1e6
+        if self.prices is not None and (rec.usage.tokens_in or rec.usage.tokens_out):
+            cost = record_cost(rec, self.prices)
+            if cost is None:
+                self.unpriced = True
+            else:
+                self.cost += cost
         if rec.outcome == "rejected" and rec.worker:
             self.rejections[rec.worker].append(rec)
         elif rec.outcome == "held" and rec.seq not in self.decided:

@@ -20,7 +20,7 @@ from ..kernel.pointer import MISSING, parse_pointer, resolve
 from ..kernel.record import Record
 from ..kernel.replay import replay
 from ..stores.base import LoadedBoard, Store
-from .result import RunResult, usage_by
+from .result import RunResult, cost_by, cost_of, price_table, usage_by
 
 RUN_RECORD_KIND = "run"
 RUN_ENDED = "run.ended"
@@ -109,7 +109,9 @@ def answer_of(blueprint: CompiledBlueprint, state: JSON) -> JSON:
 def make_result(
     board_id: str, blueprint: CompiledBlueprint, state: JSON, version: int, reason: str, records: Sequence[Record]
 ) -> RunResult:
-    """The RunResult of a board from its state and its whole log (counts are over the log)."""
+    """The RunResult of a board from its state and its whole log (counts and cost are over the log)."""
+    table = price_table(blueprint.spec.limits.prices)
+    proposals = [r for r in records if r.kind == "proposal"]
     return RunResult(
         board_id=board_id,
         state=state,
@@ -121,7 +123,10 @@ def make_result(
         rejected=sum(r.outcome == "rejected" for r in records),
         steps=sum(r.kind == "proposal" for r in records),
         usage=usage_by(records, "component"),
-        usage_by_worker=usage_by([r for r in records if r.kind == "proposal"], "worker"),
+        usage_by_worker=usage_by(proposals, "worker"),
+        cost_usd=cost_of(records, table),
+        cost_by_component=cost_by(records, "component", table),
+        cost_by_worker=cost_by(proposals, "worker", table),
     )
 
 

@@ -7,17 +7,19 @@ and adds what the call really cost. Amounts are kept in integer micro-dollars so
 
 ``PostgresLedger`` makes the check and the reservation one ``UPDATE ... WHERE`` statement: the row
 lock it takes serializes reservations from every process, so boards sharing one ledger name
-cannot overshoot it together. Not yet wired into workers (see docs/money.md).
+cannot overshoot it together. ``SpendGuard`` is what an LLM worker calls around each model call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InvalidInput, UnknownName
+from ..models.pricing import PriceTable, SpendRefused
 
 MICRO = 1_000_000
 
@@ -158,3 +160,82 @@ class PostgresLedger:
             raise UnknownName(f"unknown ledger {name!r}")
         cap, spent, reserved = rows[0]
         return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
+
+
+class SpendGuard:
+    """Reserves each model call's worst case (prompt-token bound + ``max_tokens``, priced with
+    ``table``) against every ``(ledger, name)`` covering a board, before the call; a call that
+    does not fit raises ``SpendRefused`` (nothing reserved stays held) and sets ``exhausted`` to
+    the ledger's name, which ends the board ``budget:<name>``. ``settle`` books the real cost, or
+    the worst case when the provider reported no usage. A model without a price is refused: a
+    cap cannot hold over a cost nobody knows."""
+
+    def __init__(self, table: PriceTable, ledgers: Sequence[tuple[Ledger, str]]) -> None:
+        if not ledgers:
+            raise InvalidInput("a spend guard needs at least one ledger")
+        self.table = table
+        self.ledgers = list(ledgers)
+        self.exhausted: str | None = None
+
+    async def reserve(self, model: str, prompt_tokens: int, max_tokens: int) -> float:
+        """Reserve the call's worst case on every ledger, or raise ``SpendRefused``."""
+        worst = self.table.cost(model, prompt_tokens, max_tokens)
+        if worst is None:
+            self.exhausted = self.ledgers[0][1]
+            raise SpendRefused(model, self.exhausted, "the model has no price, so no spend cap can bound its calls")
+        held: list[tuple[Ledger, str]] = []
+        for ledger, name in self.ledgers:
+            if not await ledger.reserve(name, worst):
+                for other, other_name in held:
+                    await other.settle(other_name, worst, 0.0)
+                self.exhausted = name
+                state = await ledger.state(name)
+                raise SpendRefused(model, name, f"the call's worst case ${worst:.6f} does not fit ({state.line()})")
+            held.append((ledger, name))
+        return worst
+
+    async def settle(self, model: str, reserved: float, usage: tuple[int, int] | None) -> float:
+        """Release ``reserved`` and book the call's cost from ``usage`` (tokens in, out); with
+        ``None`` (no usage reported, or the call failed) the worst case is booked. Returns it."""
+        actual = None if usage is None else self.table.cost(model, usage[0], usage[1])
+        booked = reserved if actual is None else actual
+        for ledger, name in self.ledgers:
+            await ledger.settle(name, reserved, booked)
+        return booked
+
+
+BOARD_LEDGER = "board"
+"""The name of the in-memory ledger a ``max_cost`` cap creates for one run."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpendLimits:
+    """A run's spend cap (``max_cost`` dollars, on a fresh ``MemoryLedger`` named ``board``)
+    and any shared ledgers (``(ledger, name)``, caps already set) that also cover it."""
+
+    max_cost: float | None
+    ledgers: tuple[tuple[Ledger, str], ...] = ()
+
+    async def guard(self, table: PriceTable) -> SpendGuard:
+        """The guard the run's LLM workers reserve against."""
+        ledgers = list(self.ledgers)
+        if self.max_cost is not None:
+            board = MemoryLedger()
+            await board.set_cap(BOARD_LEDGER, self.max_cost)
+            ledgers.insert(0, (board, BOARD_LEDGER))
+        return SpendGuard(table, ledgers)
+
+
+def spend_limits(max_cost: object, ledgers: Sequence[tuple[Ledger, str]] = ()) -> SpendLimits | None:
+    """Checked limits, or None when there are none (then no reservation work is done at all).
+    A cap that is not a finite number > 0 raises ``InvalidInput`` naming it."""
+    if max_cost is None and not ledgers:
+        return None
+    if max_cost is not None and (
+        isinstance(max_cost, bool)
+        or not isinstance(max_cost, (int, float))
+        or not math.isfinite(max_cost)
+        or max_cost <= 0
+    ):
+        raise InvalidInput(f"max_cost must be a finite number of dollars > 0, got {max_cost!r}")
+    return SpendLimits(None if max_cost is None else float(max_cost), tuple(ledgers))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
+from ..models.pricing import PriceTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +43,62 @@ def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
     return out
 
 
+class _LimitPrice(Protocol):
+    @property
+    def input(self) -> float: ...
+    @property
+    def output(self) -> float: ...
+
+
+def price_table(prices: Mapping[str, _LimitPrice]) -> PriceTable:
+    """The one price table of a board: the blueprint's ``limits.prices`` (per model string, ``*``
+    for any other) over the free local/scripted models and the optional ``genai-prices``."""
+    return PriceTable.from_mapping({m: {"input": p.input, "output": p.output} for m, p in prices.items()})
+
+
+def record_cost(rec: Record, table: PriceTable) -> float | None:
+    """Dollars of one record's logged usage, priced by its ``meta.model`` (0.0 with no tokens;
+    ``None`` when no table knows the model). Derived from the log, so replay never changes it."""
+    if not (rec.usage.tokens_in or rec.usage.tokens_out):
+        return 0.0
+    model = rec.meta.get("model")
+    return table.cost(model if isinstance(model, str) else None, rec.usage.tokens_in, rec.usage.tokens_out)
+
+
+def cost_of(records: Iterable[Record], table: PriceTable) -> float | None:
+    """The priced usage of ``records``: ``None`` ("unknown") as soon as one record with tokens
+    has a model no table prices, never a partial sum that would pass for the whole."""
+    total = 0.0
+    for rec in records:
+        cost = record_cost(rec, table)
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str, float | None]:
+    """``cost_of`` per ``"component"`` or ``"worker"``, over the same records ``usage_by`` counts."""
+    groups: dict[str, list[Record]] = {}
+    for rec in records:
+        if rec.kind != "proposal" and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
+            continue
+        name = rec.usage.component if key == "component" else (rec.worker or "-")
+        groups.setdefault(name, []).append(rec)
+    return {name: cost_of(recs, table) for name, recs in groups.items()}
+
+
+def _cost_json(cost: float | None) -> JSON:
+    return None if cost is None else round(cost, 9)
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """What a run produced. ``end_reason`` says why it stopped (done, agenda_empty, max_steps,
     max_tokens, control, circuit, stuck...); ``usage`` is per component, ``usage_by_worker`` per
-    worker; counts are over the whole board log."""
+    worker; counts are over the whole board log. ``cost_usd`` is the log's usage priced with the
+    blueprint's ``limits.prices`` over the built-in price table (``None``: some model is unpriced),
+    ``cost_by_component``/``cost_by_worker`` the same split like ``usage``/``usage_by_worker``."""
 
     board_id: str
     state: JSON
@@ -58,6 +111,9 @@ class RunResult:
     steps: int
     usage: dict[str, TokenUsage] = field(default_factory=dict)
     usage_by_worker: dict[str, TokenUsage] = field(default_factory=dict)
+    cost_usd: float | None = 0.0
+    cost_by_component: dict[str, float | None] = field(default_factory=dict)
+    cost_by_worker: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def end_status(self) -> str:
@@ -85,5 +141,8 @@ class RunResult:
             "steps": self.steps,
             "usage": {k: v.to_json() for k, v in sorted(self.usage.items())},
             "usage_by_worker": {k: v.to_json() for k, v in sorted(self.usage_by_worker.items())},
+            "cost_usd": _cost_json(self.cost_usd),
+            "cost_by_component": {k: _cost_json(v) for k, v in sorted(self.cost_by_component.items())},
+            "cost_by_worker": {k: _cost_json(v) for k, v in sorted(self.cost_by_worker.items())},
             "state": self.state,
         }

@@ -57,8 +57,9 @@ from .events import (
     STREAM_MODES,
     RunEvent,
 )
+from .ledger import Ledger, spend_limits
 from .owners import dead_on_this_host, runner_owner
-from .result import RunResult
+from .result import RunResult, price_table
 from .session import BoardSession
 from .step import StepOutcome
 
@@ -147,6 +148,8 @@ class Runner:
         lease_s: float = 60.0,
         max_steps: int | None = None,
         owner: str | None = None,
+        max_cost: float | None = None,
+        ledgers: Sequence[tuple[Ledger, str]] = (),
     ) -> None:
         if parallel != "auto" and parallel < 1:
             raise InvalidInput("parallel must be >= 1 or 'auto'")
@@ -184,6 +187,7 @@ class Runner:
             emit=self._emit,
             keep_history=False,
         )
+        self._spend = spend_limits(max_cost, ledgers)
         self._opened = False
         self._control_spent = Usage(component="control")
         """The control unit's usage already logged (``_note_control_spend``)."""
@@ -284,6 +288,10 @@ class Runner:
     async def open(self) -> None:
         """Load the board from the store and rebuild kernel, scheduler and agenda."""
         await self.session.load()
+        if self._spend is not None and self.session.spend_guard is None:
+            # issue 33: a hard cap, held by reserving each LLM call's worst case before it is made
+            prices = price_table(self.session.blueprint.spec.limits.prices)
+            self.session.arm_spend(await self._spend.guard(prices))
         if self._control_name is not None:
             # A control unit chosen by name (the CLI's --control) is built for this board.
             self.control = make_control(

@@ -62,7 +62,8 @@ from .boards import (
     status_for,
 )
 from .events import CIRCUIT_ACTION, CONTROL_SPENT, PROPOSAL_DECIDED
-from .result import RunResult
+from .ledger import SpendGuard
+from .result import RunResult, price_table
 from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
 
 __all__ = [
@@ -143,6 +144,9 @@ class BoardSession:
         keep_history: bool = True,
     ) -> None:
         self.store = store
+        self.spend_guard: SpendGuard | None = None
+        """Set before ``load`` by a run with a spend cap: every LLM worker reserves each model
+        call against it, and a refused reservation ends the board ``budget:<ledger>``."""
         # Whether every record stays in memory (``history``): a Team reads its rounds back from
         # it; a Runner needs only the accounts, and a long run should not grow per step.
         self.keep_history = keep_history
@@ -252,7 +256,7 @@ class BoardSession:
         for rec in history:
             kernel.note_approval(rec)
         self.circuit = CircuitPolicy.from_blueprint(blueprint)
-        prices = {m: (p.input, p.output) for m, p in blueprint.spec.limits.prices.items()}
+        prices = price_table(blueprint.spec.limits.prices)
         accounts = Accounts.of(
             history, tail_size=max(self.circuit.tail, 64), keep_history=self.keep_history, prices=prices
         )
@@ -260,6 +264,15 @@ class BoardSession:
         self.engine.reset(blueprint, kernel, scheduler, agenda, accounts)
         if not self.engine.workers:
             self.engine.workers = self.source.build(blueprint, lambda: self.engine.kernel.state)
+        if self.spend_guard is not None:
+            self.arm_spend(self.spend_guard)
+
+    def arm_spend(self, guard: SpendGuard) -> None:
+        """Make every LLM worker of the board reserve its model calls against ``guard``."""
+        self.spend_guard = guard
+        for worker in self.engine.workers.values():
+            if hasattr(worker, "spend"):  # LLM workers (function workers spend nothing)
+                worker.spend = guard
 
     async def _load_agenda(self, blueprint: CompiledBlueprint, kernel: Kernel) -> tuple[Scheduler, Agenda]:
         everything = await self.store.agenda(self.board_id, (PENDING, CLAIMED, DONE, CANCELLED))
@@ -314,6 +327,8 @@ class BoardSession:
         accounts = self.accounts
         if accounts.halted:
             return accounts.halted
+        if self.spend_guard is not None and self.spend_guard.exhausted is not None:
+            return f"budget:{self.spend_guard.exhausted}"
         limits = self.blueprint.spec.limits
         max_steps = self.max_steps_override or limits.max_steps
         if accounts.steps >= max_steps:

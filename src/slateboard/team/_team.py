@@ -57,7 +57,7 @@ from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
 from ..runtime.boards import RUN_ENDED, RUN_RECORD_KIND, RunnerError, status_for, waiting_approvals
 from ..runtime.events import RunEvent
-from ..runtime.result import TokenUsage, usage_by
+from ..runtime.result import TokenUsage, cost_by, cost_of, price_table, usage_by
 from ..runtime.session import BoardSession
 from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
@@ -261,7 +261,9 @@ class TeamResult:
     ``worker``, ``decider``) and ``usage_by_agent`` per blueprint worker, both from the log.
     ``started_at``/``finished_at`` are the UTC times ``run`` started and ended; ``decider_failed``
     is True when the decider's model failed and the fallback answer was used, ``decider_error``
-    says why; ``turns`` counts the run's model calls. ``value``, ``run_id``, ``tokens_in``, ``tokens_out``, ``turns`` and ``duration``
+    says why; ``turns`` counts the run's model calls. ``cost_usd`` (loomflow's field) is the
+    log's usage priced with the blueprint's ``limits.prices`` over the built-in table, ``None``
+    when some model is unpriced; ``cost_by_component``/``cost_by_agent`` split it like usage. ``value``, ``run_id``, ``tokens_in``, ``tokens_out``, ``turns`` and ``duration``
     are what loomflow's ``RunResult`` users read.
     """
 
@@ -279,6 +281,9 @@ class TeamResult:
     decider_failed: bool = False
     decider_error: str | None = None
     turns: int = 0
+    cost_usd: float | None = 0.0
+    cost_by_component: dict[str, float | None] = field(default_factory=dict)
+    cost_by_agent: dict[str, float | None] = field(default_factory=dict)
 
     # -- what loomflow's RunResult users read ---------------------------------------------------
     @property
@@ -1387,6 +1392,8 @@ class _BlackboardRun:
         # The session noted every record of the board (loaded, appended, or caught up after an
         # approval appended beside the engine): no decoding of the whole log from the store.
         records = self.session.history
+        proposals = [r for r in records if r.kind == "proposal"]
+        table = price_table(self.session.blueprint.spec.limits.prices)
         return TeamResult(
             output=final,
             board_id=self.board_id,
@@ -1396,8 +1403,11 @@ class _BlackboardRun:
             interrupted=interrupted,
             interruption_reason=end_reason if interrupted else None,
             usage=usage_by(records, "component"),
-            usage_by_agent=usage_by([r for r in records if r.kind == "proposal"], "worker"),
+            usage_by_agent=usage_by(proposals, "worker"),
             turns=Tally().fold(records).calls,
+            cost_usd=cost_of(records, table),
+            cost_by_component=cost_by(records, "component", table),
+            cost_by_agent=cost_by(proposals, "worker", table),
         )
 
 

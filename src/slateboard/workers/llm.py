@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .. import telemetry
 from ..kernel.canonical import JSON
@@ -32,6 +32,20 @@ from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, s
 from .parse import ParsedReply, parse_reply
 from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
 from .tools import Tool, ToolResult, as_tool, quarantine_target
+
+
+class SpendHook(Protocol):
+    """What a worker reserves each model call against (``runtime.ledger.SpendGuard``)."""
+
+    async def reserve(self, model: str, prompt_tokens: int, max_tokens: int) -> float: ...
+    async def settle(self, model: str, reserved: float, usage: tuple[int, int] | None) -> float: ...
+
+
+def prompt_token_bound(messages: Sequence[Message]) -> int:
+    """An upper bound on a prompt's tokens: its UTF-8 bytes (no tokenizer makes a token of less
+    than a byte) plus a few per message for the role framing."""
+    return sum(len(m.content.encode("utf-8")) + 8 for m in messages)
+
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
@@ -120,6 +134,8 @@ class LLMWorker:
         self._schema_refused = False
         self.instruction = instruction
         self.component = component
+        self.spend: SpendHook | None = None
+        """Set by a run with a spend cap; None (the default) costs the hot path nothing."""
 
     @property
     def name(self) -> str:
@@ -261,7 +277,7 @@ class LLMWorker:
                 if self._schema_refused:
                     schema, used = None, "none"
                 try:
-                    gen = await self._generate(messages, schema)
+                    gen = await self._generate(messages, schema, diagnostics)
                 except ModelSchemaRefused as exc:
                     if schema is None:
                         raise
@@ -281,7 +297,7 @@ class LLMWorker:
                         constrained = False
                         system, user = self._blocks(view, event, feedback, False)
                         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user)), *messages[2:]]
-                    gen = await self._generate(messages, None)
+                    gen = await self._generate(messages, None, diagnostics)
                 usages.append(usage_from(gen.usage.prompt_tokens, gen.usage.completion_tokens, gen.latency_s, ""))
                 raw, finish = gen.text, gen.finish_reason
                 parsed = parse_reply(raw)
@@ -350,7 +366,28 @@ class LLMWorker:
         tokens = usages[0].tokens_in if usages else 0
         return {"chars": dict(chars), "tokens": dict(split_tokens(tokens, chars)), "prompt_tokens": tokens}
 
-    async def _generate(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
+    async def _generate(
+        self, messages: list[Message], schema: dict[str, Any] | None, diagnostics: dict[str, JSON]
+    ) -> Generation:
+        if self.spend is None:
+            return await self._call(messages, schema)
+        # issue 33: reserve the worst case first; a refused reservation raises SpendRefused (a
+        # ModelError), so the call is never made and the record says why.
+        model = self.model.name
+        reserved = await self.spend.reserve(model, prompt_token_bound(messages), self.max_tokens)
+        try:
+            gen = await self._call(messages, schema)
+        except BaseException:
+            await self.spend.settle(model, reserved, None)  # the provider may have billed it
+            raise
+        if gen.usage.estimated:
+            diagnostics["spend_settled"] = "worst case: the provider reported no usage"
+            await self.spend.settle(model, reserved, None)
+        else:
+            await self.spend.settle(model, reserved, (gen.usage.prompt_tokens, gen.usage.completion_tokens))
+        return gen
+
+    async def _call(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
         # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
         with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
             gen = await self.model.generate(
