@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from doc_blocks import ROOT, SHELLS, Block, params, parse_blocks, run_block, runnable
 
 README = ROOT / "README.md"
