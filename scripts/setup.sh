@@ -17,7 +17,7 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
-.venv/bin/python -m pip install --quiet -e ".[dev,local,postgres,web,peers,textworld,otel,mcp,scienceworld,twx,eval]"
+.venv/bin/python -m pip install --quiet -e ".[dev,docs,local,postgres,web,peers,textworld,otel,mcp,scienceworld,twx,eval]"
 
 # The hot paths (view builder, kernel checks) compiled with mypyc, in place; only when a source
 # changed. Without a C compiler the same modules run as plain Python (slateboard._native).

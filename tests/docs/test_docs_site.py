@@ -1,0 +1,132 @@
+"""The checks the docs site's build hook makes (docs/_hooks/slateboard_docs.py): a public name
+without a docstring, or missing from the API page, fails `mkdocs build`; the generated blueprint
+reference has a row for every field; the generated CLI reference has every command."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS = ROOT / "docs" / "_hooks" / "slateboard_docs.py"
+
+
+def _hooks() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("slateboard_docs_hooks", HOOKS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+hooks = _hooks()
+
+
+def _module(**members: object) -> types.ModuleType:
+    module = types.ModuleType("fake")
+    for name, value in members.items():
+        setattr(module, name, value)
+    module.__all__ = list(members)  # type: ignore[attr-defined]
+    return module
+
+
+def test_a_public_name_without_a_docstring_is_reported() -> None:
+    def documented() -> None:
+        """Does a thing."""
+
+    def bare() -> None:
+        pass
+
+    class Documented:
+        """A thing."""
+
+    class InheritsOnly(Documented):
+        pass
+
+    class Blank:
+        """ """
+
+    fake = _module(
+        documented=documented,
+        bare=bare,
+        Documented=Documented,
+        InheritsOnly=InheritsOnly,
+        Blank=Blank,
+        __version__="1.0",
+    )
+    assert hooks.missing_docstrings(fake) == ["bare", "InheritsOnly", "Blank"]
+
+
+def test_the_build_fails_on_a_missing_docstring(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mkdocs.exceptions import PluginError
+
+    import slateboard
+
+    assert hooks.missing_docstrings(slateboard) == []
+    config = object()
+    assert hooks.on_config(config) is config
+
+    def undocumented() -> None:
+        pass
+
+    monkeypatch.setattr(slateboard, "undocumented", undocumented, raising=False)
+    monkeypatch.setattr(slateboard, "__all__", [*slateboard.__all__, "undocumented"])
+    with pytest.raises(PluginError, match="without a docstring: undocumented"):
+        hooks.on_config(config)
+
+
+def test_the_api_page_must_render_every_public_name() -> None:
+    from mkdocs.exceptions import PluginError
+
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="api.md"))
+    html = '<h2 id="slateboard.Kernel">Kernel</h2><h3 id="slateboard.kernel.replay.replay">replay</h3>'
+    assert hooks.missing_from_reference(html, ["Kernel", "replay", "Team"]) == ["Team"]
+    with pytest.raises(PluginError, match=r"missing from api\.md"):
+        hooks.on_page_content(html, page)
+    other = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="install.md"))
+    assert hooks.on_page_content("<p/>", other) == "<p/>"
+
+
+def test_the_blueprint_reference_has_every_field() -> None:
+    from slateboard.blueprint import models
+
+    text = hooks.blueprint_fields()
+    for name in (
+        "Blueprint",
+        "WorkerSpec",
+        "RuleSpec",
+        "Trigger",
+        "InvariantSpec",
+        "StageSpec",
+        "RetentionSpec",
+        "Limits",
+        "Price",
+        "CircuitSpec",
+    ):
+        for field_name, field in getattr(models, name).model_fields.items():
+            assert f"| `{field.alias or field_name}` |" in text, (name, field_name)
+    assert "**required**" in text  # schema and workers
+
+
+def test_an_undocumented_blueprint_field_fails_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(hooks.FIELD_NOTES, ("RuleSpec", "invoke"))
+    with pytest.raises(RuntimeError, match=r"RuleSpec\.invoke has no description"):
+        hooks.blueprint_fields()
+
+
+def test_the_cli_reference_has_every_command() -> None:
+    text = hooks.cli_reference()
+    for command in ("slateboard run", "slateboard log", "slateboard replay", "slateboard eval", "slateboard mcp serve"):
+        assert f"`{command}`" in text, command
+    assert "Usage: slateboard run [OPTIONS]" in text
+
+
+def test_markers_are_expanded_and_other_pages_left_alone() -> None:
+    out = hooks.on_page_markdown("intro\n<!-- blueprint-fields -->\n")
+    assert "<!--" not in out and "| `invoke` |" in out
+    assert hooks.on_page_markdown("plain page") == "plain page"
