@@ -394,7 +394,7 @@ def native_note() -> str:
     """Whether the slateboard runs used the compiled hot paths (children inherit this environment)."""
     from slateboard import _native
 
-    return f"slateboard hot paths: {_native.native_mode()} (SLATEBOARD_PURE=1 runs the Python sources)"
+    return f"slateboard hot paths: {_native.native_mode()} (a compiled wheel, or the Python sources)"
 
 
 def run_child(system: str, steps: int, tmp: Path) -> dict[str, Any]:

