@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -205,6 +204,3 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         if marker in markdown:
             markdown = markdown.replace(marker, render())
     return markdown
-
-
-os.environ.setdefault("SLATEBOARD_PURE", "1")  # the docs never need the compiled hot paths
