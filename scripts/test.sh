@@ -46,4 +46,10 @@ fi
 .venv/bin/mypy
 # The reference site (mkdocs.yml) into site/ (ignored): a broken link or an undocumented public name fails it.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict  # not -q: it hides the warnings that --strict counts
+# `scripts/test.sh --fast` leaves out the tests marked slow (the local model, wheel builds,
+# subprocess pipelines) for the inner loop; CI runs everything.
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  set -- -m "not slow" "$@"
+fi
 .venv/bin/pytest -q "$@"
