@@ -6,7 +6,9 @@ wrote; ``end_status`` turns the two into one of:
 
 - ``solved``: the blueprint's ``done`` condition was met (or the coordinator ended the classic
   board, or the agenda ran dry with an answer on the board);
-- ``exhausted``: a limit was reached (max_steps, max_tokens, max_rounds, a circuit budget, stuck)
+- ``solved`` also when a team played its ``max_rounds`` (its normal end in round-robin: the
+  decider answers after the rounds), unless the run is known to have no answer;
+- ``exhausted``: a limit was reached (max_steps, max_tokens, a circuit budget, stuck)
   or the agenda ran dry, without ``done``;
 - ``failed``: the circuit policy halted the board, the blueprint's ``fail`` condition held
   (``failed: <condition>``), the model was unavailable, or the run raised;
@@ -59,7 +61,7 @@ def base_reason(reason: str | None) -> str:
 
 
 _SOLVED = ("done", "terminated", "terminate")
-_EXHAUSTED = ("max_steps", "max_tokens", "max_cost", "max_rounds", "stuck")
+_EXHAUSTED = ("max_steps", "max_tokens", "max_cost", "stuck")
 
 
 def failure_kind(reason: str | None) -> str | None:
@@ -100,6 +102,9 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
         return "failed"
     if text in _SOLVED:
         return "solved"
+    if text == "max_rounds":
+        # A team's rounds ran out: the decider answers after them (answered=None: not known here).
+        return "exhausted" if answered is False else "solved"
     if text in _EXHAUSTED or text.startswith(("circuit", "max_", "budget:")):
         return "exhausted"
     # agenda_empty, control, or a reason this mapping does not know: the answer decides.

@@ -17,7 +17,9 @@ from slateboard.status import END_STATUSES, end_status, failure_kind
         ("done", "terminated", None, "solved"),
         ("done", "max_steps", None, "exhausted"),
         ("done", "max_tokens", False, "exhausted"),
-        ("done", "max_rounds", None, "exhausted"),
+        ("done", "max_rounds", None, "solved"),  # a round-robin team that played its rounds (issue 28)
+        ("done", "max_rounds", True, "solved"),
+        ("done", "max_rounds", False, "exhausted"),
         ("failed", "circuit: step budget exhausted: 40 steps (max_steps=40)", None, "exhausted"),
         ("done", "agenda_empty", False, "exhausted"),
         ("done", "agenda_empty", True, "solved"),
