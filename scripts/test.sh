@@ -46,6 +46,9 @@ fi
 .venv/bin/mypy
 # The reference site (mkdocs.yml) into site/ (ignored): a broken link or an undocumented public name fails it.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict  # not -q: it hides the warnings that --strict counts
+# Many tests start slateboard in a subprocess; with PYTHONDONTWRITEBYTECODE set (as on CI) each
+# would compile every source again, so write the bytecode once (ignored by git).
+.venv/bin/python -m compileall -q src >/dev/null
 # `scripts/test.sh --fast` leaves out the tests marked slow (the local model, wheel builds,
 # subprocess pipelines) for the inner loop; CI runs everything.
 if [ "${1:-}" = "--fast" ]; then
