@@ -204,15 +204,8 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], list[str], list[list[dic
 
 
 def _decided(decision: Any) -> tuple[Any, ...]:
-    """What the reader is told of a decision. An applied patch and a no-op count as one: a write
-    to a path the reader may write but not read, of the very value hidden there, leaves the state
-    unchanged (``noop``) on one board and changes it on the other. That equality oracle on
-    write-only paths is not closed by the kernel yet (see the issue-29 note); everything else the
-    reader is told, stage and reason included, must not depend on hidden values."""
-    outcome = decision.record.outcome
-    if outcome in ("accepted", "noop") and decision.stage is None:
-        return ("applied",)
-    return (outcome, decision.stage, decision.reason)
+    """What the reader is told of a decision: outcome, stage and reason."""
+    return (decision.record.outcome, decision.stage, decision.reason)
 
 
 @given(scenarios())
@@ -247,3 +240,22 @@ def test_a_change_in_the_hidden_region_does_not_make_a_reader_stale() -> None:
     assert _submit(kernel, "mail", [{"op": "add", "path": "/quarantine/mail/-", "value": "more"}]).accepted
     d = kernel.submit(Proposal("reader", [{"op": "add", "path": "/notes/-", "value": "n"}], viewed_version=0))
     assert d.accepted, d.reason
+
+
+def test_writing_the_hidden_value_to_a_write_only_path_is_answered_like_any_other_write() -> None:
+    """A write of the very value a worker may not read used to leave the state unchanged and be
+    logged as ``noop``, while any other value was ``accepted``: an equality oracle. A blind write
+    is now a change whatever the value (accepted, a new version), so both answers are the same."""
+    bp = compile_blueprint(BOARD)
+    right, wrong = Trail(bp), Trail(bp)
+    dr = _submit(right, "clerk", [{"op": "replace", "path": "/ledger/1", "value": "LEDGER-TWO"}])
+    dw = _submit(wrong, "clerk", [{"op": "replace", "path": "/ledger/1", "value": "A GUESS"}])
+    assert _decided(dr) == _decided(dw) == ("accepted", None, None)
+    assert right.version == wrong.version == 1
+    # The state is what it was (the value written is the one already there), and the record says so.
+    assert dr.record.state_before == dr.record.state_after
+    assert dw.record.state_before != dw.record.state_after
+    assert right.prompt("clerk").replace("LEDGER-TWO", "A GUESS") == wrong.prompt("clerk")
+    # A worker that may read what it writes still gets the honest no-op.
+    same = _submit(right, "reader", [{"op": "replace", "path": "/ledger/1", "value": "LEDGER-TWO"}])
+    assert same.record.outcome == "noop"

@@ -98,3 +98,47 @@ async def test_i1_board_json_says_whether_the_log_is_anchored(finished: Boards, 
         assert not got["ok"] and "not signed by this key" in got["problem"]
     finally:
         await store.close()
+
+
+async def test_i1_dashboard_checks_a_genesis_checkpoint_against_the_stored_blueprint(
+    finished: Boards, tmp_path: Any
+) -> None:
+    """Issue 29 (R1): a record-0 checkpoint binds the stored blueprint and initial state. The
+    dashboard ignored it, so a blueprint edited in the store after anchoring showed as ``ok``."""
+    import sqlite3
+
+    from slateboard.kernel.anchor import sign_genesis
+    from slateboard.kernel.record import board_genesis, board_genesis_hash
+    from slateboard.stores._common import decode_json, encode_json
+
+    key = b"k" * 32
+    path = tmp_path / "anchors.jsonl"
+    store = await open_store(finished.url)
+    try:
+        loaded = await store.load_board(finished.board_id)
+        state_hash = str(board_genesis(loaded.blueprint, loaded.initial_state)["initial_state"])
+        genesis = board_genesis_hash(loaded.blueprint, loaded.initial_state)
+        path.write_bytes(sign_genesis(key, finished.board_id, genesis, state_hash).to_line())
+
+        async def anchor_of() -> Any:
+            app = create_app(store, anchor=(key, path))
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+                res = await c.get(f"/api/boards/{finished.board_id}")
+            assert res.status_code == 200, res.text
+            return res.json()["anchor"]
+
+        assert (await anchor_of())["ok"] is True
+        db = finished.url.removeprefix("sqlite:///")
+        con = sqlite3.connect(db)
+        try:
+            (raw,) = con.execute("SELECT blueprint FROM boards").fetchone()
+            bp = decode_json(raw, "blueprint")
+            bp["description"] = "loosened after the anchor"
+            con.execute("UPDATE boards SET blueprint = ?", (encode_json(bp),))
+            con.commit()
+        finally:
+            con.close()
+        got = await anchor_of()
+        assert got["ok"] is False and "genesis" in got["problem"]
+    finally:
+        await store.close()

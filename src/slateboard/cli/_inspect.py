@@ -264,11 +264,9 @@ async def _load_board(store: str | None, board_id: str) -> LoadedBoard:
 
 
 def _replay(loaded: LoadedBoard, records: list[Record], *, revalidate: bool = False) -> ReplayReport:
-    from ..blueprint.compile import compile_blueprint
-    from ..kernel.replay import replay
+    from ..runtime.verify import replay_stored
 
-    blueprint = compile_blueprint(loaded.blueprint, source_label=f"stored with board {loaded.board_id}")
-    return replay(blueprint, loaded.initial_state, records, revalidate=revalidate)
+    return replay_stored(loaded, records, revalidate=revalidate)
 
 
 def show_command(
@@ -494,20 +492,9 @@ def _read_anchor(anchor: Path, key_file: Path | None) -> tuple[bytes, list[Check
 
 
 def _check_snapshot(loaded: LoadedBoard, records: list[Record]) -> str | None:
-    """A stored snapshot must be the state the log reaches at its seq."""
-    from ..kernel.statehash import state_hash
+    from ..runtime.verify import snapshot_problem
 
-    snap = loaded.snapshot
-    if snap is None:
-        return None
-    if not 1 <= snap.seq <= len(records):
-        return f"the snapshot is at record {snap.seq}, outside the log (1..{len(records)})"
-    rec = records[snap.seq - 1]
-    if rec.hash != snap.last_hash or rec.version != snap.version or rec.state_after != snap.state_hash:
-        return f"the snapshot at record {snap.seq} does not match that record"
-    if state_hash(snap.state) != snap.state_hash:
-        return f"the snapshot at record {snap.seq} holds a state whose hash differs from the log's"
-    return None
+    return snapshot_problem(loaded, records)
 
 
 def _fail_verify(

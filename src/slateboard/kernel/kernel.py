@@ -244,7 +244,12 @@ class Kernel:
             rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
             return self._hold(Decision(rec))
         after = self.hasher.hexdigest
-        held = self._needs_approval(proposal.worker, patch_text, effects) if after != before else None
+        # A blind write (issue 29): a patch that writes a node its worker may not read is
+        # decided as a change even when it leaves the state as it was. Reported as a no-op, a
+        # write of the very value hidden there would tell the worker that value (an equality
+        # oracle); so it is accepted, held or refused exactly as a write of any other value.
+        changes = after != before or self._blind(ops, scope)
+        held = self._needs_approval(proposal.worker, patch_text, effects) if changes else None
         if held is not None:
             applied.undo()
             self.state = applied.root
@@ -257,7 +262,7 @@ class Kernel:
             else:
                 rec = self._record(proposal, "held", patch_text, "approval", held, before, before)
             return self._hold(Decision(rec))
-        if after == before:
+        if not changes:
             applied.undo()
             self.state = applied.root
             rec = self._record(
@@ -361,6 +366,14 @@ class Kernel:
     def approvals(self) -> dict[tuple[str, str], int]:
         """Approved patches not yet committed: (worker, patch text) -> seq of the held record."""
         return dict(self._approved)
+
+    @staticmethod
+    def _blind(ops: list[Op], scope: ReadScope) -> bool:
+        """True when an op writes a node its worker may not read (``test`` ops read, they are
+        authorised only on readable nodes)."""
+        if scope.reads_everything:
+            return False
+        return any(op.op != "test" and not scope.may_read(op.tokens) for op in ops)
 
     def _needs_approval(self, worker: str, patch_text: str | None, effects: list[Effect]) -> str | None:
         patterns = self.blueprint.approval

@@ -63,6 +63,10 @@ def replay(
 
     ``start_*`` let a replay begin from a snapshot instead of the initial state. ``on_state``
     is called after every record with the record and the (live, do not mutate) state.
+    A replay from the start fails at record 0 (``genesis``) unless ``blueprint`` and
+    ``initial_state`` are the ones the board was created with (a board created with inputs has
+    an initial state of its own): to check a stored board, ``slateboard.runtime.verify_board``
+    takes both from the store.
     """
     try:
         state = orjson.loads(orjson.dumps(initial_state))

@@ -9,6 +9,7 @@ from .result import RunResult, TokenUsage
 from .runner import Runner, RunnerError, create_board
 from .session import BoardSession
 from .step import StepEngine, StepOutcome
+from .verify import verify_board
 from .watch import WatchPastEnd, watch
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "refuse",
     "resolve_runner_model",
     "submit",
+    "verify_board",
     "wait",
     "watch",
 ]

@@ -247,22 +247,29 @@ class Dashboard:
         out["outcomes"] = dict(sorted(counts.items()))
         out["usage"] = usage_json(records)
         out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
-        out["anchor"] = self._anchor_status(board_id, records)
+        out["anchor"] = await self._anchor_status(board_id, records)
         return out
 
-    def _anchor_status(self, board_id: str, records: Sequence[Record]) -> JSON:
+    async def _anchor_status(self, board_id: str, records: Sequence[Record]) -> JSON:
         """None without an anchor file; else how many checkpoints the board has, the last one's
-        seq, and whether the log matches them all (the file is re-read: checkpoints are added)."""
+        seq, and whether the log matches them all (the file is re-read: checkpoints are added).
+        A record-0 checkpoint is checked against the blueprint and initial state stored now (read
+        again, not the cached copy), as ``replay --verify --anchor`` does."""
         if self.anchor is None:
             return None
         from ..kernel.anchor import AnchorError, check_anchors, parse_checkpoints
+        from ..kernel.record import board_genesis_hash
 
         key, path = self.anchor
         try:
             mine = [cp for cp in parse_checkpoints(path.read_bytes()) if cp.board_id == board_id]
         except (OSError, AnchorError) as exc:
             return {"checkpoints": 0, "seq": None, "ok": False, "problem": f"the anchor file cannot be read: {exc}"}
-        problem = check_anchors(key, board_id, records, mine) if mine else None
+        problem = None
+        if mine:
+            stored = await self.store.load_board(board_id)
+            genesis = board_genesis_hash(stored.blueprint, stored.initial_state)
+            problem = check_anchors(key, board_id, records, mine, genesis)
         return {
             "checkpoints": len(mine),
             "seq": max((cp.seq for cp in mine), default=None),
