@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from slateboard import open_store
-from slateboard.envs import play_on_board
-from slateboard.envs.textworld import CI_GAMES, DEFAULT_SEED, TextWorldGame, textworld_available
 from slateboard.progress import progress as progress_line
+from slateboard_eval.envs import play_on_board
+from slateboard_eval.envs.textworld import CI_GAMES, DEFAULT_SEED, TextWorldGame, textworld_available
 
 GAMES = {spec.challenge.removeprefix("tw-").split("_")[0]: spec for spec in CI_GAMES}
 
