@@ -32,7 +32,7 @@ def tw_make() -> str:
     beside = Path(sys.executable).with_name("tw-make")
     found = str(beside) if beside.exists() else shutil.which("tw-make")
     if found is None:
-        raise SystemExit("tw-make not found: pip install 'slateboard[textworld]'")
+        raise SystemExit("tw-make not found: pip install 'slateboard-eval[textworld]'")
     return found
 
 
@@ -66,7 +66,7 @@ async def main() -> None:
     )
     args = parser.parse_args()
     if not textworld_available():
-        raise SystemExit("TextWorld is not installed: pip install 'slateboard[textworld]'")
+        raise SystemExit("TextWorld is not installed: pip install 'slateboard-eval[textworld]'")
     if args.steps < 1:
         raise SystemExit("--steps must be >= 1")
 

@@ -334,7 +334,7 @@ def render_table(report: SuiteReport, file: TextIO) -> None:
             how.add_row(_LABELS.get(f, f), decided, ended, f"{cell.completed}/{cell.n}")
         console.print(how)
     for system, why in report.skipped.items():
-        # markup=False: the reason names pip extras such as 'slateboard[peers]', which rich
+        # markup=False: the reason names pip extras such as 'slateboard-eval[peers]', which rich
         # would otherwise take for a markup tag and drop.
         console.print(f"{system} skipped: {why}", markup=False)
 

@@ -97,7 +97,7 @@ def missing(system: str) -> str | None:
     needs = {"loomflow": ("loomflow",), "langgraph": ("langgraph", "langchain_core")}.get(system, ())
     for module in needs:
         if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed (pip install 'slateboard[peers]')"
+            return f"{module} is not installed (pip install 'slateboard-eval[peers]')"
     return None
 
 

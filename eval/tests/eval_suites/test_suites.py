@@ -175,7 +175,7 @@ def test_cli_textworld_on_the_suite_runner(tmp_path: Path) -> None:
     from slateboard_eval.envs.textworld import textworld_available
 
     if not textworld_available():
-        pytest.skip("TextWorld is not installed (pip install 'slateboard[textworld]')")
+        pytest.skip("TextWorld is not installed (pip install 'slateboard-eval[textworld]')")
     out = tmp_path / "out"
     args = ["eval", "textworld-suite", "-m", "walkthrough", "--systems", "slateboard", "--games", "1"]
     res = CliRunner().invoke(app, [*args, "--cache", str(tmp_path / "games"), "--out", str(out), "--json"])

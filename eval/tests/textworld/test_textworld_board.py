@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard[textworld]')")
+pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard-eval[textworld]')")
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard[textworld]')")
+pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard-eval[textworld]')")
 
 from slateboard.blueprint.templates import load_template
 from slateboard.kernel import Kernel, Proposal

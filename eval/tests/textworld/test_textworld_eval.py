@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard[textworld]')")
+pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard-eval[textworld]')")
 
 from slateboard.cli import app
 from slateboard.stores import open_store

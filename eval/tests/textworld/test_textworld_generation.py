@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard[textworld]')")
+pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard-eval[textworld]')")
 
 from slateboard_eval.envs.textworld import (
     CI_GAMES,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard[textworld]')")
+pytest.importorskip("textworld", reason="TextWorld is not installed (pip install 'slateboard-eval[textworld]')")
 
 from typer.testing import CliRunner
 

@@ -192,7 +192,7 @@ def textworld_specs(tier: str, games: int | None, option: str) -> list[GameSpec]
     except ValueError as exc:
         raise CliError(f"{option}: {exc}", code=EXIT_USAGE) from exc
     if not textworld_available():
-        raise CliError("TextWorld is not installed: pip install 'slateboard[textworld]'")
+        raise CliError("TextWorld is not installed: pip install 'slateboard-eval[textworld]'")
     return specs
 
 

@@ -1,4 +1,4 @@
-"""ScienceWorld (``pip install 'slateboard[scienceworld]'``, Java 17) as a TextEnvironment.
+"""ScienceWorld (``pip install 'slateboard-eval[scienceworld]'``, Java 17) as a TextEnvironment.
 
 ScienceWorld 1.2.3 runs its simulator in a JVM (py4j); it needs no network. A game is a task
 name and a variation index (``ScienceWorldSpec``); the gold action sequence ScienceWorld
@@ -34,7 +34,7 @@ __all__ = [
     "task_specs",
 ]
 
-INSTALL_HINT = "install the scienceworld extra: pip install 'slateboard[scienceworld]'"
+INSTALL_HINT = "install the scienceworld extra: pip install 'slateboard-eval[scienceworld]'"
 _STEP_LIMIT = 100_000
 """ScienceWorld's own step limit, set out of reach: the command budget is the harness's."""
 

@@ -1,7 +1,7 @@
 """TextWorld games for slateboard: a fixed, seeded game set generated offline, and a game as a
 TextEnvironment (observation, admissible commands, score/won/lost, walkthrough).
 
-TextWorld (``pip install 'slateboard[textworld]'``) ships its Inform 7 compiler inside its wheel,
+TextWorld (``pip install 'slateboard-eval[textworld]'``) ships its Inform 7 compiler inside its wheel,
 so ``tw-make`` and ``generate_games`` need no network. Games are generated once into a cache
 directory (``default_cache_dir()``, or any directory) and reused: a game is named by its
 challenge, settings and seed, and the same name always holds the same bytes (see
@@ -51,7 +51,7 @@ __all__ = [
     "textworld_version",
 ]
 
-INSTALL_HINT = "install the textworld extra: pip install 'slateboard[textworld]'"
+INSTALL_HINT = "install the textworld extra: pip install 'slateboard-eval[textworld]'"
 DEFAULT_SEED = 1234
 _GENERATION_TIMEOUT_S = 180.0
 """Per game: the first game of a batch also parses TextWorld's grammars (tens of seconds on a busy 2-core VM)."""

@@ -1,4 +1,4 @@
-"""TextWorldExpress (``pip install 'slateboard[twx]'``, Java 17) as a TextEnvironment.
+"""TextWorldExpress (``pip install 'slateboard-eval[twx]'``, Java 17) as a TextEnvironment.
 
 TextWorldExpress 1.1.0 simulates its games in a JVM (py4j) at thousands of steps per second
 and needs no network. A game is a game name, its generation parameters and a seed
@@ -34,7 +34,7 @@ __all__ = [
     "twx_missing",
 ]
 
-INSTALL_HINT = "install the twx extra: pip install 'slateboard[twx]'"
+INSTALL_HINT = "install the twx extra: pip install 'slateboard-eval[twx]'"
 _STEP_LIMIT = 100_000
 GAMES = ("cookingworld", "twc", "coin", "arithmetic", "sorting", "mapreader", "peckingorder", "simonsays")
 
