@@ -9,7 +9,12 @@ from slateboard_eval.faults import SuiteReport, render_table
 
 def test_faults_prints_pip_extras_in_brackets() -> None:
     report = SuiteReport(
-        1, 0, [], [], "memory://", skipped={"loomflow": "loomflow is not installed (pip install 'slateboard-eval[peers]')"}
+        1,
+        0,
+        [],
+        [],
+        "memory://",
+        skipped={"loomflow": "loomflow is not installed (pip install 'slateboard-eval[peers]')"},
     )
     out = io.StringIO()
     render_table(report, out)
