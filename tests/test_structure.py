@@ -8,7 +8,9 @@ What it guards:
   kernel on the ground floor: it imports nothing from slateboard but itself and ``errors``;
 - no module imports a ``_``-prefixed name, or a ``_``-prefixed module, from another package;
 - no import inside a function (or under ``TYPE_CHECKING``) that would close a cycle if it were
-  written at module level, i.e. none that dodges a cycle.
+  written at module level, i.e. none that dodges a cycle;
+- the core never imports the evaluation distribution (``slateboard_eval``, eval/): that one
+  depends on the core and plugs its commands in through an entry point.
 """
 
 from __future__ import annotations
@@ -237,3 +239,17 @@ def test_no_deferred_import_dodges_a_cycle(kind: str) -> None:
                 continue
             dodges.append(f"{imp.importer}:{imp.line} imports {imp.target} inside a {kind} block")
     assert dodges == []
+
+
+def test_the_core_never_imports_the_evaluation_distribution() -> None:
+    # Every import statement of every module, wherever it stands (the walk above keeps only
+    # slateboard's own); the CLI finds slateboard-eval by entry point, never by an import.
+    bad = []
+    for module, (path, _) in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            bad += [f"{module}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "slateboard_eval"]
+    assert bad == []
+    assert "slateboard.cli._plugins" in MODULES  # the walk covers the CLI, where a plugin import would be

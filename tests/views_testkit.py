@@ -1,5 +1,5 @@
-"""Random board states and JSON Patch ops for the view tests (``test_views_cache``,
-``test_views_reference``): a long array ``/a`` of id'd entries, a map ``/b``, any value ``/c`` and
+"""Random board states and JSON Patch ops for the view tests (``test_views_cache``, and
+``test_views_golden`` when it draws its corpus): a long array ``/a`` of id'd entries, a map ``/b``, any value ``/c`` and
 an array of small containers ``/d``; each test chooses the sizes it needs."""
 
 from __future__ import annotations

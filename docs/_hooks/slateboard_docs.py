@@ -4,7 +4,8 @@
   its own: the API reference is rendered from docstrings, so a missing one is a hole in it.
 * ``on_page_markdown`` expands two markers, so these pages are generated at build time, never
   hand-copied: ``<!-- cli-reference -->`` becomes the ``--help`` of every command of the Typer
-  app, ``<!-- blueprint-fields -->`` a table of every field of the blueprint's models.
+  app, ``<!-- cli-reference-eval -->`` that of the commands slateboard-eval adds (``eval``,
+  ``faults``; eval/), ``<!-- blueprint-fields -->`` a table of every field of the blueprint's models.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from types import ModuleType
 from typing import Any
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-if str(SRC) not in sys.path:  # build the docs of this tree, not of another installed copy
-    sys.path.insert(0, str(SRC))
+EVAL_SRC = Path(__file__).resolve().parents[2] / "eval" / "src"
+for _path in (EVAL_SRC, SRC):  # build the docs of this tree, not of another installed copy
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 
 def missing_docstrings(module: ModuleType) -> list[str]:
@@ -59,18 +62,26 @@ def _commands(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, 
             yield from _commands(sub, (*path, name))
 
 
-def cli_reference() -> str:
-    """Markdown with the ``--help`` text of every (non-hidden) command of ``slateboard``."""
+def cli_reference(plugins: bool = False) -> str:
+    """Markdown with the ``--help`` text of every (non-hidden) command of ``slateboard``: the core's,
+    or with ``plugins`` those that plugin distributions add (slateboard-eval's ``eval`` and ``faults``)."""
     import typer
     from typer.testing import CliRunner
 
     from slateboard.cli import app
+    from slateboard.cli._plugins import plugins as loaded_plugins
 
-    root = typer.main.get_command(app)
     runner = CliRunner()
     env = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
+    if plugins:
+        found = loaded_plugins()
+        if not found.commands:
+            raise RuntimeError(f"no plugin commands to document (is slateboard-eval importable?) {found.errors}")
+        paths = [p for name in sorted(found.commands) for p, _ in _commands(found.commands[name], (name,))]
+    else:
+        paths = [p for p, _ in _commands(typer.main.get_command(app), ())]
     parts: list[str] = []
-    for path, _command in _commands(root, ()):
+    for path in paths:
         result = runner.invoke(app, [*path, "--help"], env=env, prog_name="slateboard")
         if result.exit_code != 0:
             raise RuntimeError(f"`slateboard {' '.join(path)} --help` exited {result.exit_code}: {result.output}")
@@ -195,7 +206,11 @@ def on_page_content(html: str, page: Any, **_: Any) -> str:
     return html
 
 
-_MARKERS = {"<!-- cli-reference -->": cli_reference, "<!-- blueprint-fields -->": blueprint_fields}
+_MARKERS = {
+    "<!-- cli-reference -->": cli_reference,
+    "<!-- cli-reference-eval -->": lambda: cli_reference(plugins=True),
+    "<!-- blueprint-fields -->": blueprint_fields,
+}
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:

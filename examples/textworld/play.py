@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from slateboard import open_store
-from slateboard.envs import play_on_board
-from slateboard.envs.textworld import CI_GAMES, DEFAULT_SEED, TextWorldGame, textworld_available
 from slateboard.progress import progress as progress_line
+from slateboard_eval.envs import play_on_board
+from slateboard_eval.envs.textworld import CI_GAMES, DEFAULT_SEED, TextWorldGame, textworld_available
 
 GAMES = {spec.challenge.removeprefix("tw-").split("_")[0]: spec for spec in CI_GAMES}
 
@@ -32,7 +32,7 @@ def tw_make() -> str:
     beside = Path(sys.executable).with_name("tw-make")
     found = str(beside) if beside.exists() else shutil.which("tw-make")
     if found is None:
-        raise SystemExit("tw-make not found: pip install 'slateboard[textworld]'")
+        raise SystemExit("tw-make not found: pip install 'slateboard-eval[textworld]'")
     return found
 
 
@@ -66,7 +66,7 @@ async def main() -> None:
     )
     args = parser.parse_args()
     if not textworld_available():
-        raise SystemExit("TextWorld is not installed: pip install 'slateboard[textworld]'")
+        raise SystemExit("TextWorld is not installed: pip install 'slateboard-eval[textworld]'")
     if args.steps < 1:
         raise SystemExit("--steps must be >= 1")
 

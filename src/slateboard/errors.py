@@ -26,10 +26,10 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     │   ├── WorkerConfigError         [workers]       a worker that cannot be built
     │   ├── ModelConfigError          [models]        a bad model string or missing API key
     │   ├── ApprovalError             [runtime]       approving something that is not held
-    │   ├── TextWorldMissing          [envs]          the optional textworld package is absent
-    │   ├── JvmMissing                [envs]          a JVM suite's package or Java is absent
+    │   ├── TextWorldMissing          [slateboard_eval.envs] the optional textworld package is absent
+    │   ├── JvmMissing                [slateboard_eval.envs] a JVM suite's package or Java is absent
     │   │   └── ScienceWorldMissing, TwxMissing
-    │   ├── FaultsError               [eval]          a fault-injection plan that is not valid
+    │   ├── FaultsError               [slateboard_eval] a fault-injection plan that is not valid
     │   └── CliError                  [cli]           a command-line failure (message + exit code)
     ├── RunError                      a run could not go on; the inputs were fine
     │   ├── ModelError                [models]        a model call failed (one line: model, cause)

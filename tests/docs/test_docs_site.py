@@ -121,9 +121,18 @@ def test_an_undocumented_blueprint_field_fails_the_build(monkeypatch: pytest.Mon
 
 def test_the_cli_reference_has_every_command() -> None:
     text = hooks.cli_reference()
-    for command in ("slateboard run", "slateboard log", "slateboard replay", "slateboard eval", "slateboard mcp serve"):
+    for command in ("slateboard run", "slateboard log", "slateboard replay", "slateboard mcp serve"):
         assert f"`{command}`" in text, command
     assert "Usage: slateboard run [OPTIONS]" in text
+    assert "`slateboard eval" not in text  # slateboard-eval's commands have their own page
+
+
+def test_the_evaluation_cli_reference_has_the_plugin_commands() -> None:
+    pytest.importorskip("slateboard_eval", reason="needs slateboard-eval")
+    text = hooks.cli_reference(plugins=True)
+    for command in ("slateboard eval", "slateboard eval textworld", "slateboard eval report", "slateboard faults"):
+        assert f"`{command}`" in text, command
+    assert "`slateboard run`" not in text
 
 
 def test_markers_are_expanded_and_other_pages_left_alone() -> None:

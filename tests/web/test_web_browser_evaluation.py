@@ -9,12 +9,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from web_testkit import browser_page, playwright_or_skip, serve_cli
 
-from slateboard.eval.report import write_report
 from slateboard.stores import open_store
 
 sync_api, CHROMIUM = playwright_or_skip()
+# the report is written by the evaluation distribution (slateboard-eval); the page is the core's
+write_report = pytest.importorskip("slateboard_eval.report", reason="needs slateboard-eval").write_report
 
 expect = sync_api.expect
 TOKEN = "evaluation-browser-token"

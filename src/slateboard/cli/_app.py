@@ -14,7 +14,6 @@ from typer.core import TyperGroup
 from . import _errors
 from ._anchor import anchor_command
 from ._errors import EXIT_USAGE, one_line, report
-from ._eval import eval_app
 from ._extra import (
     PASS_THROUGH,
     approve_command,
@@ -23,11 +22,11 @@ from ._extra import (
     refuse_command,
     templates_command,
 )
-from ._faults import faults_command
 from ._follow import fork_command, watch_command
 from ._inspect import boards_command, log_command, replay_command, show_command
 from ._mcp import mcp_app
 from ._memory import memory_app
+from ._plugins import plugin_command, plugin_names
 from ._run import resume_command, run_command
 from ._scale import submit_command, wait_command, worker_command
 from ._serve import serve_command
@@ -84,6 +83,18 @@ class SlateboardGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The core's command ``cmd_name``, else a plugin's (``slateboard.cli`` entry points, loaded
+        only now); ``eval``/``faults`` without slateboard-eval raise the install hint. (``ctx`` and
+        the command are click's, or the copy of click that newer typer versions vendor.)"""
+        command = super().get_command(ctx, cmd_name)
+        return command if command is not None else plugin_command(cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The core's commands, then the plugins' (for ``--help``)."""
+        core = super().list_commands(ctx)
+        return core + [name for name in plugin_names() if name not in core]
 
     def _run(
         self, argv: list[str], prog_name: str, complete_var: str | None, windows_expand_args: bool, **extra: Any
@@ -172,8 +183,6 @@ app.command("bench", context_settings=PASS_THROUGH)(bench_command)
 app.command("approve")(approve_command)
 app.command("refuse")(refuse_command)
 app.command("serve")(serve_command)
-app.command("faults")(faults_command)
-app.add_typer(eval_app, name="eval")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(memory_app, name="memory")
 app.command("worker")(worker_command)

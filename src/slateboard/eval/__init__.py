@@ -1,2 +1,0 @@
-"""Evaluation harnesses that run slateboard side by side with peer frameworks (fault injection in
-``slateboard.eval.faults``)."""
