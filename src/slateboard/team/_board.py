@@ -249,7 +249,12 @@ def blackboard_blueprint(
         workers[n] = {
             "instruction": roles.get(n, ""),
             "reads": ["/task", "/public", f"/private/{tok}"],
-            "writes": ["/public/-", f"/private/{tok}/-", f"/signatures/{tok}", *([f"/outputs/{tok}/-"] if n in typed else [])],
+            "writes": [
+                "/public/-",
+                f"/private/{tok}/-",
+                f"/signatures/{tok}",
+                *([f"/outputs/{tok}/-"] if n in typed else []),
+            ],
             "ops": AGENT_OPS,
             "view_budget": view_budget,
             # The problem statement is in every agent's view whatever the budget (issue 15).
