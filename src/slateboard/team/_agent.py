@@ -27,6 +27,7 @@ from ..models import Message, Model, ModelError, resolve_model
 from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
+from ..workers.parse import parse_value
 from ..workers.tools import Tool, as_tool
 from ._board import DECIDER_WORKER, PROBLEM_ID, SYSTEM_AUTHOR, USER_AUTHOR, PublicIndex, make_entry
 from ._compat import AGENT_EQUIVALENTS, check_model, output_token_limit, refuse_unsupported
@@ -43,7 +44,6 @@ __all__ = [
     "render_board",
     "run_agent",
     "typed_instructions",
-    "typed_value",
 ]
 
 Clock = Callable[[], datetime]
@@ -426,19 +426,6 @@ def fallback_answer(public: Sequence[Mapping[str, Any]]) -> str:
 
 
 # -- typed replies --------------------------------------------------------------------------------
-def typed_value(text: str) -> JSON:
-    """The JSON value a typed reply holds: the whole text as JSON, else the first JSON object in
-    it (a fenced block, prose around it), else the text itself, which the kernel then rejects at
-    stage ``schema`` with the reason the agent is told on its retry."""
-    stripped = text.strip()
-    try:
-        value: JSON = json.loads(stripped)
-    except ValueError:
-        found = parse_json_object(stripped)
-        return found if found is not None else stripped
-    return value
-
-
 def typed_instructions(output: OutputType[Any]) -> str:
     """The prompt lines asking for a typed reply: the schema itself, for providers that do not
     constrain decoding (those that do get the same schema as ``json_schema``)."""
@@ -582,7 +569,7 @@ class AgentWorker:
                 }
             )
         if self.output is not None:
-            ops.append({"op": "add", "path": f"/outputs/{tok}/-", "value": typed_value(content)})
+            ops.append({"op": "add", "path": f"/outputs/{tok}/-", "value": parse_value(content)})
         return ops, entry
 
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
@@ -615,7 +602,7 @@ class DeciderWorker:
 
     Guarantees: the patch is one ``add /answer`` op with a string; ``diagnostics["fallback"]``
     says whether the fallback was used and ``diagnostics["error"]`` why, when the model failed.
-    A decider with an ``output_type`` proposes the reply's JSON value instead (``typed_value``),
+    A decider with an ``output_type`` proposes the reply's JSON value instead (``slateboard.workers.parse.parse_value``),
     which the kernel checks against the type's schema at ``/answer``; it has no fallback (a text
     is not an instance): a model failure is an empty patch the kernel rejects at stage ``model``,
     and the rejection reason is in the next attempt's prompt.
@@ -702,7 +689,7 @@ class DeciderWorker:
             if reply.error is not None:
                 diagnostics.update({"error": reply.error, "model_error": f"the model call failed: {reply.error}"})
                 return WorkerReply("", usage, (), diagnostics, reply.text)
-            value = typed_value(reply.text)
+            value = parse_value(reply.text)
             return WorkerReply([{"op": "add", "path": "/answer", "value": value}], usage, (), diagnostics, reply.text)
         if reply.error is not None:
             diagnostics.update({"error": reply.error, "fallback": True})
