@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .. import telemetry
 from ..kernel.canonical import JSON
+from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
+from ..kernel.schema import pattern_locations
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
 from ..redaction import redact
 from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
-from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
-from .constrain._fragments import _Refs
+from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, self_contained, sketch_state
 from .parse import ParsedReply, parse_reply, parse_value
 from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
 from .tools import Tool, ToolResult, as_tool, quarantine_target
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
     from ..views import View
 
-__all__ = ["DEFAULT_MAX_TOOL_CALLS", "DEFAULT_WORKER_MAX_TOKENS", "Decoding", "LLMWorker"]
+__all__ = ["DEFAULT_MAX_TOOL_CALLS", "DEFAULT_WORKER_MAX_TOKENS", "Decoding", "LLMWorker", "output_value_schema"]
 
 logger = logging.getLogger("slateboard.workers")
 
@@ -69,16 +70,8 @@ DEFAULT_MAX_TOOL_CALLS = 4
 def output_value_schema(blueprint: CompiledBlueprint, output: str) -> dict[str, Any]:
     """The state schema at pointer ``output`` as one self-contained schema (its ``$ref`` targets
     hoisted into ``$defs``): what a typed worker's reply is decoded against."""
-    from ..kernel.pointer import parse_pointer
-    from ..kernel.schema import pattern_locations
-
     found = pattern_locations(blueprint.schema, parse_pointer(output))
-    refs = _Refs(blueprint.spec.state_schema)
-    body = refs.rewrite(found[0].schema) if found else {}
-    out: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
-    if refs.defs:
-        out["$defs"] = refs.defs
-    return out
+    return self_contained(blueprint.spec.state_schema, found[0].schema if found else {})
 
 
 class LLMWorker:
