@@ -67,11 +67,10 @@ def test_the_worker_sends_the_state_schema_at_its_output() -> None:
     worker = LLMWorker(compiled, "judge", ScriptedModel(["{}"]))
     schema = worker.output_schema
     assert schema is not None
-    # Self-contained: the $ref into the state model's $defs is hoisted with it.
-    variants = schema["anyOf"]
-    ref_name = next(v["$ref"] for v in variants if "$ref" in v).removeprefix("#/$defs/")
-    assert schema["$defs"][ref_name]["properties"]["verdict"]["enum"] == ["approve", "reject"]
-    assert {"type": "null"} in variants
+    # Self-contained: the $ref into the state model's $defs is hoisted with it; the optional
+    # field's null branch is not offered (the reply is a Verdict).
+    assert schema["type"] == "object" and schema["properties"]["verdict"]["enum"] == ["approve", "reject"]
+    assert "anyOf" not in schema and "null" not in json.dumps(schema)
 
 
 async def test_an_invalid_reply_is_rejected_at_schema_then_the_retry_wins(tmp_path: Path) -> None:
@@ -92,7 +91,11 @@ async def test_an_invalid_reply_is_rejected_at_schema_then_the_retry_wins(tmp_pa
     proposals = [r for r in records if r.kind == "proposal"]
     assert [(r.outcome, r.stage) for r in proposals] == [("rejected", "schema"), ("accepted", None)]
     # Constrained decoding: both calls carry the value schema; the retry is told why.
-    assert all(c.json_schema is not None and "anyOf" in c.json_schema for c in model.calls)
+    assert all(
+        c.json_schema == model.calls[0].json_schema
+        and c.json_schema["required"] == ["verdict", "reasons", "confidence"]
+        for c in model.calls
+    )
     retry = model.calls[1].messages[-1].content
     assert "rejected" in retry and '/verdict/verdict: "maybe" is not one of' in retry
     system = model.calls[0].messages[0].content

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -35,6 +35,13 @@ _FUNCTION_EXTRAS = frozenset({"event", "feedback"})
 
 def _error(where: str, message: str) -> BlueprintError:
     return BlueprintError([BlueprintIssue(where, message)])
+
+
+def _bare(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated[...]`` metadata (constraints stay in the schema)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
 
 
 class Board(Generic[S]):
@@ -139,7 +146,7 @@ class Board(Generic[S]):
                 annotation = args[0] if args else Any
             else:
                 raise _error(where, f"output {output!r}: {token!r} is below a value that is neither a model nor a list")
-        if _unwrap(annotation) != output_type:
+        if _bare(_unwrap(annotation)) != _bare(output_type):
             shown = getattr(annotation, "__name__", repr(annotation))
             raise _error(
                 where,

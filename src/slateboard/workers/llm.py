@@ -71,7 +71,27 @@ def output_value_schema(blueprint: CompiledBlueprint, output: str) -> dict[str, 
     """The state schema at pointer ``output`` as one self-contained schema (its ``$ref`` targets
     hoisted into ``$defs``): what a typed worker's reply is decoded against."""
     found = pattern_locations(blueprint.schema, parse_pointer(output))
-    return self_contained(blueprint.spec.state_schema, found[0].schema if found else {})
+    node = found[0].schema if found else {}
+    if isinstance(node, dict):
+        # An optional field (``T | None``): the reply is the value, so the decoder is not
+        # offered null; the kernel still checks the state's own schema.
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if isinstance(branches, list) and {"type": "null"} in branches:
+                kept = [b for b in branches if b != {"type": "null"}]
+                rest = {k: v for k, v in node.items() if k not in (key, "default")}
+                node = {**rest, **kept[0]} if len(kept) == 1 and not rest else {**rest, key: kept}
+                break
+    out = self_contained(blueprint.spec.state_schema, node)
+    ref = out.get("$ref")
+    defs = out.get("$defs")
+    if set(out) == {"$ref", "$defs"} and isinstance(ref, str) and isinstance(defs, dict):
+        # The model itself at the root (providers' strict modes want an object there); its
+        # definition stays in $defs for references inside it.
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, dict):
+            out = {**target, "$defs": defs}
+    return out
 
 
 class LLMWorker:
