@@ -225,3 +225,39 @@ def test_the_kernel_accepts_exactly_what_the_type_accepts(value: dict[str, Any])
     )
     assert (decision.record.outcome == "accepted") == fits, decision.record.reason
     _KERNEL.abort(decision)
+
+
+async def test_typed_agents_in_parallel_rounds(store: Store) -> None:
+    """A parallel round decides every agent's proposal (ids renumbered): the typed values are
+    kept beside their entries, one per accepted turn."""
+    first = {"claim": "a", "verdict": GOOD}
+    second = {"claim": "b", "verdict": {**GOOD, "verdict": "approve"}}
+    team = Team.blackboard(
+        {
+            "one": Agent(model=ScriptedModel([json.dumps(first)]), output_type=Finding),
+            "two": Agent(model=ScriptedModel([json.dumps(second)]), output_type=Finding),
+        },
+        parallel=True,
+        max_rounds=1,
+        store=store,
+    )
+    result = await team.run("Review.")
+    assert result.outputs == {"one": [Finding.model_validate(first)], "two": [Finding.model_validate(second)]}
+    assert [e["id"] for e in result.public] == ["e1", "e2", "e3"]
+    # No typed decider: the fallback answers with the last contribution's text.
+    assert json.loads(result.output) == second and result.value == result.output
+    assert (await verify_log(store, result.board_id, revalidate=True)).ok
+
+
+async def test_a_typed_run_resumes_to_the_same_result(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    team = Team.blackboard(
+        {"analyst": Agent(model=ScriptedModel(["Fine."]))},
+        decider=Agent(model=ScriptedModel([json.dumps(GOOD)]), output_type=Verdict),
+        max_rounds=1,
+        store=url,
+    )
+    result = await team.run("Approve?")
+    again = await team.resume(result.board_id)
+    assert again.output == result.output == Verdict.model_validate(GOOD)
+    assert again.value == result.value
