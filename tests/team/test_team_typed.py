@@ -117,7 +117,7 @@ async def test_a_typed_agent_writes_instances_and_retries_within_its_turn(store:
     assert reviewer.calls[0].json_schema == Finding.model_json_schema()
     assert '"maybe" is not one of' in reviewer.calls[1].messages[-1].content
     entry = result.public[-1]
-    assert entry["author"] == "reviewer" and json.loads(entry["content"].strip("`").removeprefix("json")) == finding
+    assert entry["author"] == "reviewer" and json.loads(entry["content"]) == finding
     records = [r for r in await store.read_records(result.board_id) if r.worker == "reviewer"]
     assert [(r.outcome, r.stage) for r in records] == [("rejected", "schema"), ("accepted", None)]
     assert (await verify_log(store, result.board_id, revalidate=True)).ok

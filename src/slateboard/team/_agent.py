@@ -528,7 +528,8 @@ class AgentWorker:
     def entry_patch(self, text: str, view: View) -> tuple[list[dict[str, JSON]], dict[str, JSON]]:
         """The patch appending ``text`` as this agent's entry, and the entry itself. A typed
         agent's patch also appends the reply's JSON value to ``/outputs/<agent>`` (where the
-        board's schema is the agent's ``output_type``); its entry's content is the reply text."""
+        board's schema is the agent's ``output_type``); its entry's content is that value's JSON
+        text (the reply text when it holds no JSON value: the kernel then rejects the patch)."""
         known, count, notes = self._ids(view)
         entry_id = f"e{count + 1}"
         kind = "contribution"
@@ -536,6 +537,12 @@ class AgentWorker:
         refs: list[str] = []
         note: str | None = None
         obj = parse_json_object(content) if self.output is None else None
+        typed: JSON = None
+        if self.output is not None:
+            typed = parse_value(content)
+            if not (isinstance(typed, str) and typed == content):
+                # Read: the entry shows the value as plain JSON (no fence or prose around it).
+                content = json.dumps(typed, ensure_ascii=False)
         if obj is not None and isinstance(obj.get("content"), str) and content.lstrip().startswith(("{", "`")):
             content = obj["content"]
             k = obj.get("kind")
@@ -569,7 +576,7 @@ class AgentWorker:
                 }
             )
         if self.output is not None:
-            ops.append({"op": "add", "path": f"/outputs/{tok}/-", "value": parse_value(content)})
+            ops.append({"op": "add", "path": f"/outputs/{tok}/-", "value": typed})
         return ops, entry
 
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:

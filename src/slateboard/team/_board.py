@@ -8,6 +8,9 @@ State::
      "signatures": {"<author>": "<entry id>"},  # id of each author's latest public entry
      "answer": null | "<final answer>"}
 
+    # with typed outputs (Agent(output_type=T)): "outputs": {"<agent>": [T, ...]} for typed
+    # agents, and "answer" absent until the decider's T is accepted (the schema is T's)
+
     entry = {"id", "kind", "author", "references", "content", "timestamp"}
 
 How the kernel knows that an agent only appends entries authored by itself: the kernel checks

@@ -582,6 +582,15 @@ class Team:
         in the middle of a round drops the round's remaining turns, each logged with its model
         usage. A resumed run takes a dead parallel round's unfinished turns one by one.
 
+        An agent or the decider with ``Agent(output_type=T)`` replies with a ``T``: its JSON
+        Schema is the board's at ``/outputs/<agent>`` (beside the agent's entry) or ``/answer``,
+        so the kernel rejects a reply that does not fit at stage ``schema``; the turn is then
+        retried with that reason (up to the circuit's ``max_consecutive_invalid`` attempts, a
+        streak the circuit policy halts on), the schema is sent for constrained decoding, and
+        ``TeamResult.output`` / ``TeamResult.outputs`` hold instances. The coordinator takes
+        no ``output_type``, nor do untrusted agents (InvalidInput); a type without a JSON Schema
+        is a BlueprintError naming the agent, raised here.
+
         ``untrusted`` (agent names) puts those agents' contributions in quarantine
         (``slateboard.team._quarantine``): the board gets the blueprint's quarantine region, their
         contracts may write only their own array there, and no other agent, the coordinator or the
