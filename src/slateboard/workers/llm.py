@@ -474,9 +474,13 @@ class LLMWorker:
     def _tool_message(self, told: str, used: int) -> str:
         left = self.max_tool_calls - used
         tail = (
-            f"You may call {left} more tool(s), or reply with the patch."
+            f"You may call {left} more tool(s), or reply with the {'value' if self.output else 'patch'}."
             if left > 0
-            else 'No more tool calls: reply now with {"patch": [...]}.'
+            else (
+                "No more tool calls: reply now with the JSON value."
+                if self.output
+                else 'No more tool calls: reply now with {"patch": [...]}.'
+            )
         )
         return f"{told}\n{tail}"
 
