@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from slateboard import Runner, compile_blueprint, create_board, open_store, replay
@@ -19,6 +21,7 @@ from slateboard.blueprint import Blueprint, BlueprintError, load_blueprint
 from slateboard.builder import APPEND, Board, ref
 from slateboard.models import ScriptedModel
 from slateboard.workers import LLMWorker
+from slateboard.workers.parse import parse_value
 
 
 class Verdict(BaseModel):
@@ -142,10 +145,6 @@ def test_bad_typed_outputs_fail_when_the_board_is_declared(declare: dict[str, An
         board.llm_worker("judge", instruction="x", reads=["/task"], **declare)
 
 
-class Opaque(BaseModel):
-    call: Any = None
-
-
 def test_an_output_type_without_a_json_schema_names_the_worker() -> None:
     from collections.abc import Callable
 
@@ -175,3 +174,23 @@ def test_yaml_output_is_checked_when_the_blueprint_compiles(worker: dict[str, An
     with pytest.raises(BlueprintError, match=match) as err:
         compile_blueprint(spec)
     assert "/workers/judge/output" in str(err.value)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=_json, fenced=st.booleans())
+def test_a_typed_reply_reads_back_as_the_value_it_holds(value: Any, fenced: bool) -> None:
+    """``parse_value``: a reply that is one JSON value gives that value; an object inside a fence
+    or prose gives the object; anything else stays text, for the kernel to reject."""
+    text = json.dumps(value)
+    if fenced and isinstance(value, dict):
+        assert parse_value(f"Here:\n```json\n{text}\n```\nDone.") == value
+    else:
+        assert parse_value(f"  {text}\n") == value
+    assert parse_value('{"a": 1, "a": 2}') == '{"a": 1, "a": 2}'  # a repeated key has no one meaning
