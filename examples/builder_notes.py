@@ -1,26 +1,32 @@
-"""A first team in Python: state, worker, rule, run, result, log (see docs/python-builder.md).
+"""A first team in Python in six concepts: state, worker, rule, run, result, log.
 
+docs/first-team.md shows this code (tests/builder/test_first_team.py keeps the two the same).
 Run: ``python examples/builder_notes.py`` (the ``local`` model runs in process).
 """
 
-from __future__ import annotations
-
 import asyncio
-import sys
+from typing import Annotated
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from slateboard import Board, Runner, compile_blueprint, create_board, open_store, ref, replay
 from slateboard.builder import APPEND
 
+Short = Annotated[str, Field(max_length=80)]  # bounds keep a small model's replies short
+
+
+class Plan(BaseModel):  # the answer's type
+    title: Short
+    steps: Annotated[list[Short], Field(min_length=1, max_length=3)]
+
 
 class State(BaseModel):  # 1. the state
     task: str = ""
-    notes: list[str] = []
-    answer: str | None = None
+    notes: list[Short] = []
+    plan: Plan | None = None
 
 
-board = Board("notes", State)
+board = Board("picnic", State)
 board.llm_worker(  # 2. the workers
     "writer",
     instruction="Add one short note about the task.",
@@ -29,35 +35,34 @@ board.llm_worker(  # 2. the workers
     ops=["add"],
 )
 board.llm_worker(
-    "decider",
-    instruction="Answer the task from the notes.",
+    "planner",
+    instruction="Write a short plan for the task from the notes.",
     reads=["/**"],
-    writes=[ref(State, lambda s: s.answer)],
+    output=ref(State, lambda s: s.plan),  # its reply is one Plan, checked by the kernel
+    output_type=Plan,
     ops=["add"],
 )
 board.rule("writer", on="start")  # 3. the rules
 board.rule("writer", on="add", path="/notes/-", when="size(state.notes) < 2")
-board.rule("decider", on="add", path="/notes/-", when="size(state.notes) >= 2")
-board.settings(done="has(state.answer)", answer="/answer", limits={"max_steps": 12})
+board.rule("planner", on="add", path="/notes/-", when="size(state.notes) >= 2")
+board.settings(done="has(state.plan)", answer="/plan", limits={"max_steps": 12})
 
 
-async def main(model: str = "local", url: str = "sqlite:///boards.db") -> State:
-    """Run the board once (4. run), read the typed result (5. result), replay its log (6. log)."""
+async def main(model: str = "local", url: str = "sqlite:///:memory:") -> Plan:
     compiled = board.build()
     store = await open_store(url)
     try:
-        created = await create_board(store, compiled, inputs={"task": "Plan a picnic"})
-        result = await Runner(store, created, model=model).run()
-        state: State = compiled.typed_state(result.state)
-        records = await store.read_records(result.board_id)
-        loaded = await store.load_board(result.board_id)
-        report = replay(compile_blueprint(loaded.blueprint), loaded.initial_state, records)
-        assert report.ok, str(report)
-        print(result.end_reason, state.notes, state.answer)
-        return state
+        board_id = await create_board(store, compiled, inputs={"task": "Plan a picnic"})
+        result = await Runner(store, board_id, model=model).run()  # 4. run
+        plan: Plan = compiled.typed_answer(result.state)  # 5. the result, a Plan
+        records = await store.read_records(board_id)  # 6. the log: every proposal, replayable
+        loaded = await store.load_board(board_id)
+        assert replay(compile_blueprint(loaded.blueprint), loaded.initial_state, records).ok
+        print(result.end_reason, plan)
+        return plan
     finally:
         await store.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:]))
+    asyncio.run(main())

@@ -129,6 +129,27 @@ class CompiledBlueprint:
             raise StateModelMissing("this blueprint was not compiled with schema=<a pydantic model class>")
         return self.state_model.model_validate(state)
 
+    def typed_answer(self, state: Any) -> Any:
+        """The blueprint's ``answer`` of ``state`` (e.g. ``RunResult.state``) as the state model
+        types it: ``typed_state(state)`` walked along the answer pointer (a typed worker's
+        ``output`` there gives an instance of its ``output_type``); None when the state has no
+        answer yet. Raises like ``typed_state``, and ValueError when the blueprint names no
+        ``answer``."""
+        if self.spec.answer is None:
+            raise InvalidInput("this blueprint names no 'answer' pointer")
+        node: Any = self.typed_state(state)
+        for token in Pattern.parse(self.spec.answer).tokens:
+            if isinstance(node, PydanticModel):
+                name = next((n for n, f in type(node).model_fields.items() if (f.alias or n) == token), token)
+                node = getattr(node, name, None)
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            elif isinstance(node, dict):
+                node = node.get(token)
+            else:
+                return None
+        return node
+
     @property
     def all_invariants(self) -> list[CompiledInvariant]:
         """Blueprint invariants followed by Python-registered ones."""
@@ -339,6 +360,8 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             issues.append(
                 BlueprintIssue(f"{base}/untrusted", "an untrusted worker needs a blueprint 'quarantine' region")
             )
+        if spec.output is not None:
+            issues.extend(_output_issues(spec.output, spec, writes, locations, f"{base}/output"))
         workers[name] = WorkerContract(name, spec, tuple(reads), tuple(writes), frozenset(spec.ops))
     if not bp.workers and not workers_broken:
         issues.append(BlueprintIssue("/workers", "a blueprint needs at least one worker"))
@@ -442,6 +465,28 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             )
         )
     return _Checked(issues, None if issues else compiled)
+
+
+def _output_issues(
+    output: str, spec: WorkerSpec, writes: list[Pattern], locations: SchemaIndex | None, where: str
+) -> list[BlueprintIssue]:
+    """Why a worker's ``output`` pointer cannot be where its typed reply goes: not a concrete
+    pointer, not covered by its writes, no ``add`` op, no schema location, or a function worker."""
+    if spec.function is not None:
+        return [BlueprintIssue(where, "a function worker returns its own patch; 'output' is for LLM workers")]
+    try:
+        tokens = Pattern.parse(output).tokens
+    except PointerError as exc:
+        return [BlueprintIssue(where, str(exc))]
+    if not tokens or "*" in tokens or "**" in tokens or "-" in tokens[:-1]:
+        return [BlueprintIssue(where, f"output {output!r} must be a concrete pointer below the root ('-' only last)")]
+    if not any(w.covers(tokens) for w in writes):
+        return [BlueprintIssue(where, f"output {output!r} is not covered by the worker's write patterns")]
+    if "add" not in spec.ops:
+        return [BlueprintIssue(where, f"output {output!r} is written with 'add', which the worker's ops do not grant")]
+    if locations is not None and not pattern_locations(locations, tokens):
+        return [BlueprintIssue(where, f"output {output!r} matches no location of the state schema")]
+    return []
 
 
 def _parsed(text: str) -> Pattern | None:

@@ -63,6 +63,12 @@ class WorkerSpec(_Strict):
         description="Array read patterns (concrete pointers) shown as their newest N items, whole, outside "
         "view_budget; earlier items as one range handle.",
     )
+    output: str | None = Field(
+        None,
+        description="Typed output of an LLM worker: a concrete pointer (ending in '-' to append) that one of its "
+        "write patterns covers. The model replies with one JSON value (decoded against the state schema there "
+        "where the provider can) and the worker proposes adding it at that pointer.",
+    )
 
     @model_validator(mode="after")
     def _pins_are_reads(self) -> WorkerSpec:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
 from ..blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from ..blueprint.models import Blueprint, InvariantSpec, OpName, RuleSpec, Trigger, TriggerOp, WorkerSpec
+from ..blueprint.output_type import OutputType
+from ..kernel.pointer import PointerError, parse_pointer
+from ._paths import _unwrap
 
 __all__ = ["Board"]
 
@@ -32,6 +35,13 @@ _FUNCTION_EXTRAS = frozenset({"event", "feedback"})
 
 def _error(where: str, message: str) -> BlueprintError:
     return BlueprintError([BlueprintIssue(where, message)])
+
+
+def _bare(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated[...]`` metadata (constraints stay in the schema)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
 
 
 class Board(Generic[S]):
@@ -72,17 +82,35 @@ class Board(Generic[S]):
         *,
         instruction: str,
         reads: Sequence[str],
-        writes: Sequence[str],
+        writes: Sequence[str] = (),
         ops: Sequence[OpName] = ("add", "replace", "test"),
         model: str | None = None,
         view_budget: int = 4000,
         max_invocations: int | None = None,
+        output: str | None = None,
+        output_type: Any = None,
     ) -> None:
-        """Declare an LLM worker: its role instruction, model string and read/write contract."""
+        """Declare an LLM worker: its role instruction, model string and read/write contract.
+
+        ``output`` (a concrete pointer, or ``ref(...)``) makes the worker typed: the model
+        replies with one JSON value, decoded against the state schema at that pointer, and the
+        worker proposes adding it there (``WorkerSpec.output``; ``writes`` defaults to it).
+        ``output_type`` states the Python type of that value: the state model's field at
+        ``output`` must be of that type (a list of it, for an append pointer), else a
+        BlueprintError naming the worker and the field; the schema is the state's, so the
+        kernel checks each reply at stage ``schema`` and the worker retries with the reason.
+        """
+        if output_type is not None:
+            if output is None:
+                raise _error(
+                    f"workers/{name}/output_type", "output_type needs output=<the state path it is written to>"
+                )
+            OutputType.of(output_type, f"workers/{name}/output_type")
+            self._check_output_type(name, output, output_type)
         spec: dict[str, Any] = {
             "instruction": instruction,
             "reads": list(reads),
-            "writes": list(writes),
+            "writes": list(writes) if writes or output is None else [output],
             "ops": list(ops),
             "view_budget": view_budget,
         }
@@ -90,7 +118,41 @@ class Board(Generic[S]):
             spec["model"] = model
         if max_invocations is not None:
             spec["max_invocations"] = max_invocations
+        if output is not None:
+            spec["output"] = output
         self._add(name, spec)
+
+    def _check_output_type(self, worker: str, output: str, output_type: Any) -> None:
+        """The state model's field at ``output`` must hold ``output_type`` (one value of it; an
+        item of the list, for an append pointer)."""
+        where = f"workers/{worker}/output_type"
+        try:
+            tokens = parse_pointer(output)
+        except PointerError as exc:
+            raise _error(f"workers/{worker}/output", str(exc)) from None
+        annotation: Any = self.state
+        for token in tokens:
+            inner = _unwrap(annotation)
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                field = next(
+                    (f for n, f in inner.model_fields.items() if (f.alias or n) == token),
+                    None,
+                )
+                if field is None:
+                    raise _error(where, f"{inner.__name__} has no field {token!r} (output {output!r})")
+                annotation = field.annotation
+            elif get_origin(inner) is list or inner is list:
+                args = get_args(inner)
+                annotation = args[0] if args else Any
+            else:
+                raise _error(where, f"output {output!r}: {token!r} is below a value that is neither a model nor a list")
+        if _bare(_unwrap(annotation)) != _bare(output_type):
+            shown = getattr(annotation, "__name__", repr(annotation))
+            raise _error(
+                where,
+                f"the state field at {output} is {shown}, not {getattr(output_type, '__name__', output_type)!r}: "
+                "the state model's field sets the schema the kernel checks",
+            )
 
     def function(
         self,

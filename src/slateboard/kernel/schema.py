@@ -316,7 +316,7 @@ class SchemaIndex:
                 SchemaViolation(
                     path + sub,
                     "/".join([loc.pointer, *(escape_token(str(t)) for t in err.schema_path)]),
-                    err.message,
+                    _explained(err, path),
                 )
             )
             if len(out) >= 5:
@@ -403,6 +403,30 @@ def key_matches(pattern: str, key: str) -> bool:
         return bool(_key_matcher(pattern).is_valid(key))
     except ValueError:
         return False  # not a valid regex: the schema did not compile, nothing reaches here
+
+
+def _explained(err: Any, path: str) -> str:
+    """``err``'s message; for an ``anyOf``/``oneOf`` that no branch accepts, followed by the
+    errors of the one branch the value was meant for (the only one that fails on more than the
+    value's type, e.g. the model of an optional ``Model | None``), so a rejected worker is told
+    which field is wrong, not only that no branch fitted. The verdict is the validator's."""
+    branches = getattr(err.kind, "context", None)
+    if not isinstance(branches, list) or not branches:
+        return str(err.message)
+    meant = [
+        b
+        for b in branches
+        if not all(
+            isinstance(e.kind, jsonschema_rs.ValidationErrorKind.Type) and e.instance_path == err.instance_path
+            for e in b
+        )
+    ]
+    if len(meant) != 1 or not meant[0]:
+        return str(err.message)
+    details = "; ".join(
+        f"{path + format_pointer([str(t) for t in e.instance_path]) or '/'}: {e.message}" for e in meant[0][:3]
+    )
+    return f"{err.message} (closest: {details})"
 
 
 def pointer_for(tokens: Tokens) -> str:

@@ -9,6 +9,7 @@ and checked against the board's invariants like any other proposal.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import telemetry
+from ..blueprint.output_type import OutputType
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.pointer import escape_token, is_array_index
@@ -25,6 +27,7 @@ from ..models import Message, Model, ModelError, resolve_model
 from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
+from ..workers.parse import parse_value
 from ..workers.tools import Tool, as_tool
 from ._board import DECIDER_WORKER, PROBLEM_ID, SYSTEM_AUTHOR, USER_AUTHOR, PublicIndex, make_entry
 from ._compat import AGENT_EQUIVALENTS, check_model, output_token_limit, refuse_unsupported
@@ -40,6 +43,7 @@ __all__ = [
     "fallback_answer",
     "render_board",
     "run_agent",
+    "typed_instructions",
 ]
 
 Clock = Callable[[], datetime]
@@ -72,6 +76,14 @@ class Agent:
     naming the equivalent. ``tools`` holds Tools or plain callables; ``...`` entries (the
     placeholder of the documented usage example) are ignored. ``name`` is informational (the
     team's ``agents`` mapping names the agent on the board).
+
+    ``output_type`` (a pydantic model, or any type pydantic expresses as a JSON Schema) makes the
+    agent's replies typed: its JSON Schema goes into the board's state schema where the agent
+    writes the value (``/outputs/<agent>/-`` for an agent, ``/answer`` for the decider), so the
+    kernel rejects a reply that does not fit at stage ``schema``, the agent retries with that
+    feedback, the schema is sent for constrained decoding, and ``TeamResult.output`` is an
+    instance. A type that has no JSON Schema is a ``BlueprintError`` naming the agent, raised
+    when the team is built.
     """
 
     instructions: str
@@ -82,6 +94,7 @@ class Agent:
     max_tool_calls: int
     timeout: float | None
     name: str | None
+    output_type: Any
     _tools: tuple[Tool, ...] = field(init=False, repr=False, compare=False)
 
     def __init__(
@@ -95,6 +108,7 @@ class Agent:
         max_tool_calls: int = 4,
         timeout: float | None = 120.0,
         name: str | None = None,
+        output_type: Any = None,
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Agent", unsupported, AGENT_EQUIVALENTS)
@@ -132,6 +146,7 @@ class Agent:
             ("max_tool_calls", max_tool_calls),
             ("timeout", timeout),
             ("name", name),
+            ("output_type", output_type),
             ("_tools", built),
         ):
             object.__setattr__(self, key, value)
@@ -410,6 +425,19 @@ def fallback_answer(public: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
+# -- typed replies --------------------------------------------------------------------------------
+def typed_instructions(output: OutputType[Any]) -> str:
+    """The prompt lines asking for a typed reply: the schema itself, for providers that do not
+    constrain decoding (those that do get the same schema as ``json_schema``)."""
+    schema = json.dumps(output.schema, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return f"Reply with only one JSON value that matches this JSON Schema:\n{schema}"
+
+
+def _refused(view: View | None, feedback: Feedback) -> str:
+    lines = feedback_lines(view, feedback)
+    return ("\n\nYour previous reply was refused: " + "; ".join(lines)) if lines else ""
+
+
 # -- workers --------------------------------------------------------------------------------------
 def _event_field(event: JSON, key: str) -> Any:
     return event.get(key) if isinstance(event, dict) else None
@@ -447,6 +475,10 @@ class AgentWorker:
         self.state = state
         self.clock: Clock = clock or _utcnow
         self._index = PublicIndex()
+        self.output: OutputType[Any] | None = (
+            OutputType.of(agent.output_type, f"agents/{name}/output_type") if agent.output_type is not None else None
+        )
+        """The agent's checked ``output_type`` (None: plain-text replies)."""
 
     @property
     def name(self) -> str:
@@ -465,10 +497,10 @@ class AgentWorker:
         instruction = _event_field(event, "instruction")
         if not isinstance(instruction, str) or not instruction.strip():
             instruction = f"Contribute to the blackboard as {self._name}."
-        text = (
-            f"You are {self._name}.\n\n"
-            f"Blackboard state:\n{board}\n\n"
-            f"Coordinator instruction: {instruction}\n\n"
+        text = f"You are {self._name}.\n\nBlackboard state:\n{board}\n\nCoordinator instruction: {instruction}\n\n"
+        if self.output is not None:
+            return text + typed_instructions(self.output) + _refused(view, feedback)
+        text += (
             "Write ONE contribution in plain text. Be concrete, and cite earlier entries by their id "
             "in brackets (for example [e2]) when you build on them."
         )
@@ -494,14 +526,23 @@ class AgentWorker:
         return ids, len(items) + hidden, len(notes) + hidden_p
 
     def entry_patch(self, text: str, view: View) -> tuple[list[dict[str, JSON]], dict[str, JSON]]:
-        """The patch appending ``text`` as this agent's entry, and the entry itself."""
+        """The patch appending ``text`` as this agent's entry, and the entry itself. A typed
+        agent's patch also appends the reply's JSON value to ``/outputs/<agent>`` (where the
+        board's schema is the agent's ``output_type``); its entry's content is that value's JSON
+        text (the reply text when it holds no JSON value: the kernel then rejects the patch)."""
         known, count, notes = self._ids(view)
         entry_id = f"e{count + 1}"
         kind = "contribution"
         content = text.strip()
         refs: list[str] = []
         note: str | None = None
-        obj = parse_json_object(content)
+        obj = parse_json_object(content) if self.output is None else None
+        typed: JSON = None
+        if self.output is not None:
+            typed = parse_value(content)
+            if not (isinstance(typed, str) and typed == content):
+                # Read: the entry shows the value as plain JSON (no fence or prose around it).
+                content = json.dumps(typed, ensure_ascii=False)
         if obj is not None and isinstance(obj.get("content"), str) and content.lstrip().startswith(("{", "`")):
             content = obj["content"]
             k = obj.get("kind")
@@ -534,11 +575,18 @@ class AgentWorker:
                     "value": make_entry(f"{self._name}.n{notes + 1}", self._name, note, kind="note", at=now),
                 }
             )
+        if self.output is not None:
+            ops.append({"op": "add", "path": f"/outputs/{tok}/-", "value": typed})
         return ops, entry
 
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
         """Run the agent and propose its entry (see class docstring)."""
-        reply = await run_agent(self.agent, self.model, self.prompt(view, event, feedback=feedback))
+        reply = await run_agent(
+            self.agent,
+            self.model,
+            self.prompt(view, event, feedback=feedback),
+            json_schema=self.output.schema if self.output is not None else None,
+        )
         diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
         if reply.tool_calls:
             diagnostics["tool_calls"] = list(reply.tool_calls)
@@ -561,6 +609,10 @@ class DeciderWorker:
 
     Guarantees: the patch is one ``add /answer`` op with a string; ``diagnostics["fallback"]``
     says whether the fallback was used and ``diagnostics["error"]`` why, when the model failed.
+    A decider with an ``output_type`` proposes the reply's JSON value instead (``slateboard.workers.parse.parse_value``),
+    which the kernel checks against the type's schema at ``/answer``; it has no fallback (a text
+    is not an instance): a model failure is an empty patch the kernel rejects at stage ``model``,
+    and the rejection reason is in the next attempt's prompt.
     """
 
     kind = "decider"
@@ -579,6 +631,12 @@ class DeciderWorker:
             resolve_model(model if model is not None else (agent.model or "local")) if agent is not None else None
         )
         self.instructions = instructions or DEFAULT_DECIDER_INSTRUCTIONS
+        self.output: OutputType[Any] | None = (
+            OutputType.of(agent.output_type, "decider/output_type")
+            if agent is not None and agent.output_type is not None
+            else None
+        )
+        """The decider's checked ``output_type`` (None: a text answer)."""
 
     @property
     def name(self) -> str:
@@ -594,19 +652,24 @@ class DeciderWorker:
             return public
         return _entries_only(_shown_at(view, "/public")[0])
 
-    def prompt(self, view: View) -> str:
+    def prompt(self, view: View, feedback: Feedback = None) -> str:
         """The decider's user prompt: its instructions and the public board, headed "Full
         blackboard state" when the view shows every entry whole, else honestly labelled a
-        summary with handles (the problem statement is pinned and always shown)."""
+        summary with handles (the problem statement is pinned and always shown); a typed
+        decider's prompt ends with its schema and why its previous reply was refused."""
         shown = _public_shown(view)
         board = render_board(shown.public, hidden_public=shown.hidden, problem=shown.problem)
         if shown.complete:
-            return f"{self.instructions}\n\nFull blackboard state:\n{board}"
-        return (
-            f"{self.instructions}\n\nBlackboard summary with handles (the board is over the "
-            f"{view.budget:,}-character view budget: the problem is shown first, then the newest entries; "
-            f"earlier ones are shortened or counted):\n{board}"
-        )
+            text = f"{self.instructions}\n\nFull blackboard state:\n{board}"
+        else:
+            text = (
+                f"{self.instructions}\n\nBlackboard summary with handles (the board is over the "
+                f"{view.budget:,}-character view budget: the problem is shown first, then the newest entries; "
+                f"earlier ones are shortened or counted):\n{board}"
+            )
+        if self.output is None:
+            return text
+        return f"{text}\n\n{typed_instructions(self.output)}{_refused(view, feedback)}"
 
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
         """Decide the answer (see class docstring)."""
@@ -618,11 +681,23 @@ class DeciderWorker:
             return WorkerReply(
                 [{"op": "add", "path": "/answer", "value": answer}], Usage(component="decider"), (), diagnostics
             )
-        reply = await run_agent(self.agent, self.model, self.prompt(view))
+        reply = await run_agent(
+            self.agent,
+            self.model,
+            self.prompt(view, feedback),
+            json_schema=self.output.schema if self.output is not None else None,
+        )
         usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "decider")
         diagnostics["model"] = self.model.name
         if reply.tool_calls:
             diagnostics["tool_calls"] = list(reply.tool_calls)
+        if self.output is not None:
+            diagnostics["fallback"] = False
+            if reply.error is not None:
+                diagnostics.update({"error": reply.error, "model_error": f"the model call failed: {reply.error}"})
+                return WorkerReply("", usage, (), diagnostics, reply.text)
+            value = parse_value(reply.text)
+            return WorkerReply([{"op": "add", "path": "/answer", "value": value}], usage, (), diagnostics, reply.text)
         if reply.error is not None:
             diagnostics.update({"error": reply.error, "fallback": True})
             answer = fallback_answer(public)

@@ -8,6 +8,9 @@ State::
      "signatures": {"<author>": "<entry id>"},  # id of each author's latest public entry
      "answer": null | "<final answer>"}
 
+    # with typed outputs (Agent(output_type=T)): "outputs": {"<agent>": [T, ...]} for typed
+    # agents, and "answer" absent until the decider's T is accepted (the schema is T's)
+
     entry = {"id", "kind", "author", "references", "content", "timestamp"}
 
 How the kernel knows that an agent only appends entries authored by itself: the kernel checks
@@ -49,6 +52,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..blueprint.output_type import embed_schema
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.invariants import CompiledInvariant, InvariantContext
@@ -171,10 +175,18 @@ def blackboard_blueprint(
     instructions: Mapping[str, str] | None = None,
     view_budget: int = 100_000,
     name: str = "blackboard",
+    outputs: Mapping[str, Mapping[str, Any]] | None = None,
+    answer: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The blueprint (plain JSON) of a blackboard for these agents (see module docstring).
 
-    Raises ValueError for reserved or repeated agent names.
+    ``outputs`` maps typed agents to the JSON Schema of their ``output_type``: the board gets
+    ``/outputs/<agent>``, an array of values of that schema only that agent's contract may
+    append to. ``answer`` is the decider's output schema: ``/answer`` is then null or a value of
+    it, absent until the decider's reply is accepted (instead of null or a string). Either way the kernel checks a typed value at stage
+    ``schema``; without them the blueprint is the untyped one, digest included.
+
+    Raises ValueError for reserved or repeated agent names, or a typed agent the team lacks.
     """
     names = list(agents)
     check_agent_names(names)
@@ -206,6 +218,33 @@ def blackboard_blueprint(
             "answer": {"type": ["string", "null"]},
         },
     }
+    typed = dict(outputs or {})
+    strangers = [n for n in typed if n not in names]
+    if strangers:
+        raise InvalidInput(f"typed outputs name agents the board does not have: {strangers!r}")
+    defs: dict[str, Any] = {}
+    if typed:
+        items: dict[str, Any] = {}
+        for i, (n, out) in enumerate(typed.items()):
+            body, more = embed_schema(dict(out), f"output{i}.")
+            items[n] = {"type": "array", "items": body}
+            defs.update(more)
+        schema["required"].append("outputs")
+        schema["properties"]["outputs"] = {
+            "type": "object",
+            "required": list(typed),
+            "additionalProperties": False,
+            "properties": items,
+        }
+    if answer is not None:
+        # Absent until decided, rather than null-or-value: the kernel's reason for a reply that
+        # does not fit then names the field at fault, not "not valid under any of anyOf".
+        body, more = embed_schema(dict(answer), "answer.")
+        schema["properties"]["answer"] = body
+        schema["required"].remove("answer")
+        defs.update(more)
+    if defs:
+        schema["$defs"] = defs
     roles = dict(instructions or {})
     workers: dict[str, Any] = {}
     for n in names:
@@ -213,7 +252,12 @@ def blackboard_blueprint(
         workers[n] = {
             "instruction": roles.get(n, ""),
             "reads": ["/task", "/public", f"/private/{tok}"],
-            "writes": ["/public/-", f"/private/{tok}/-", f"/signatures/{tok}"],
+            "writes": [
+                "/public/-",
+                f"/private/{tok}/-",
+                f"/signatures/{tok}",
+                *([f"/outputs/{tok}/-"] if n in typed else []),
+            ],
             "ops": AGENT_OPS,
             "view_budget": view_budget,
             # The problem statement is in every agent's view whatever the budget (issue 15).
@@ -285,6 +329,10 @@ def blackboard_blueprint(
         "signatures": dict.fromkeys(signed, ""),
         "answer": None,
     }
+    if typed:
+        initial["outputs"] = {n: [] for n in typed}
+    if answer is not None:
+        del initial["answer"]
     return {
         "name": name,
         "description": "The classic blackboard: a coordinator picks which agent contributes each round.",
@@ -292,7 +340,7 @@ def blackboard_blueprint(
         "initial_state": initial,
         "workers": workers,
         "invariants": invariants,
-        "done": "state.answer != null",
+        "done": "has(state.answer)" if answer is not None else "state.answer != null",
         "answer": "/answer",
     }
 

@@ -43,9 +43,10 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..blueprint.compile import compile_blueprint
+from ..blueprint.output_type import OutputType
 from ..errors import InvalidInput, StoreError, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
@@ -126,6 +127,7 @@ CONTRIBUTION = "blackboard.contribution"
 REJECTED = "blackboard.rejected"
 DECIDER_FAILED = "blackboard.decider_failed"
 log = logging.getLogger("slateboard.team")
+T = TypeVar("T")
 
 APPROVAL = "blackboard.approval"
 HALTED = "blackboard.halted"
@@ -252,7 +254,11 @@ class Budget:
 class TeamResult:
     """The outcome of one blackboard run.
 
-    ``output`` is the decider's answer ("" when the run was interrupted). ``end_reason`` is
+    ``output`` is the decider's answer ("" when the run was interrupted); with a decider
+    ``Agent(output_type=T)`` it is an instance of ``T`` built from the committed ``/answer``
+    (None when no reply fitted the schema, or the run was interrupted), and ``value`` is its
+    JSON text. ``outputs`` holds each typed agent's accepted values, as instances, in board
+    order. ``end_reason`` is
     ``"terminated"`` (the coordinator stopped), ``"max_rounds"``, ``"budget:<reason>"``,
     ``"circuit: <reason>"`` (the circuit policy halted the run: ``halted``) or ``"paused:
     awaiting approval of record <seq>"``; in the last three ``interrupted`` is True and
@@ -267,7 +273,7 @@ class TeamResult:
     are what loomflow's ``RunResult`` users read.
     """
 
-    output: str
+    output: Any
     board_id: str
     end_reason: str
     rounds: int
@@ -284,11 +290,24 @@ class TeamResult:
     cost_usd: float | None = 0.0
     cost_by_component: dict[str, float | None] = field(default_factory=dict)
     cost_by_agent: dict[str, float | None] = field(default_factory=dict)
+    text: str | None = None
+    """The answer's text when ``output`` is typed (its JSON); None when ``output`` is the text."""
+    outputs: dict[str, list[Any]] = field(default_factory=dict)
 
     # -- what loomflow's RunResult users read ---------------------------------------------------
     @property
     def value(self) -> str:
-        """The answer (loomflow's ``RunResult.value``; the same string as ``output``)."""
+        """The answer as text (loomflow's ``RunResult.value``): ``output`` itself, or the JSON
+        text of a typed ``output``."""
+        if self.text is not None:
+            return self.text
+        return self.output if isinstance(self.output, str) else ""
+
+    def output_as(self, output_type: type[T]) -> T:
+        """``output``, statically typed: it must be an instance of ``output_type`` (the decider's
+        ``output_type``), else TypeError saying what it is."""
+        if not isinstance(self.output, output_type):
+            raise TypeError(f"the output is {type(self.output).__name__}, not {output_type.__name__}")
         return self.output
 
     @property
@@ -331,7 +350,7 @@ class TeamResult:
         return sum(u.total for u in self.usage.values())
 
     def __str__(self) -> str:
-        return self.output
+        return self.value
 
 
 # -- the team -------------------------------------------------------------------------------------
@@ -463,6 +482,28 @@ class Team:
         self.circuit: dict[str, Any] = settings
         self._models: dict[str, Model] = {}
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
+        if coordinator is not None and coordinator.output_type is not None:
+            raise InvalidInput(
+                "the coordinator cannot have an output_type: its replies are the team's decisions; "
+                "give output_type to an agent or the decider"
+            )
+        # Checked now (BlueprintError naming the agent when a type has no JSON Schema); their
+        # schemas become the board's at /outputs/<agent> and /answer.
+        self.outputs: dict[str, OutputType[Any]] = {
+            n: OutputType.of(a.output_type, f"agents/{n}/output_type")
+            for n, a in self.agents.items()
+            if a.output_type is not None
+        }
+        self.answer_type: OutputType[Any] | None = (
+            OutputType.of(decider.output_type, "decider/output_type")
+            if decider is not None and decider.output_type is not None
+            else None
+        )
+        quarantined = [n for n in self.untrusted if n in self.outputs]
+        if quarantined:
+            raise InvalidInput(
+                f"untrusted agents {quarantined!r} cannot have an output_type: their replies go to quarantine as text"
+            )
         # Fail fast on bad names, circuit settings or approval paths: the board's blueprint
         # compiles now (BlueprintError naming the setting), not at the first run.
         compile_blueprint(self.board_spec())
@@ -540,6 +581,15 @@ class Team:
         passed by up to ``len(agents) - 1`` calls); a circuit halt or an entry awaiting approval
         in the middle of a round drops the round's remaining turns, each logged with its model
         usage. A resumed run takes a dead parallel round's unfinished turns one by one.
+
+        An agent or the decider with ``Agent(output_type=T)`` replies with a ``T``: its JSON
+        Schema is the board's at ``/outputs/<agent>`` (beside the agent's entry) or ``/answer``,
+        so the kernel rejects a reply that does not fit at stage ``schema``; the turn is then
+        retried with that reason (up to the circuit's ``max_consecutive_invalid`` attempts, a
+        streak the circuit policy halts on), the schema is sent for constrained decoding, and
+        ``TeamResult.output`` / ``TeamResult.outputs`` hold instances. The coordinator takes
+        no ``output_type``, nor do untrusted agents (InvalidInput); a type without a JSON Schema
+        is a BlueprintError naming the agent, raised here.
 
         ``untrusted`` (agent names) puts those agents' contributions in quarantine
         (``slateboard.team._quarantine``): the board gets the blueprint's quarantine region, their
@@ -675,6 +725,8 @@ class Team:
             instructions={n: a.instructions for n, a in self.agents.items()},
             view_budget=self.view_budget,
             name=self.name,
+            outputs={n: o.schema for n, o in self.outputs.items()},
+            answer=self.answer_type.schema if self.answer_type is not None else None,
         )
         if self.untrusted:
             spec = quarantine_board(spec, self.untrusted)
@@ -869,6 +921,8 @@ class _BlackboardRun:
             final = run_meta.get("final")
             state = self.kernel.state
             answer = state.get("answer") if isinstance(state, dict) else None
+            if answer is not None and not isinstance(answer, str):
+                final = typed_text(answer)
             return await self._result(
                 history[-1].reason or "",
                 answer if isinstance(answer, str) else (final if isinstance(final, str) else ""),
@@ -982,6 +1036,10 @@ class _BlackboardRun:
             if agent is not None and agent in self.team.agents and not choice.decision.terminate
             else None
         )
+        if turn is not None and turn.worker in self.team.outputs:
+            # A typed reply that does not fit its schema is retried with the kernel's reason,
+            # through the step engine's retry path, within the turn (see _turn).
+            turn = dataclasses.replace(turn, meta={k: v for k, v in turn.meta.items() if k != ONCE_KEY})
 
         def prepare() -> Decision:
             return self.kernel.action(
@@ -1022,9 +1080,24 @@ class _BlackboardRun:
         return outcome.record, outcome.reply
 
     async def _turn(self, inv: Invocation, round_num: int) -> None:
-        """The chosen agent's turn: one step, then its events (and the approval, when held)."""
-        rec, reply = await self._step(inv)
-        await self._taken(inv.worker, round_num, rec, reply)
+        """The chosen agent's turn: one step, then its events (and the approval, when held). A
+        typed agent's rejected reply is re-queued by the step engine with the rejection as
+        feedback (up to the circuit's ``max_consecutive_invalid`` attempts): taken again here."""
+        while True:
+            rec, reply = await self._step(inv)
+            await self._taken(inv.worker, round_num, rec, reply)
+            again = self._requeued(inv.id)
+            if again is None:
+                return
+            inv = again
+
+    def _requeued(self, invocation_id: str) -> Invocation | None:
+        """The invocation ``invocation_id`` when the step engine re-queued it (a rejected typed
+        reply) and the board can go on; else None."""
+        again = self.session.agenda.get(invocation_id)
+        if again is None or self._halted() is not None:
+            return None
+        return again if any(i.id == invocation_id for i in self.session.agenda.eligible()) else None
 
     async def _taken(self, agent: str, round_num: int, rec: Record, reply: WorkerReply) -> None:
         """What follows a decided turn: its events, the stuck detector, the approval when held."""
@@ -1340,13 +1413,20 @@ class _BlackboardRun:
         resumed run whose answer is already committed, that answer."""
         state = self.kernel.state
         answer = state.get("answer") if isinstance(state, dict) else None
-        if isinstance(answer, str):
-            return answer
+        typed = self.team.answer_type
+        if isinstance(answer, str) or (typed is not None and answer is not None):
+            return answer if isinstance(answer, str) else typed_text(answer)
         inv = self.session.agenda.get(DECIDE_INVOCATION)
         if inv is None:
             inv = decide_invocation(self.rounds, self.session.scheduler.allocate_order())
+            if typed is not None:
+                # A reply that does not fit the decider's output_type is retried with the
+                # kernel's reason (the step engine's retry path), not answered by a fallback.
+                inv = dataclasses.replace(inv, meta={k: v for k, v in inv.meta.items() if k != ONCE_KEY})
             await self.store.push_invocations(self.board_id, [inv])
             self.session.agenda.push(inv)
+        if typed is not None:
+            return await self._decide_typed(inv)
         rec, reply = await self._step(inv)
         if reply.error is not None:
             await self.emit(DECIDER_FAILED, error=reply.error[:_PREVIEW])
@@ -1356,6 +1436,26 @@ class _BlackboardRun:
         if rec.outcome == "rejected":
             await self.emit(REJECTED, round=None, agent=self.decider.name, stage=rec.stage, reason=rec.reason)
         return final
+
+    async def _decide_typed(self, inv: Invocation) -> str:
+        """A typed decider's turns: each rejected reply re-queued with the kernel's reason until
+        one is accepted or the attempts run out (``decider_failed`` then, with the last reason);
+        the committed answer's JSON text, or ""."""
+        while True:
+            rec, reply = await self._step(inv)
+            if rec.outcome == "rejected":
+                await self.emit(REJECTED, round=None, agent=self.decider.name, stage=rec.stage, reason=rec.reason)
+            again = self._requeued(inv.id) if rec.outcome == "rejected" else None
+            if again is None:
+                break
+            inv = again
+        state = self.kernel.state
+        answer = state.get("answer") if isinstance(state, dict) else None
+        if answer is None:
+            why = reply.error or f"{rec.stage}: {rec.reason or ''}"
+            await self.emit(DECIDER_FAILED, error=why[:_PREVIEW])
+            return ""
+        return typed_text(answer)
 
     async def _interrupt(self, round_num: int, status: BudgetStatus) -> TeamResult:
         reason = f"budget:{status.reason}"
@@ -1394,8 +1494,24 @@ class _BlackboardRun:
         records = self.session.history
         proposals = [r for r in records if r.kind == "proposal"]
         table = price_table(self.session.blueprint.spec.limits.prices)
+        state = self.kernel.state
+        team = self.team
+        output: Any = final
+        text: str | None = None
+        if team.answer_type is not None:
+            answer = state.get("answer") if isinstance(state, dict) else None
+            output = team.answer_type.instance(answer) if answer is not None else None
+            text = final
+        stored = state.get("outputs") if isinstance(state, dict) else None
+        outputs = {
+            n: [o.instance(v) for v in stored.get(n, [])]
+            for n, o in team.outputs.items()
+            if isinstance(stored, dict) and isinstance(stored.get(n), list)
+        }
         return TeamResult(
-            output=final,
+            output=output,
+            text=text,
+            outputs=outputs,
             board_id=self.board_id,
             end_reason=end_reason,
             rounds=self.rounds,
@@ -1409,6 +1525,11 @@ class _BlackboardRun:
             cost_by_component=cost_by(records, "component", table),
             cost_by_agent=cost_by(proposals, "worker", table),
         )
+
+
+def typed_text(value: JSON) -> str:
+    """A committed typed value as JSON text (sorted keys, so the run-end record is stable)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _quiet(kind: str, **data: JSON) -> None:

@@ -8,6 +8,11 @@ Decoding modes (``decoding``):
 * ``"json"``: the reply is constrained to the generic ``{"patch": [RFC 6902 ops]}`` shape only.
 * ``"none"``: free text (no ``json_schema`` is sent).
 
+A worker with a typed ``output`` (``WorkerSpec.output``, the builder's ``output_type=``) replies
+with one JSON value instead of a patch: it is decoded against the state schema at that pointer
+(``decoding`` ``"output"``, unless ``"none"``), and the worker proposes adding it there, so the
+kernel checks it at stage ``schema`` and a rejection comes back as the next attempt's feedback.
+
 The state used to expand write patterns comes from ``state`` (a zero-argument callable returning
 the committed state, e.g. ``lambda: kernel.state``) or, without one, from a sketch of what the
 view shows (``constrain.sketch_state``): then only paths the worker can see, or whose parents the
@@ -23,13 +28,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .. import telemetry
 from ..kernel.canonical import JSON
+from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
+from ..kernel.schema import pattern_locations
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
 from ..redaction import redact
 from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
-from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, sketch_state
-from .parse import ParsedReply, parse_reply
+from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, self_contained, sketch_state
+from .parse import ParsedReply, parse_reply, parse_value
 from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
 from .tools import Tool, ToolResult, as_tool, quarantine_target
 
@@ -51,13 +58,40 @@ if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
     from ..views import View
 
-__all__ = ["DEFAULT_MAX_TOOL_CALLS", "DEFAULT_WORKER_MAX_TOKENS", "Decoding", "LLMWorker"]
+__all__ = ["DEFAULT_MAX_TOOL_CALLS", "DEFAULT_WORKER_MAX_TOKENS", "Decoding", "LLMWorker", "output_value_schema"]
 
 logger = logging.getLogger("slateboard.workers")
 
 Decoding = Literal["contract", "json", "none"]
 DEFAULT_WORKER_MAX_TOKENS = 384
 DEFAULT_MAX_TOOL_CALLS = 4
+
+
+def output_value_schema(blueprint: CompiledBlueprint, output: str) -> dict[str, Any]:
+    """The state schema at pointer ``output`` as one self-contained schema (its ``$ref`` targets
+    hoisted into ``$defs``): what a typed worker's reply is decoded against."""
+    found = pattern_locations(blueprint.schema, parse_pointer(output))
+    node = found[0].schema if found else {}
+    if isinstance(node, dict):
+        # An optional field (``T | None``): the reply is the value, so the decoder is not
+        # offered null; the kernel still checks the state's own schema.
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if isinstance(branches, list) and {"type": "null"} in branches:
+                kept = [b for b in branches if b != {"type": "null"}]
+                rest = {k: v for k, v in node.items() if k not in (key, "default")}
+                node = {**rest, **kept[0]} if len(kept) == 1 and not rest else {**rest, key: kept}
+                break
+    out = self_contained(blueprint.spec.state_schema, node)
+    ref = out.get("$ref")
+    defs = out.get("$defs")
+    if set(out) == {"$ref", "$defs"} and isinstance(ref, str) and isinstance(defs, dict):
+        # The model itself at the root (providers' strict modes want an object there); its
+        # definition stays in $defs for references inside it.
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, dict):
+            out = {**target, "$defs": defs}
+    return out
 
 
 class LLMWorker:
@@ -136,6 +170,12 @@ class LLMWorker:
         self.component = component
         self.spend: SpendHook | None = None
         """Set by a run with a spend cap; None (the default) costs the hot path nothing."""
+        self.output: str | None = self.contract.spec.output
+        """Where a typed reply goes (``WorkerSpec.output``); None: the reply is a patch."""
+        self.output_schema: dict[str, Any] | None = (
+            output_value_schema(blueprint, self.output) if self.output is not None else None
+        )
+        """The self-contained value schema at ``output`` (sent to the model, and stated in the prompt)."""
 
     @property
     def name(self) -> str:
@@ -162,6 +202,9 @@ class LLMWorker:
     ) -> tuple[list[PromptBlock], list[PromptBlock]]:
         if constrained is None:
             constrained = self.constrains(self.patch_schema(view)[1])
+        output = (
+            (self.output, self.output_schema) if self.output is not None and self.output_schema is not None else None
+        )
         return prompt_blocks(
             self.blueprint,
             self._name,
@@ -172,6 +215,7 @@ class LLMWorker:
             instruction=self.instruction,
             constrained=constrained,
             payload=payload,
+            output=output,
         )
 
     def constrains(self, used: str) -> bool:
@@ -185,6 +229,8 @@ class LLMWorker:
         back to ``json`` when the worker can do nothing in the current state)."""
         if self.decoding == "none":
             return None, "none"
+        if self.output_schema is not None:
+            return dict(self.output_schema), "output"
         if self.decoding == "contract":
             # The live state, as this worker may read it: a quarantined region its contract does
             # not name must not reach its reply schema either (existing keys, indexes).
@@ -251,7 +297,7 @@ class LLMWorker:
         )
         constrained = self.constrains(first[1]) if first is not None else False
         # The board text is built once: the prompt shows it and the accounting counts its values.
-        payload = view_payload(view, constrained=constrained)
+        payload = view_payload(view, constrained=constrained or self.output is not None)
         system, user = self._blocks(view, event, feedback, constrained, payload)
         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
         usages: list[Usage] = []
@@ -344,6 +390,11 @@ class LLMWorker:
             diagnostics["error"] = "the model asked for a tool call instead of proposing a patch"
         # Not ok: the raw reply, or the JSON text that repeats a key (the kernel rejects both).
         patch = parsed.patch if parsed.ok or isinstance(parsed.patch, str) else raw
+        if self.output is not None and parsed.tool is None:
+            # A typed reply is the value itself; what does not fit (or is not JSON: then the
+            # text) is the kernel's to reject at stage schema, with the reason as feedback.
+            patch = [{"op": "add", "path": self.output, "value": parse_value(raw)}]
+            diagnostics["parse"] = "output"
         if quarantined and self.quarantine_path is not None:
             if parsed.ok and isinstance(patch, list):
                 patch = [*patch, *({"op": "add", "path": self.quarantine_path, "value": q} for q in quarantined)]
@@ -423,9 +474,13 @@ class LLMWorker:
     def _tool_message(self, told: str, used: int) -> str:
         left = self.max_tool_calls - used
         tail = (
-            f"You may call {left} more tool(s), or reply with the patch."
+            f"You may call {left} more tool(s), or reply with the {'value' if self.output else 'patch'}."
             if left > 0
-            else 'No more tool calls: reply now with {"patch": [...]}.'
+            else (
+                "No more tool calls: reply now with the JSON value."
+                if self.output
+                else 'No more tool calls: reply now with {"patch": [...]}.'
+            )
         )
         return f"{told}\n{tail}"
 

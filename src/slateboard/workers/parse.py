@@ -24,7 +24,7 @@ from ..kernel.jsonvalue import nesting_depth
 from ..kernel.kernel import declined_reason
 from ..views import parse_expand_request
 
-__all__ = ["MAX_REPLY_DEPTH", "PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply"]
+__all__ = ["MAX_REPLY_DEPTH", "PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply", "parse_value"]
 
 MAX_REPLY_DEPTH = 256
 """Replies whose brackets nest deeper than this are left as raw text (the kernel's own limit,
@@ -229,3 +229,20 @@ def parse_reply(text: str | bytes) -> ParsedReply:
     if fallback is not None:
         return fallback
     return ParsedReply(text, False, "raw")
+
+
+def parse_value(text: str) -> JSON:
+    """The JSON value of a typed reply (one value, not a patch): the whole text as JSON, else the
+    first JSON object in it (a fenced block, prose around it), else the text itself, which the
+    kernel then rejects at stage ``schema`` with a reason the worker is told on its retry."""
+    stripped = text.strip()
+    try:
+        value: JSON = _DECODER.decode(stripped)
+    except _DuplicateKey:
+        return stripped  # a repeated key has no one meaning: not a value to commit
+    except ValueError:
+        for found, duplicate in _embedded(stripped):
+            if isinstance(found, dict) and duplicate is None:
+                return found
+        return stripped
+    return value

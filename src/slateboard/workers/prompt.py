@@ -14,7 +14,7 @@ for tool-using workers, the tool list.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -199,6 +199,7 @@ def prompt_blocks(
     example_values: bool = False,
     constrained: bool = False,
     payload: tuple[str, int] | None = None,
+    output: tuple[str, Mapping[str, Any]] | None = None,
 ) -> tuple[list[PromptBlock], list[PromptBlock]]:
     """The system and user blocks of one invocation's prompt (``build_messages`` joins them).
 
@@ -208,13 +209,24 @@ def prompt_blocks(
     and the view without its ``writable`` member. Every block appears once: rejections are
     listed in the feedback block only, never also inside the rendered view.
     ``payload`` is ``view_payload(view, constrained=constrained)`` when the caller already has it
-    (it is then not computed again)."""
+    (it is then not computed again). ``output`` (a worker's typed output: its pointer and the
+    value schema there) replaces the patch format by a request for one JSON value of that
+    schema, stated in full (a provider may not constrain decoding); the view is shown without
+    ``writable``, as when constrained."""
     contract = blueprint.workers[worker]
     role = (instruction if instruction is not None else contract.spec.instruction).strip()
     system: list[PromptBlock] = []
     if role:
         system.append(("role", role))
-    if constrained:
+    if output is not None:
+        system.append(
+            (
+                "format",
+                f"You are worker {worker!r}. Your reply is written to {output[0]}: reply with only one JSON value "
+                f"that matches this JSON Schema:\n{canonical_str(dict(output[1]))}",
+            )
+        )
+    elif constrained:
         system.append(
             (
                 "format",
@@ -252,6 +264,8 @@ def prompt_blocks(
             lines.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
         system.append(("tools", "\n".join(lines)))
     user: list[PromptBlock] = []
+    if output is not None:
+        constrained = True  # the view as a constrained prompt shows it: the format is stated above
     board, _ = payload if payload is not None else view_payload(view, constrained=constrained)
     if constrained:
         user.append(("view", "Board:\n" + board))
@@ -273,7 +287,9 @@ def prompt_blocks(
             "Fix the cause and propose again.",
         ]
         user.append(("feedback", "\n".join(text)))
-    if not constrained:
+    if output is not None:
+        user.append(("format", "Reply now with the JSON value."))
+    elif not constrained:
         user.append(("format", f'Reply now with {{"{PATCH_KEY}": [...]}}.'))
     return system, user
 

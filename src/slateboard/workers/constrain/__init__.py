@@ -75,7 +75,7 @@ kernel's ``may_write``), ``_values`` (container bounds, no-op avoidance, fresh i
 proposal schema) and ``_sketch`` (a state rebuilt from a view).
 """
 
-from ._fragments import ANY_VALUE, REFERS_TO, SAFE_MAX_LENGTH
+from ._fragments import ANY_VALUE, REFERS_TO, SAFE_MAX_LENGTH, self_contained
 from ._schema import (
     DEFAULT_MAX_ENUM,
     DEFAULT_MAX_OPS,
@@ -98,6 +98,7 @@ __all__ = [
     "Target",
     "generic_patch_schema",
     "proposal_schema",
+    "self_contained",
     "sketch_state",
     "write_targets",
 ]

@@ -93,6 +93,17 @@ class _Refs:
         return name
 
 
+def self_contained(root: Any, node: Any) -> dict[str, Any]:
+    """Subschema ``node`` of the state schema ``root`` as one schema a decoder can take alone:
+    the ``$ref`` targets it reaches hoisted into its own ``$defs`` (``true``/``{}``: ANY_VALUE)."""
+    refs = _Refs(root)
+    body = refs.rewrite(node)
+    out: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
+    if refs.defs:
+        out["$defs"] = refs.defs
+    return out
+
+
 def _tighten_strings(node: Any, limit: int | None, safe: bool) -> Any:
     """Tighten plain string schemas (no enum/const/pattern/format); the result is stricter, so
     every guarantee still holds. ``limit`` adds ``maxLength`` where there is none; ``safe``
