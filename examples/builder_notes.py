@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from slateboard import Board, Runner, compile_blueprint, create_board, open_store, ref, replay
+from slateboard import Board, Runner, create_board, open_store, ref, verify_board
 from slateboard.builder import APPEND
 
 Short = Annotated[str, Field(max_length=80)]  # bounds keep a small model's replies short
@@ -54,10 +54,8 @@ async def main(model: str = "local", url: str = "sqlite:///:memory:") -> Plan:
     try:
         board_id = await create_board(store, compiled, inputs={"task": "Plan a picnic"})
         result = await Runner(store, board_id, model=model).run()  # 4. run
-        plan: Plan = compiled.typed_answer(result.state)  # 5. the result, a Plan
-        records = await store.read_records(board_id)  # 6. the log: every proposal, replayable
-        loaded = await store.load_board(board_id)
-        assert replay(compile_blueprint(loaded.blueprint), loaded.initial_state, records).ok
+        plan = result.answer_as(Plan)  # 5. the result, a Plan
+        assert (await verify_board(store, board_id)).ok  # 6. the log: every proposal, replayed
         print(result.end_reason, plan)
         return plan
     finally:

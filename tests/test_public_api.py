@@ -38,6 +38,7 @@ EXPECTED = {
     "Store",
     "create_board",
     "open_store",
+    "verify_board",
     # teams
     "Agent",
     "Team",

@@ -12,7 +12,8 @@ details, but their layout may change; these names do not change without notice.
   ``Architect`` (a blueprint from a request, with one model call);
 - the kernel: ``Kernel``, ``Proposal``, ``Decision``, ``Event``, ``Record``, ``Usage``,
   ``replay``, ``ReplayReport``, ``InvariantContext``;
-- runs: ``open_store``, ``Store``, ``create_board``, ``Runner``, ``RunResult``, ``RunEvent``;
+- runs: ``open_store``, ``Store``, ``create_board``, ``Runner``, ``RunResult``, ``RunEvent``,
+  ``verify_board`` (the checks of ``slateboard replay --verify``);
 - teams: ``Agent``, ``Team`` (``Team.blackboard(...)``), ``TeamResult``;
 - errors: ``SlateboardError`` and its branches (see ``slateboard.errors``).
 """
@@ -36,7 +37,7 @@ from .kernel import (
     replay,
 )
 from .models import ModelError
-from .runtime import RunEvent, Runner, RunnerError, RunResult, create_board
+from .runtime import RunEvent, Runner, RunnerError, RunResult, create_board, verify_board
 from .stores import BoardNotFound, Conflict, Store, open_store
 from .team import Agent, Team, TeamResult
 
@@ -83,4 +84,5 @@ __all__ = [
     "open_store",
     "ref",
     "replay",
+    "verify_board",
 ]

@@ -194,3 +194,19 @@ def test_a_typed_reply_reads_back_as_the_value_it_holds(value: Any, fenced: bool
     else:
         assert parse_value(f"  {text}\n") == value
     assert parse_value('{"a": 1, "a": 2}') == '{"a": 1, "a": 2}'  # a repeated key has no one meaning
+
+
+def test_answer_as_gives_the_answer_its_type_or_names_why_not() -> None:
+    """``RunResult.answer_as(T)``: the JSON answer validated as ``T``; no answer, or one that does
+    not fit, is a ValueError naming the board and the type."""
+    from slateboard.runtime import RunResult
+
+    def result(answer: Any) -> RunResult:
+        return RunResult("b1", {}, answer, "done", 1, 1, 1, 0, 1)
+
+    verdict = result(GOOD).answer_as(Verdict)
+    assert isinstance(verdict, Verdict) and verdict.confidence == 0.9
+    with pytest.raises(ValueError, match="board b1 has no answer"):
+        result(None).answer_as(Verdict)
+    with pytest.raises(ValueError, match="is not a Verdict"):
+        result({"verdict": "maybe"}).answer_as(Verdict)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..models.pricing import PriceTable
@@ -92,6 +93,9 @@ def _cost_json(cost: float | None) -> JSON:
     return None if cost is None else round(cost, 9)
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """What a run produced. ``end_reason`` says why it stopped (done, agenda_empty, max_steps,
@@ -126,6 +130,22 @@ class RunResult:
     def total_tokens(self) -> int:
         """All tokens of all components."""
         return sum(u.total for u in self.usage.values())
+
+    def answer_as(self, answer_type: type[T]) -> T:
+        """``answer`` validated as ``answer_type`` (a pydantic model, a dataclass or any type
+        pydantic can validate), e.g. the ``output_type`` of the worker that writes the answer.
+        The kernel already checked it against the blueprint's schema; this gives it its Python
+        type. Raises InvalidInput (a ValueError) when the run has no answer or it does not fit
+        ``answer_type``."""
+        from pydantic import TypeAdapter, ValidationError
+
+        name = getattr(answer_type, "__name__", repr(answer_type))
+        if self.answer is None:
+            raise InvalidInput(f"board {self.board_id} has no answer (it ended {self.end_reason})")
+        try:
+            return TypeAdapter(answer_type).validate_python(self.answer)
+        except ValidationError as exc:
+            raise InvalidInput(f"the answer of board {self.board_id} is not a {name}: {exc}") from None
 
     def to_json(self) -> dict[str, JSON]:
         """Plain JSON form (``slateboard run --json``)."""
