@@ -145,9 +145,10 @@ def streaming_to(tap: StreamTap | None) -> Iterator[None]:
 @contextlib.contextmanager
 def invocation_scope(board_id: str, worker: str, invocation: str) -> Iterator[None]:
     """Tag what runs inside with the board, ``worker`` and ``invocation`` (the step engine wraps
-    each worker call in one); nothing happens when no tap is installed."""
+    each worker call in one); nothing happens when no tap is installed or it wants neither
+    tokens nor custom progress when the call starts (a run nobody streams pays one lookup)."""
     tap = _TAP.get()
-    if tap is None:
+    if tap is None or not (tap.tokens or tap.custom):
         yield
         return
     token = _SCOPE.set(_Scope(tap, board_id, worker, invocation))
