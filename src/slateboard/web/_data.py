@@ -223,35 +223,6 @@ class Dashboard:
             raise ApiError(409, f"the blueprint stored with board {board_id} is not accepted: {exc}") from None
         return _Board(board_id, loaded.blueprint, loaded.initial_state, compiled)
 
-    async def board(self, board_id: str) -> dict[str, JSON]:
-        """One board: its header, its blueprint's workers and contracts, counts by outcome, and
-        tokens per worker and per component."""
-        info, entry = await self._board(board_id)
-        records = entry.records
-        counts: dict[str, int] = {}
-        for r in records:
-            counts[r.outcome] = counts.get(r.outcome, 0) + 1
-        spec = entry.blueprint_json
-        workers = spec.get("workers") if isinstance(spec.get("workers"), dict) else {}
-        out = board_json(info)
-        out["blueprint"] = {
-            "name": spec.get("name"),
-            "description": spec.get("description"),
-            "workers": {
-                name: {k: w.get(k) for k in ("reads", "writes", "ops", "view_budget", "model", "function")}
-                for name, w in sorted((workers or {}).items())
-                if isinstance(w, dict)
-            },
-            "done": spec.get("done"),
-            "answer": spec.get("answer"),
-        }
-        out["outcomes"] = dict(sorted(counts.items()))
-        out["usage"] = usage_json(records)
-        out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
-        out["anchor"] = self._anchor_status(board_id, records)
-        out["lineage"] = await self.lineage(info)
-        return out
-
     async def lineage(self, info: BoardInfo) -> dict[str, JSON]:
         """Where a board comes from and what came of it (``slateboard fork``): ``parent`` (None
         for a board that is no fork; else the parent's id, name, the version and seq the fork
@@ -275,6 +246,35 @@ class Dashboard:
                     {**board_json(b), "version_forked": bound.get("version"), "seq_forked": bound.get("seq")}
                 )
         return {"parent": parent, "children": children}
+
+    async def board(self, board_id: str) -> dict[str, JSON]:
+        """One board: its header, its blueprint's workers and contracts, counts by outcome, and
+        tokens per worker and per component."""
+        info, entry = await self._board(board_id)
+        records = entry.records
+        counts: dict[str, int] = {}
+        for r in records:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        spec = entry.blueprint_json
+        workers = spec.get("workers") if isinstance(spec.get("workers"), dict) else {}
+        out = board_json(info)
+        out["lineage"] = await self.lineage(info)
+        out["blueprint"] = {
+            "name": spec.get("name"),
+            "description": spec.get("description"),
+            "workers": {
+                name: {k: w.get(k) for k in ("reads", "writes", "ops", "view_budget", "model", "function")}
+                for name, w in sorted((workers or {}).items())
+                if isinstance(w, dict)
+            },
+            "done": spec.get("done"),
+            "answer": spec.get("answer"),
+        }
+        out["outcomes"] = dict(sorted(counts.items()))
+        out["usage"] = usage_json(records)
+        out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
+        out["anchor"] = self._anchor_status(board_id, records)
+        return out
 
     def _anchor_status(self, board_id: str, records: Sequence[Record]) -> JSON:
         """None without an anchor file; else how many checkpoints the board has, the last one's
