@@ -5,16 +5,21 @@ duration (``streaming_to``); the step engine opens an ``invocation_scope`` aroun
 call, which tags what the worker produces with its worker and invocation. Without a tap every
 function here is a no-op, so a run nobody streams takes the same path as before.
 
-- Tokens: an LLM worker calls its model through ``slateboard.models.streamed.generate``. When tokens are wanted it gives
-  the model a ``TokenSink`` (``token_sink()``, read by the providers that can stream: the
-  OpenAI-compatible one, Anthropic, the local model, the scripted model). A model that cannot
-  stream still yields one chunk, its whole reply. Each chunk is tagged with the model call's
-  number within the invocation (``call``) and the attempt (``attempt``: a provider retry after a
-  broken stream starts a new one). The chunks of a call's last attempt, joined, equal the reply
-  that call returned (``generate`` closes any gap with a final chunk), which is the reply the
-  worker logs.
-- Custom: a function worker whose signature takes ``emit`` gets an ``emit(data)`` callable; the
-  JSON ``data`` reaches the streams as a ``custom`` event, and nothing of it is logged.
+- Tokens: an LLM worker (and a team's agent) calls its model through
+  ``slateboard.models.streamed.generate``. When tokens are wanted that opens a ``TokenSink`` for
+  the call (``open_sink``), which the providers that can stream read with ``token_sink()`` (the
+  OpenAI-compatible one, Anthropic, the local model, the scripted model). Each chunk is tagged
+  with the model call's number within the invocation (``call``) and the attempt (``attempt``: a
+  provider retry after a broken stream starts a new one). The chunks of a call's last attempt,
+  joined, equal the reply that call returned (``TokenSink.settle`` sends the reply as one chunk
+  in a last attempt when they do not, e.g. from a model that cannot stream), which is the reply
+  the worker logs. Model calls outside a worker (a coordinator's choice, the Architect) are not
+  streamed.
+- Custom: a function worker whose signature takes ``emit`` gets an ``emit(data)`` callable (any
+  other worker can call ``progress_emitter()`` inside its ``propose``); the JSON ``data``
+  reaches the streams as a ``custom`` event, and nothing of it is logged.
+- Updates and values of a ``Team`` (``Team.stream(prompt, modes=...)``): the step engine reports
+  each accepted proposal (``committed``); a ``Runner`` derives them from its own events.
 
 Streaming only observes: what a provider returns, and so what the log holds, is the same whether
 or not anyone streams (the exception, in docs/follow.md: a server that reports no usage in a
