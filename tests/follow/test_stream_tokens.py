@@ -310,3 +310,39 @@ async def test_team_stream_modes() -> None:
     values = [e.data for e in seen if e.kind == "state.values"]
     assert [v["seq"] for v in values] == [u["seq"] for u in updates]
     assert values[-1]["state"]["public"][-1]["content"] == "second word"
+
+
+async def test_anthropic_tool_input_is_streamed_then_settled_as_the_reply() -> None:
+    from slateboard.models import AnthropicModel, streamed
+    from slateboard.streaming import StreamTap, invocation_scope, streaming_to
+
+    async def script(_request: dict[str, Any], send: Send) -> bool:
+        await send(sse({"type": "message_start", "message": {"usage": {"input_tokens": 20, "output_tokens": 1}}}))
+        block = {"type": "tool_use", "id": "t1", "name": "respond", "input": {}}
+        await send(sse({"type": "content_block_start", "index": 0, "content_block": block}))
+        for piece in ('{"patch":[{"op":', '"add","path":"/notes/-",', '"value":"x"}]}'):  # compact
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            await send(sse({"type": "content_block_delta", "index": 0, "delta": delta}))
+        await send(sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}))
+        await send(sse({"type": "message_stop"}))
+        return True
+
+    events: list[dict[str, Any]] = []
+    async with SSEServer([script]) as server:
+        model = AnthropicModel("claude-stub", base_url=server.url)
+        tap = StreamTap.of(lambda _k, _b, d: events.append(d), asyncio.get_running_loop(), ["tokens"])
+        with streaming_to(tap), invocation_scope("b", "writer", "inv-1"):
+            gen = await streamed.generate(
+                model, [Message.user("hi")], json_schema={"type": "object"}, max_tokens=50, temperature=0.0, timeout=30
+            )
+        await model.aclose()
+    # As unstreamed: the tool input parsed and serialised again.
+    assert gen.text == json.dumps({"patch": [{"op": "add", "path": "/notes/-", "value": "x"}]})
+    assert [e["text"] for e in events if e["attempt"] == 0] == [
+        '{"patch":[{"op":',
+        '"add","path":"/notes/-",',
+        '"value":"x"}]}',
+    ]
+    # Its spacing differs from the raw input's, so a last attempt carries the reply whole.
+    assert [(e["attempt"], e["text"]) for e in events if e["attempt"] > 0] == [(1, gen.text)]
+    assert last_attempt(events) == gen.text and (gen.usage.prompt_tokens, gen.usage.completion_tokens) == (20, 9)
