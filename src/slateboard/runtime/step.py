@@ -547,11 +547,10 @@ class StepEngine:
     async def _call_worker(self, worker: Worker, view: View, inv: Invocation, started: float) -> WorkerReply:
         """The worker's reply, or the failed reply of a worker that ran out of time."""
         try:
+            # The invocation scope tags streamed tokens and progress (a no-op when none is streamed).
             with (
                 telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}),  # telemetry hook (issue 17)
-                invocation_scope(
-                    self.board_id, inv.worker, inv.id
-                ),  # tags streamed tokens and progress (no-op unstreamed)
+                invocation_scope(self.board_id, inv.worker, inv.id),
             ):
                 # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
                 async with asyncio.timeout(self.worker_timeout):
