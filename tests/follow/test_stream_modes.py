@@ -57,7 +57,8 @@ def test_unknown_stream_mode() -> None:
     async def go() -> None:
         store = MemoryStore()
         runner = Runner(store, await create_board(store, BLUEPRINT), model=MODEL)
-        with pytest.raises(InvalidInput, match="stream mode 'tokens' is not one of events, updates, values"):
-            runner.events(["tokens"])
+        with pytest.raises(InvalidInput) as info:
+            runner.events(["updates", "messages"])
+        assert str(info.value) == "stream mode 'messages' is not one of events, updates, values, tokens, custom"
 
     asyncio.run(go())

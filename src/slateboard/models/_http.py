@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -71,8 +72,26 @@ class JsonPoster:
         url = self.base_url + path
         body = orjson.dumps(payload)
         headers = {**self._headers, "content-type": "application/json"}
-        try:
+        with self.transport_errors(url):
             return await self._current_client().post(url, content=body, headers=headers)
+
+    @contextlib.asynccontextmanager
+    async def stream(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[httpx.Response]:
+        """POST `payload` as JSON and yield the response with its body unread (whatever its
+        status), for reading as it arrives; transport failures, also those while the body is
+        read inside, are mapped as in `post`."""
+        url = self.base_url + path
+        body = orjson.dumps(payload)
+        headers = {**self._headers, "content-type": "application/json", "accept": "text/event-stream"}
+        with self.transport_errors(url):
+            async with self._current_client().stream("POST", url, content=body, headers=headers) as response:
+                yield response
+
+    @contextlib.contextmanager
+    def transport_errors(self, url: str) -> Iterator[None]:
+        """Map httpx transport failures inside onto typed model errors (see the class)."""
+        try:
+            yield
         except httpx.UnsupportedProtocol as exc:
             raise ModelConfigError(self._model, f"unusable URL {url}: {_describe(exc)}") from exc
         except httpx.ConnectTimeout as exc:

@@ -11,7 +11,7 @@ from typing import Any, Self
 import httpx
 
 from slateboard.models._http import JsonPoster, error_for_status, reply_json
-from slateboard.models.errors import ModelBadResponse, ModelConfigError
+from slateboard.models.errors import ModelBadResponse, ModelConfigError, ModelServerError
 from slateboard.models.protocol import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
@@ -21,6 +21,7 @@ from slateboard.models.protocol import (
     Message,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.streaming import TokenSink, token_sink
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicModel"]
 
@@ -64,6 +65,12 @@ class AnthropicModel:
     connection errors) and usage. With `json_schema`, one tool whose `input_schema` is the schema
     is forced via `tool_choice`, and the reply text is that tool input serialised as JSON.
     `finish_reason` is mapped to OpenAI's vocabulary (`stop`, `length`).
+
+    Streaming: when the run streams tokens (``slateboard.streaming``) and ``stream`` is true,
+    the request asks for server-sent events and each text delta (or, with a schema, each
+    ``input_json_delta`` of the forced tool) goes to the token sink as it arrives; the reply,
+    usage (``message_start`` and ``message_delta``) and finish reason are those of the
+    unstreamed call.
     """
 
     def __init__(
@@ -76,8 +83,10 @@ class AnthropicModel:
         version: str = ANTHROPIC_VERSION,
         retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
+        stream: bool = True,
     ) -> None:
         self.model_id = model_id
+        self.streams = stream
         self._name = name or f"anthropic:{model_id}@{base_url}"
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
@@ -138,6 +147,23 @@ class AnthropicModel:
         """Generate one reply; see `Model.generate` for the guarantees."""
         started = time.perf_counter()
         payload = self._payload(messages, json_schema, max_tokens, temperature)
+        sink = token_sink() if self.streams else None
+        if sink is not None:
+            streamed = {**payload, "stream": True}
+            (text, finish_reason, usage), retries = await call_with_retries(
+                self._name,
+                lambda: self._attempt_stream(streamed, messages, json_schema is not None, sink),
+                policy=self.retry,
+                timeout=timeout,
+            )
+            return Generation(
+                text=text,
+                usage=usage,
+                finish_reason=finish_reason,
+                model=self._name,
+                latency_s=time.perf_counter() - started,
+                retries=retries,
+            )
         response, retries = await call_with_retries(
             self._name, lambda: self._attempt(payload), policy=self.retry, timeout=timeout
         )
@@ -153,6 +179,76 @@ class AnthropicModel:
             latency_s=time.perf_counter() - started,
             retries=retries,
         )
+
+    async def _attempt_stream(
+        self, payload: dict[str, Any], messages: Sequence[Message], structured: bool, sink: TokenSink
+    ) -> tuple[str, str, GenerationUsage]:
+        """One streamed attempt: the events read as they come; the reply assembled as the
+        unstreamed call's (with a schema: the forced tool's input, parsed and serialised)."""
+        sink.restart()
+        async with self._poster.stream(self._path, payload) as response:
+            if not response.is_success:
+                await response.aread()
+                raise error_for_status(self._name, response)
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                await response.aread()
+                data = reply_json(self._name, response)
+                text = self._text(data, structured=structured)
+                sink(text)
+                stop = data.get("stop_reason")
+                return (
+                    text,
+                    _FINISH_REASONS.get(str(stop), str(stop or "unknown")),
+                    _usage(data.get("usage"), messages, text),
+                )
+            blocks: dict[int, dict[str, Any]] = {}
+            usage: dict[str, Any] = {}
+            stop_reason: object = None
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                try:
+                    event = json.loads(line[5:].strip())
+                except ValueError as exc:
+                    raise ModelBadResponse(self._name, f"a streamed event is not JSON: {line[:120]}") from exc
+                if not isinstance(event, dict):
+                    continue
+                kind = event.get("type")
+                if kind == "error":
+                    raise ModelServerError(self._name, f"the stream ended with an error: {event.get('error')}")
+                if kind == "message_start" and isinstance(event.get("message"), dict):
+                    usage.update(event["message"].get("usage") or {})
+                elif kind == "content_block_start" and isinstance(event.get("content_block"), dict):
+                    block = dict(event["content_block"])
+                    block["parts"] = []
+                    blocks[int(event.get("index", len(blocks)))] = block
+                elif kind == "content_block_delta" and isinstance(event.get("delta"), dict):
+                    block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "parts": []})
+                    delta = event["delta"]
+                    piece = delta.get("text") if delta.get("type") == "text_delta" else delta.get("partial_json")
+                    if isinstance(piece, str) and piece:
+                        block["parts"].append(piece)
+                        if structured == (block.get("type") == "tool_use"):
+                            sink(piece)
+                elif kind == "message_delta":
+                    stop_reason = (event.get("delta") or {}).get("stop_reason", stop_reason)
+                    usage.update(event.get("usage") or {})
+                elif kind == "message_stop":
+                    break
+        content: list[dict[str, Any]] = []
+        for _, block in sorted(blocks.items()):
+            joined = "".join(block.pop("parts"))
+            if block.get("type") == "tool_use":
+                try:
+                    block["input"] = json.loads(joined) if joined else block.get("input", {})
+                except ValueError as exc:
+                    raise ModelBadResponse(self._name, f"the streamed tool input is not JSON: {joined[:120]}") from exc
+            elif block.get("type") == "text":
+                block["text"] = str(block.get("text") or "") + joined
+            content.append(block)
+        text = self._text({"content": content}, structured=structured)
+        finish_reason = _FINISH_REASONS.get(str(stop_reason), str(stop_reason or "unknown"))
+        return text, finish_reason, _usage(usage or None, messages, text)
 
     def _text(self, data: dict[str, Any], *, structured: bool) -> str:
         content = data.get("content")

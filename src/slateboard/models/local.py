@@ -36,6 +36,7 @@ from slateboard.models.protocol import (
     Message,
 )
 from slateboard.models.weights import WEIGHTS_PACKAGE, default_weights, fetched_weights_path
+from slateboard.streaming import TokenSink, token_sink
 
 __all__ = ["DEFAULT_WEIGHTS_PACKAGE", "GGUFTokenCounter", "LocalModel", "default_weights_path"]
 
@@ -184,6 +185,37 @@ def _stoppable(llama: Any, abandoned: threading.Event) -> Iterator[None]:
         del llama.create_completion
 
 
+@contextlib.contextmanager
+def _counted(llama: Any) -> Iterator[list[int]]:
+    """While inside, count what ``llama``'s completions evaluate and generate: ``[prompt tokens,
+    generated tokens but an end-of-generation one]`` (what an unstreamed completion reports as
+    its usage). Shadows ``generate`` on the instance, under the model's lock like
+    ``_stoppable``."""
+    import llama_cpp
+
+    counts = [0, 0]
+    original = llama.generate
+
+    def is_eog(token: int) -> bool:
+        try:
+            return bool(llama_cpp.llama_vocab_is_eog(llama._model.vocab, token))
+        except AttributeError:  # another llama-cpp-python layout: its end-of-sequence token
+            return bool(token == llama.token_eos())
+
+    def generate(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
+        counts[0] = len(tokens)
+        for token in original(tokens, *args, **kwargs):
+            if not is_eog(token):
+                counts[1] += 1
+            yield token
+
+    llama.generate = generate
+    try:
+        yield counts
+    finally:
+        del llama.generate
+
+
 class LocalModel:
     """A `Model` running a GGUF file in this process through `llama_cpp.Llama`.
 
@@ -195,6 +227,8 @@ class LocalModel:
     dropped, and a generation already running stops at its next token (a stopping criterion
     reads the abandonment flag), so a timed-out call never keeps the model locked for later
     ones; only the prompt's evaluation, which llama.cpp cannot interrupt, runs to its end.
+    When the run streams tokens (``slateboard.streaming``) it generates with ``stream=True`` and
+    hands each piece to the token sink from the worker thread; reply and usage are unchanged.
     """
 
     def __init__(
@@ -238,7 +272,7 @@ class LocalModel:
             async with asyncio.timeout(timeout):
                 try:
                     completion = await asyncio.to_thread(
-                        self._complete, messages, json_schema, max_tokens, temperature, abandoned
+                        self._complete, messages, json_schema, max_tokens, temperature, abandoned, token_sink()
                     )
                 except asyncio.CancelledError:
                     abandoned.set()
@@ -261,6 +295,7 @@ class LocalModel:
         max_tokens: int,
         temperature: float,
         abandoned: threading.Event,
+        sink: TokenSink | None = None,
     ) -> Any:
         loaded = _load(self._name, self.path, self.n_ctx, self.n_threads, self.seed)
         grammar = None if json_schema is None else _grammar(self._name, json_schema)
@@ -269,6 +304,8 @@ class LocalModel:
                 return None
             try:
                 with _stoppable(loaded.llama, abandoned):
+                    if sink is not None:
+                        return self._streamed(loaded.llama, messages, max_tokens, temperature, grammar, sink, abandoned)
                     completion = loaded.llama.create_chat_completion(
                         messages=[m.to_dict() for m in messages],
                         max_tokens=max_tokens,
@@ -282,6 +319,44 @@ class LocalModel:
             except Exception as exc:
                 raise ModelError(self._name, f"llama.cpp failed: {exc!r}") from exc
             return None if abandoned.is_set() else completion
+
+    def _streamed(
+        self,
+        llama: Any,
+        messages: Sequence[Message],
+        max_tokens: int,
+        temperature: float,
+        grammar: Any,
+        sink: TokenSink,
+        abandoned: threading.Event,
+    ) -> Any:
+        """The completion of a streamed call (``stream=True``), each content delta handed to
+        ``sink``; shaped as an unstreamed completion, with the usage counted as llama.cpp counts
+        it unstreamed (its stream reports none): the prompt's tokens, and every generated token
+        but the end-of-generation one. Same request, same seed: the same reply."""
+        parts: list[str] = []
+        finish: str | None = None
+        with _counted(llama) as counts:
+            for chunk in llama.create_chat_completion(
+                messages=[m.to_dict() for m in messages],
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=self.seed,
+                grammar=grammar,
+                stream=True,
+            ):
+                choice = chunk["choices"][0]
+                piece = choice.get("delta", {}).get("content")
+                if isinstance(piece, str) and piece:
+                    parts.append(piece)
+                    sink(piece)
+                finish = choice.get("finish_reason") or finish
+        if abandoned.is_set():
+            return None
+        return {
+            "choices": [{"message": {"role": "assistant", "content": "".join(parts)}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": counts[0], "completion_tokens": counts[1]},
+        }
 
     def _parse(self, completion: Any, messages: Sequence[Message]) -> tuple[str, str, GenerationUsage]:
         try:

@@ -11,9 +11,10 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 import httpx
+import orjson
 
 from slateboard.models._http import SCHEMA_ERROR_CODES, JsonPoster, error_fields, error_for_status, reply_json
-from slateboard.models.errors import ModelBadResponse, ModelConfigError
+from slateboard.models.errors import ModelBadResponse, ModelConfigError, ModelServerError, one_line
 from slateboard.models.protocol import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
@@ -23,6 +24,7 @@ from slateboard.models.protocol import (
     Message,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.streaming import TokenSink, token_sink
 
 __all__ = [
     "OPENAI_BASE_URL",
@@ -168,6 +170,14 @@ class OpenAICompatModel:
     documented fallback: the server treats it as guidance and the kernel still validates the
     reply). A 400 naming an unsupported sampling or length parameter is answered once by
     dropping or renaming it, remembered for the model's lifetime.
+
+    Streaming: when the run streams tokens (``slateboard.streaming``) and ``stream`` is true,
+    the request asks for server-sent events (``stream: true``, with ``stream_options.include_usage``
+    so the usage is the server's; a server that refuses that option is asked without it from then
+    on) and each content delta is handed to the token sink as it arrives. The reply, finish
+    reason and errors are those of the unstreamed call; a server that sends no usage in its
+    stream (``llama_cpp.server``) gets it estimated and marked so. A server that answers a
+    streamed request with one JSON body is read as unstreamed (one chunk).
     """
 
     def __init__(
@@ -181,8 +191,11 @@ class OpenAICompatModel:
         client: httpx.AsyncClient | None = None,
         structured_output: StructuredOutput = "auto",
         token_param: TokenParam = "auto",
+        stream: bool = True,
     ) -> None:
         self.model_id = model_id
+        self.streams = stream
+        self.stream_usage = True
         self.reasoning = is_reasoning_model(model_id)
         if token_param == "auto":
             modern = self.reasoning or is_openai_host(base_url)
@@ -302,6 +315,22 @@ class OpenAICompatModel:
     ) -> Generation:
         """Generate one reply; see `Model.generate` for the guarantees."""
         started = time.perf_counter()
+        sink = token_sink() if self.streams else None
+        if sink is not None:
+            (text, finish_reason, usage), retries = await call_with_retries(
+                self._name,
+                lambda: self._attempt_stream(messages, json_schema, max_tokens, temperature, sink),
+                policy=self.retry,
+                timeout=timeout,
+            )
+            return Generation(
+                text=text,
+                usage=usage,
+                finish_reason=finish_reason,
+                model=self._name,
+                latency_s=time.perf_counter() - started,
+                retries=retries,
+            )
         response, retries = await call_with_retries(
             self._name,
             lambda: self._attempt(messages, json_schema, max_tokens, temperature),
@@ -317,6 +346,99 @@ class OpenAICompatModel:
             latency_s=time.perf_counter() - started,
             retries=retries,
         )
+
+    def _stream_payload(
+        self, messages: Sequence[Message], json_schema: Mapping[str, Any] | None, max_tokens: int, temperature: float
+    ) -> dict[str, Any]:
+        payload = self._payload(messages, json_schema, max_tokens, temperature)
+        payload["stream"] = True
+        if self.stream_usage:
+            payload["stream_options"] = {"include_usage": True}
+        return payload
+
+    async def _attempt_stream(
+        self,
+        messages: Sequence[Message],
+        json_schema: Mapping[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        sink: TokenSink,
+    ) -> tuple[str, str, GenerationUsage]:
+        """One streamed attempt: the same fallbacks as ``_attempt`` (each re-sends the request at
+        most once), then the deltas read as they come (see the class)."""
+        sink.restart()
+        refused: httpx.Response | None = None
+        for _ in range(4):
+            payload = self._stream_payload(messages, json_schema, max_tokens, temperature)
+            async with self._poster.stream("/chat/completions", payload) as response:
+                if response.is_success:
+                    return await self._read_stream(response, messages, sink)
+                await response.aread()
+            refused = response
+            if json_schema is not None and self.structured_output == "auto" and _rejects_response_format(response):
+                self._fell_back("json_schema", "json_object", response.status_code)
+                self.structured_output = "json_object"
+                continue
+            if response.status_code == 400 and self.stream_usage and _names_stream_options(response):
+                logger.info("%s does not take stream_options; its streamed usage will be estimated", self._name)
+                self.stream_usage = False
+                continue
+            if response.status_code == 400 and self._adapt(response):
+                continue
+            break
+        assert refused is not None
+        raise error_for_status(self._name, refused)
+
+    async def _read_stream(
+        self, response: httpx.Response, messages: Sequence[Message], sink: TokenSink
+    ) -> tuple[str, str, GenerationUsage]:
+        """The reply of a streamed response: its content deltas (each given to ``sink``), finish
+        reason and usage; a JSON body (a server that does not stream) is read whole."""
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            await response.aread()
+            whole = self._parse(reply_json(self._name, response), messages)
+            sink(whole[0])
+            return whole
+        parts: list[str] = []
+        refusal: list[str] = []
+        finish_reason: str | None = None
+        raw_usage: object = None
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue  # comments, event names, blank separators
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            try:
+                chunk = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                raise ModelBadResponse(self._name, f"a streamed event is not JSON: {one_line(data, 120)}") from exc
+            if not isinstance(chunk, dict):
+                continue
+            if "error" in chunk:
+                raise ModelServerError(
+                    self._name, f"the stream ended with an error: {one_line(str(chunk['error']), 300)}"
+                )
+            if chunk.get("usage") is not None:
+                raw_usage = chunk["usage"]
+            choices = chunk.get("choices")
+            if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+                continue
+            choice = choices[0]
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                piece = _content_text(delta.get("content"))
+                if piece:
+                    parts.append(piece)
+                    sink(piece)
+                if isinstance(delta.get("refusal"), str):
+                    refusal.append(delta["refusal"])
+            if choice.get("finish_reason"):
+                finish_reason = str(choice["finish_reason"])
+        text = "".join(parts)
+        if not text and refusal:
+            raise ModelBadResponse(self._name, f"model refused: {''.join(refusal)}")
+        return text, finish_reason or "unknown", _usage(raw_usage, messages, text)
 
     def _parse(self, data: dict[str, Any], messages: Sequence[Message]) -> tuple[str, str, GenerationUsage]:
         choices = data.get("choices")
@@ -349,6 +471,12 @@ class OpenAICompatModel:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _names_stream_options(response: httpx.Response) -> bool:
+    """True when a 400 refuses the ``stream_options`` field (by its param, or by naming it)."""
+    _code, param = error_fields(response)
+    return (param or "").startswith("stream_options") or "stream_options" in response.text
 
 
 def _content_text(content: object) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from slateboard.models.protocol import (
     Message,
     Model,
 )
+from slateboard.streaming import token_sink
 
 __all__ = [
     "RecordingModel",
@@ -32,6 +34,8 @@ __all__ = [
     "ScriptedModel",
     "request_key",
 ]
+
+_WORDS = re.compile(r"\s*\S+|\s+")
 
 Reply = str | Callable[[Sequence[Message]], str]
 """A scripted reply: fixed text, or a function of the messages (which may raise to script a
@@ -75,7 +79,8 @@ class ScriptedModel:
     """A `Model` that returns `replies` in order, one per call.
 
     Guarantees: call n gets reply n (a callable reply is called with the messages); when the
-    replies run out it raises `ModelScriptError`, or starts over if `cycle=True`. GenerationUsage is the
+    replies run out it raises `ModelScriptError`, or starts over if `cycle=True`. When the run
+    streams tokens, each reply is streamed a word at a time (the chunks join to the reply). GenerationUsage is the
     whitespace/4-character estimate, marked `estimated=True`. Every call is kept in `calls`,
     unless `keep_calls=False` (a long run, a benchmark: each call holds its whole prompt).
     """
@@ -122,6 +127,12 @@ class ScriptedModel:
         reply = self._replies[self._next]
         self._next += 1
         text = reply if isinstance(reply, str) else reply(messages)
+        sink = token_sink()
+        if sink is not None:
+            # Streamed as a provider would: a word (with the space after it) per chunk.
+            for piece in _WORDS.findall(text):
+                sink(piece)
+                await asyncio.sleep(0)
         return Generation(
             text=text,
             usage=GenerationUsage.estimate(messages, text),

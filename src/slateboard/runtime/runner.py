@@ -45,17 +45,20 @@ from ..scheduling.parallel import conflict_map
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
+from ..streaming import StreamTap, streaming_to
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
 from .events import (
     BOARD_SPENT,
+    CUSTOM,
     PROPOSAL_DECIDED,
     RUN_ENDED,
     RUN_STARTED,
     STATE_UPDATE,
     STATE_VALUES,
-    STREAM_MODES,
+    TOKENS,
     RunEvent,
+    stream_modes,
 )
 from .ledger import Ledger, spend_limits
 from .owners import dead_on_this_host, runner_owner
@@ -173,6 +176,7 @@ class Runner:
         self.max_steps_override = max_steps
         self.owner = owner or runner_owner()
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
+        self._modes: dict[asyncio.Queue[RunEvent | None], frozenset[str]] = {}  # a listener's modes
         self._values_wanted = 0  # listeners streaming "values": only then is the state copied
         self._values: dict[int, JSON] = {}
         self.session = BoardSession(
@@ -220,13 +224,16 @@ class Runner:
         ``modes`` (default: ``("events",)``, the run events) picks what is streamed, any of
         ``events``; ``updates`` (a ``state.update`` event per committed patch: seq, worker,
         invocation, version and the patch as logged); ``values`` (a ``state.values`` event per
-        commit: seq, version and the state after it). Streaming only reads: the log is the same."""
-        chosen = tuple(modes) if modes is not None else ("events",)
-        for mode in chosen:
-            if mode not in STREAM_MODES:
-                raise InvalidInput(f"stream mode {mode!r} is not one of {', '.join(STREAM_MODES)}")
+        commit: seq, version and the state after it); ``tokens`` (a ``model.tokens`` event per
+        chunk of a model's reply: worker, invocation, call, attempt, model, text; a model that
+        cannot stream gives its whole reply as one chunk); ``custom`` (a ``worker.custom`` event
+        per ``emit(data)`` of a function worker). Streaming only reads: the log is the same. An
+        unknown mode raises InvalidInput listing the valid ones. A consumer that stops iterating
+        (or closes the iterator) only stops its own stream: the run goes on."""
+        chosen = stream_modes(modes)
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
         self._listeners.append(queue)
+        self._modes[queue] = frozenset(chosen)
         if "values" in chosen:
             self._values_wanted += 1
         if chosen == ("events",):
@@ -238,6 +245,9 @@ class Runner:
     ) -> AsyncIterator[RunEvent]:
         try:
             async for event in self._drain(queue):
+                if event.kind in (TOKENS, CUSTOM):  # only routed here when asked for
+                    yield event
+                    continue
                 if "events" in modes:
                     yield event
                 if event.kind != PROPOSAL_DECIDED or event.data.get("outcome") != "accepted":
@@ -269,6 +279,24 @@ class Runner:
         finally:
             if queue in self._listeners:
                 self._listeners.remove(queue)
+            self._modes.pop(queue, None)
+
+    def _deliver(self, kind: str, board_id: str, data: dict[str, JSON]) -> None:
+        """A token chunk or a custom report: to the listeners that asked for its mode."""
+        mode = "tokens" if kind == TOKENS else "custom"
+        event = RunEvent(kind, board_id, data)
+        for q in self._listeners:
+            if mode in self._modes.get(q, ()):
+                q.put_nowait(event)
+
+    def _wants(self, mode: str) -> bool:
+        """Whether a listener streams ``mode`` (``tokens`` or ``custom``; this runner reports
+        ``updates`` and ``values`` from its own events)."""
+        return mode in ("tokens", "custom") and any(mode in m for m in self._modes.values())
+
+    def _tap(self) -> StreamTap:
+        """The tap of this run's token and custom streams (it asks ``_wants`` each time)."""
+        return StreamTap(self._deliver, asyncio.get_running_loop(), self._wants)
 
     def _emit(self, kind: str, **data: JSON) -> None:
         event = RunEvent(kind, self.board_id, data)
@@ -317,7 +345,7 @@ class Runner:
     async def run(self) -> RunResult:
         """Run until the board ends; returns the result (also after a resume)."""
         # telemetry hook (issue 17): the run's span is the parent of every step's span
-        with telemetry.span("slateboard.run", {"slateboard.board": self.board_id}) as sp:
+        with telemetry.span("slateboard.run", {"slateboard.board": self.board_id}) as sp, streaming_to(self._tap()):
             result = await self._run()
             telemetry.set_attributes(
                 sp,

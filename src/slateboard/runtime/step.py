@@ -53,6 +53,7 @@ from ..stores.base import (
     Store,
     StoreError,
 )
+from ..streaming import committed, invocation_scope
 from ..views import View, ViewCache, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
@@ -546,7 +547,11 @@ class StepEngine:
     async def _call_worker(self, worker: Worker, view: View, inv: Invocation, started: float) -> WorkerReply:
         """The worker's reply, or the failed reply of a worker that ran out of time."""
         try:
-            with telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}):  # telemetry hook (issue 17)
+            # The invocation scope tags streamed tokens and progress (a no-op when none is streamed).
+            with (
+                telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}),  # telemetry hook (issue 17)
+                invocation_scope(self.board_id, inv.worker, inv.id),
+            ):
                 # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
                 async with asyncio.timeout(self.worker_timeout):
                     return await worker.propose(view, inv.event, feedback=inv.feedback)
@@ -649,6 +654,7 @@ class StepEngine:
                 tokens=self.accounts.tokens,
                 requeued=requeued,
             )
+            committed(self.board_id, rec, self.kernel.version, self.kernel.state)  # a Team's streams (no-op unstreamed)
             if self.after_step is not None:
                 await self.after_step(rec)
             return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply, claimed=done.claimed)

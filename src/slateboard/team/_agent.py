@@ -23,7 +23,7 @@ from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.pointer import escape_token, is_array_index
 from ..kernel.record import Usage
-from ..models import Message, Model, ModelError, resolve_model
+from ..models import Message, Model, ModelError, resolve_model, streamed
 from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
@@ -207,7 +207,8 @@ async def run_agent(
             allow = bool(tools) and len(calls) < agent.max_tool_calls
             # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
             with telemetry.model_span(model.name, max_tokens=max_tokens, temperature=agent.temperature) as sp:
-                gen = await model.generate(
+                gen = await streamed.generate(  # the model's own generate; its tokens streamed when wanted
+                    model,
                     messages,
                     json_schema=json_schema if not tools else None,
                     max_tokens=max_tokens,

@@ -57,13 +57,14 @@ from ..models import Model, resolve_model
 from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
 from ..runtime.boards import RUN_ENDED, RUN_RECORD_KIND, RunnerError, status_for, waiting_approvals
-from ..runtime.events import RunEvent
+from ..runtime.events import RunEvent, stream_modes
 from ..runtime.result import TokenUsage, cost_by, cost_of, price_table, usage_by
 from ..runtime.session import BoardSession
 from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
 from ..stores import open_store
 from ..stores.base import AgendaChanges, Store
+from ..streaming import StreamTap, streaming_to
 from ..workers.base import Worker, WorkerReply
 from ._agent import Agent, AgentWorker, DeciderWorker, _utcnow, bounded_board
 from ._board import (
@@ -652,10 +653,12 @@ class Team:
             if queue in self._listeners:
                 self._listeners.remove(queue)
 
-    def stream(self, prompt: str) -> TeamStream:
+    def stream(self, prompt: str, *, modes: Sequence[str] | None = None) -> TeamStream:
         """Run ``prompt`` while iterating its events: ``async for ev in (s := team.stream(p))``;
-        ``s.result`` holds the TeamResult once the iteration ends."""
-        return TeamStream(self, prompt)
+        ``s.result`` holds the TeamResult once the iteration ends. ``modes`` are those of
+        ``Runner.events`` (default ``("events",)``: the team's events); an unknown one raises
+        InvalidInput listing the valid ones."""
+        return TeamStream(self, prompt, stream_modes(modes))
 
     # -- running ------------------------------------------------------------------------------
     async def run(self, prompt: str, *, on_event: EventCallback | None = None, **unsupported: Any) -> TeamResult:
@@ -765,9 +768,10 @@ class Team:
 class TeamStream:
     """Async iteration over one run's events; ``result`` is set when the run has ended."""
 
-    def __init__(self, team: Team, prompt: str) -> None:
+    def __init__(self, team: Team, prompt: str, modes: Sequence[str] = ("events",)) -> None:
         self.team = team
         self.prompt = prompt
+        self.modes = frozenset(stream_modes(modes))
         self.result: TeamResult | None = None
 
     def __aiter__(self) -> AsyncIterator[RunEvent]:
@@ -775,7 +779,15 @@ class TeamStream:
 
     async def _events(self) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-        task = asyncio.create_task(self.team.run(self.prompt, on_event=queue.put_nowait))
+        modes = self.modes
+        put: EventCallback = queue.put_nowait if "events" in modes else _ignore
+
+        def deliver(kind: str, board_id: str, data: dict[str, JSON]) -> None:
+            queue.put_nowait(RunEvent(kind, board_id, data))
+
+        tap = StreamTap.of(deliver, asyncio.get_running_loop(), modes) if modes - {"events"} else None
+        with streaming_to(tap):  # the run's task copies the context: the tap goes with it
+            task = asyncio.create_task(self.team.run(self.prompt, on_event=put))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (item := await queue.get()) is not None:
@@ -1530,6 +1542,10 @@ class _BlackboardRun:
 def typed_text(value: JSON) -> str:
     """A committed typed value as JSON text (sorted keys, so the run-end record is stable)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _ignore(event: RunEvent) -> None:
+    """An event callback that drops the event (a stream that did not ask for ``events``)."""
 
 
 def _quiet(kind: str, **data: JSON) -> None:

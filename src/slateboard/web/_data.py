@@ -27,6 +27,7 @@ from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..redaction import redact_json
+from ..runtime.fork import PARENT_KEY
 from ..stores.base import BoardInfo, BoardNotFound, Store
 
 if TYPE_CHECKING:
@@ -222,6 +223,30 @@ class Dashboard:
             raise ApiError(409, f"the blueprint stored with board {board_id} is not accepted: {exc}") from None
         return _Board(board_id, loaded.blueprint, loaded.initial_state, compiled)
 
+    async def lineage(self, info: BoardInfo) -> dict[str, JSON]:
+        """Where a board comes from and what came of it (``slateboard fork``): ``parent`` (None
+        for a board that is no fork; else the parent's id, name, the version and seq the fork
+        was taken at, and whether the parent is still in the store) and ``children`` (the
+        boards forked from it, oldest first: id, name, status, the version they were taken at)."""
+        binding = info.meta.get(PARENT_KEY)
+        parent: dict[str, JSON] | None = None
+        if isinstance(binding, dict) and isinstance(binding.get("board"), str):
+            parent_id = str(binding["board"])
+            parent = {"board_id": parent_id, "version": binding.get("version"), "seq": binding.get("seq")}
+            try:
+                found = await self.store.board_info(parent_id)
+                parent.update(name=found.name, exists=True)
+            except BoardNotFound:
+                parent.update(name=None, exists=False)
+        children: list[JSON] = []
+        for b in sorted(await self.store.list_boards(), key=lambda b: b.created_at):
+            bound = b.meta.get(PARENT_KEY)
+            if isinstance(bound, dict) and bound.get("board") == info.board_id:
+                children.append(
+                    {**board_json(b), "version_forked": bound.get("version"), "seq_forked": bound.get("seq")}
+                )
+        return {"parent": parent, "children": children}
+
     async def board(self, board_id: str) -> dict[str, JSON]:
         """One board: its header, its blueprint's workers and contracts, counts by outcome, and
         tokens per worker and per component."""
@@ -233,6 +258,7 @@ class Dashboard:
         spec = entry.blueprint_json
         workers = spec.get("workers") if isinstance(spec.get("workers"), dict) else {}
         out = board_json(info)
+        out["lineage"] = await self.lineage(info)
         out["blueprint"] = {
             "name": spec.get("name"),
             "description": spec.get("description"),

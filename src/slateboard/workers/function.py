@@ -1,7 +1,8 @@
 """Function workers: plain Python callables (sync or async) that propose patches.
 
-A function receives the view (and, when its signature takes them, the triggering ``event`` and
-the rejection ``feedback``) and returns a patch: a list of operations, one operation object, a
+A function receives the view (and, when its signature takes them, the triggering ``event``, the
+rejection ``feedback`` and ``emit``: a callable reporting JSON progress to the run's ``custom``
+stream, never logged) and returns a patch: a list of operations, one operation object, a
 JSON string, a ``{"patch": ..., "usage": ..., "expand": ...}`` object, a ``(patch, Usage)`` pair,
 or a full WorkerReply. Declare one with ``@function_worker(reads=..., writes=..., ops=...)`` (its
 contract then travels with it: ``to_spec()`` is its blueprint entry, and ``make_worker`` checks
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, overload
 from ..kernel.canonical import JSON
 from ..kernel.kernel import declined_reason
 from ..kernel.record import Usage
+from ..streaming import progress_emitter
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable
 
 if TYPE_CHECKING:
@@ -74,12 +76,25 @@ def _arity(fn: Callable[..., Any]) -> tuple[bool, bool]:
     except (TypeError, ValueError):
         return True, False
     params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    # ``feedback`` and ``emit`` are passed by keyword: a parameter so named is not the event.
+    positional = [
+        p
+        for p in params
+        if p.kind == p.POSITIONAL_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in ("feedback", "emit"))
+    ]
     var_pos = any(p.kind == p.VAR_POSITIONAL for p in params)
     var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
     takes_event = var_pos or len(positional) >= 2
     takes_feedback = var_kw or "feedback" in sig.parameters
     return takes_event, takes_feedback
+
+
+def _takes_emit(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` names an ``emit`` parameter (a ``**kwargs`` alone does not get one)."""
+    try:
+        return "emit" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class FunctionWorker:
@@ -119,6 +134,7 @@ class FunctionWorker:
         qualname = getattr(fn, "__qualname__", None)
         self.reference = reference or (f"{module}:{qualname}" if module and qualname else None)
         self._takes_event, self._takes_feedback = _arity(fn)
+        self._takes_emit = _takes_emit(fn)
 
     @property
     def name(self) -> str:
@@ -182,6 +198,8 @@ class FunctionWorker:
         diagnostics: dict[str, JSON] = {"kind": self.kind, "function": self.reference or self._name}
         args: list[Any] = [view, event] if self._takes_event else [view]
         kwargs: dict[str, Any] = {"feedback": feedback} if self._takes_feedback else {}
+        if self._takes_emit:
+            kwargs["emit"] = progress_emitter()
         try:
             result = self.fn(*args, **kwargs)
             if inspect.isawaitable(result):

@@ -31,7 +31,7 @@ from ..kernel.canonical import JSON
 from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
 from ..kernel.schema import pattern_locations
-from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model
+from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model, streamed
 from ..redaction import redact
 from ..views import readable_state
 from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
@@ -441,7 +441,8 @@ class LLMWorker:
     async def _call(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
         # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
         with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
-            gen = await self.model.generate(
+            gen = await streamed.generate(  # the model's own generate; its tokens streamed when wanted
+                self.model,
                 messages,
                 json_schema=schema,
                 max_tokens=self.max_tokens,

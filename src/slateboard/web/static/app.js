@@ -216,6 +216,32 @@
                         title: a.problem || "", text: text });
   }
 
+  // Where the board was forked from, and the boards forked from it (slateboard fork): links
+  // that open those boards; nothing for a board with neither.
+  function lineageLine(l) {
+    if (!l || (!l.parent && !(l.children || []).length)) return null;
+    const link = (id, label, testid) => el("a", { href: "#board=" + encodeURIComponent(id), class: "mono",
+      "data-testid": testid, "data-board": id, text: label,
+      onclick: (e) => { e.preventDefault(); selectBoard(id); } });
+    const parts = [];
+    if (l.parent) {
+      const p = l.parent;
+      parts.push("forked from ");
+      parts.push(p.exists ? link(p.board_id, p.name || p.board_id.slice(0, 8), "lineage-parent")
+                          : el("span", { class: "mono", "data-testid": "lineage-parent", text: p.board_id + " (gone)" }));
+      parts.push(" at version " + p.version);
+    }
+    const kids = l.children || [];
+    if (kids.length) {
+      parts.push((parts.length ? "; " : "") + (kids.length === 1 ? "1 fork: " : kids.length + " forks: "));
+      kids.forEach((c, i) => {
+        if (i) parts.push(", ");
+        parts.push(link(c.board_id, c.board_id.slice(0, 8) + " @" + c.version_forked, "lineage-child"));
+      });
+    }
+    return el("span", { class: "kv lineage", "data-testid": "board-lineage" }, parts);
+  }
+
   function renderSummary() {
     const b = ui.board;
     const box = $("summary");
@@ -228,6 +254,7 @@
       badge(b, "board-status"),
       b.reason ? el("span", { class: "muted", text: b.reason }) : null,
       anchorBadge(b.anchor),
+      lineageLine(b.lineage),
       kv("version", ui.latest, "summary-version"),
       kv("records", ui.records.length, "summary-records"),
       kv("accepted", c.accepted || 0),
