@@ -216,12 +216,16 @@ class SpendLimits:
     max_cost: float | None
     ledgers: tuple[tuple[Ledger, str], ...] = ()
 
-    async def guard(self, table: PriceTable) -> SpendGuard:
-        """The guard the run's LLM workers reserve against."""
+    async def guard(self, table: PriceTable, *, spent: float = 0.0) -> SpendGuard:
+        """The guard the run's model calls reserve against; ``spent`` (what the board's log
+        already cost, for a resumed run) is booked on the ``board`` ledger first, so the cap
+        covers the whole board and not each run of it."""
         ledgers = list(self.ledgers)
         if self.max_cost is not None:
             board = MemoryLedger()
             await board.set_cap(BOARD_LEDGER, self.max_cost)
+            if spent > 0:
+                await board.settle(BOARD_LEDGER, 0.0, spent)
             ledgers.insert(0, (board, BOARD_LEDGER))
         return SpendGuard(table, ledgers)
 
