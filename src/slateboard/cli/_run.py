@@ -608,7 +608,10 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid.add_row("tokens", f"{result.total_tokens:,}")
     grid.add_row("cost", format_cost(result.cost_usd))
     out.print(Panel(grid, title="Audit", title_align="left"))
-    for title, usage in (("component", result.usage), ("worker", result.usage_by_worker)):
+    for title, usage, costs in (
+        ("component", result.usage, result.cost_by_component),
+        ("worker", result.usage_by_worker, result.cost_by_worker),
+    ):
         if not usage:
             continue
         table = Table(title=f"tokens by {title}", title_justify="left", box=None, pad_edge=False)
@@ -616,8 +619,9 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
         table.add_column("in", justify="right")
         table.add_column("out", justify="right")
         table.add_column("calls", justify="right")
+        table.add_column("cost", justify="right")
         for key, u in sorted(usage.items()):
-            table.add_row(key, f"{u.tokens_in:,}", f"{u.tokens_out:,}", str(u.calls))
+            table.add_row(key, f"{u.tokens_in:,}", f"{u.tokens_out:,}", str(u.calls), format_cost(costs.get(key, 0.0)))
         out.print(table)
     if store is not None and store.lower().startswith("memory:"):
         out.print(Text("the board lived in a memory:// store: it is gone now that this process ends", style="dim"))
