@@ -200,3 +200,63 @@ def test_bad_input_is_one_line_naming_the_value_exit_2(tmp_path: Path, args: lis
 def test_a_store_without_ledgers_is_refused(tmp_path: Path) -> None:
     code, _, err = _cli("set", "x", "1", "--store", "memory://")
     assert code == 2 and "SQLite or PostgreSQL" in err and err.count("\n") == 1
+
+
+# -- run --ledger on the default store (SQLite) ---------------------------------------------------
+async def test_run_reserves_against_a_ledger_of_the_sqlite_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from models_testkit import StubReply, StubServer, chat_completion
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
+    patch = json.dumps({"patch": [{"op": "add", "path": "/notes/-", "value": "n"}]})
+    usage = {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}
+    server = await StubServer([StubReply(200, chat_completion(patch, usage=usage))]).start()
+    bp = tmp_path / "bp.json"
+    bp.write_text(
+        json.dumps(
+            {
+                "name": "capped",
+                "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
+                "initial_state": {"notes": []},
+                "workers": {"a": {"reads": ["/**"], "writes": ["/notes/-"]}},
+                "rules": [
+                    {"on": {"op": "start"}, "invoke": "a"},
+                    {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 30", "invoke": "a"},
+                ],
+                "limits": {"prices": {"*": {"input": 1.0, "output": 1.0}}, "max_steps": 60},
+            }
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'run.db'}"
+    await _create(url)
+    await SqliteLedger(tmp_path / "run.db").set_cap("tenant", 0.003)
+
+    async def run(*extra: str) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "from slateboard.cli import main; main()",
+            *("run", str(bp), "--model", f"openai:stub-model@{server.url}/v1", "--store", url, "--json", *extra),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        out, err = await proc.communicate()
+        assert proc.returncode is not None
+        return proc.returncode, out.decode(), err.decode()
+
+    try:
+        code, out, err = await run("--ledger", "tenant")
+        assert code == 0, err
+        data = json.loads(out)
+        assert data["end_reason"] == "budget:tenant" and data["end_status"] == "exhausted"
+        state = await SqliteLedger(tmp_path / "run.db").state("tenant")
+        assert state.spent <= 0.003 and state.reserved == 0
+        assert state.spent == pytest.approx(len(server.requests) * 320 / 1e6) == pytest.approx(data["cost_usd"])
+        sent = len(server.requests)
+        code, out, err = await run("--ledger", "nope")
+        assert code == 2 and "'nope'" in err and err.count("\n") == 1 and len(server.requests) == sent
+    finally:
+        await server.close()
