@@ -337,6 +337,10 @@ class SpendGuard:
             held.append((ledger, name))
         return worst
 
+    async def lines(self) -> list[str]:
+        """Every covering ledger's state, one line each (for the run-end record)."""
+        return [(await ledger.state(name)).line() for ledger, name in self.ledgers]
+
     async def settle(self, model: str, reserved: float, usage: tuple[int, int] | None) -> float:
         """Release ``reserved`` and book the call's cost from ``usage`` (tokens in, out); with
         ``None`` (no usage reported, or the call failed) the worst case is booked. Returns it."""

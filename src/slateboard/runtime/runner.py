@@ -298,6 +298,8 @@ class Runner:
                 self._control_name, list(self.blueprint.workers), model=self.model, state=lambda: self.kernel.state
             )
             self._control_name = None
+        if self.session.spend_guard is not None and hasattr(self.control, "spend"):
+            self.control.spend = self.session.spend_guard  # a model-based control unit reserves too
         # The control unit continues where the board's log says it is (issue 18), not at its start.
         if isinstance(self.control, Resumable):
             restore_control(self.control, await self.store.read_records(self.board_id))
@@ -371,7 +373,8 @@ class Runner:
                 await self._note_control_spend(selection.reason)
                 selection.check(eligible)
                 if selection.terminate:
-                    end_reason = f"control: {selection.reason}"
+                    # a control unit whose own model call did not fit ends the board budget:<ledger>
+                    end_reason = session.limit_reason() or f"control: {selection.reason}"
                     break
                 assert selection.invocation is not None
                 # Claim, then run (the order of the runner processes): the store's lease is what

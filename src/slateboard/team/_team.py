@@ -1413,12 +1413,6 @@ class _BlackboardRun:
         )
         return await self._finish(reason, "", interrupted=True)
 
-    async def _ledger_lines(self) -> list[JSON]:
-        """Every ledger's state, for the run-end record of a run under a spend guard."""
-        if self.guard is None:
-            return []
-        return [(await ledger.state(name)).line() for ledger, name in self.guard.ledgers]
-
     async def _stop(self, reason: str) -> TeamResult:
         """End the run early: the circuit policy halted it, or an entry awaits approval."""
         halt = next((r for r in reversed(self.session.history) if r.kind == CIRCUIT_KIND), None)
@@ -1435,7 +1429,7 @@ class _BlackboardRun:
             "interrupted": interrupted,
         }
         if self.guard is not None:
-            meta["ledgers"] = await self._ledger_lines()
+            meta["ledgers"] = list(await self.guard.lines())
         await self.transact(lambda: self.kernel.action(RUN_RECORD_KIND, end_reason, meta=meta))
         await self.store.set_status(self.board_id, status_for(end_reason), end_reason)
         return await self._result(end_reason, final, interrupted=interrupted)
