@@ -206,3 +206,18 @@ async def test_a_coordinator_control_unit_reserves_its_calls_too() -> None:
     assert 0 < len(model.calls) < 30 and result.cost_usd is not None and result.cost_usd <= cap
     assert result.cost_by_component["coordinator"] == result.cost_usd  # every dollar was the unit's
     assert str(records[-1].meta["ledgers"][0]).startswith("ledger board: cap $0.0100")
+
+
+async def test_a_resumed_board_counts_what_its_log_already_cost(fake: StubServer) -> None:
+    store = await open_store("memory://")
+    board = await create_board(store, BP)
+    model = f"openai:stub-model@{fake.url}/v1"
+    first = await Runner(store, board, model=model, parallel=1, max_steps=5).run()
+    assert first.cost_usd == pytest.approx(5 * 320 / 1e6)
+    # A runner opening the board under a cap starts from what the log already cost.
+    again = Runner(store, board, model=model, parallel=1, max_cost=0.01)
+    await again.open()
+    guard = again.session.spend_guard
+    assert guard is not None
+    assert await guard.lines() == ["ledger board: cap $0.0100, spent $0.0016, reserved $0.0000"]
+    await store.close()

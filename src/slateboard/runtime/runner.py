@@ -130,7 +130,10 @@ class Runner:
     cannot conflict with theirs (``scheduling.parallel.conflict_map``: neither writes what the
     other reads or writes), so parallelism never causes a stale proposal; a board whose workers
     all conflict, or one driven by another control unit than agenda order (which chooses turn
-    by turn), runs one step at a time.
+    by turn), runs one step at a time. ``max_cost`` (dollars) and ``ledgers`` (shared
+    ``(ledger, name)`` pairs) are hard spend limits held per model call (``runtime.ledger``): a
+    call whose worst case does not fit is not made and the board ends ``budget:<ledger>``; the
+    ``max_cost`` cap covers the whole board, so a resumed board counts what its log already cost.
     """
 
     def __init__(
@@ -290,8 +293,9 @@ class Runner:
         await self.session.load()
         if self._spend is not None and self.session.spend_guard is None:
             # issue 33: a hard cap, held by reserving each LLM call's worst case before it is made
+            # (a board resumed under a cap: what its log already cost counts against it)
             prices = price_table(self.session.blueprint.spec.limits.prices)
-            self.session.arm_spend(await self._spend.guard(prices))
+            self.session.arm_spend(await self._spend.guard(prices, spent=self.session.accounts.cost))
         if self._control_name is not None:
             # A control unit chosen by name (the CLI's --control) is built for this board.
             self.control = make_control(
