@@ -248,7 +248,7 @@ class Budget:
     max_seconds: float | None = None
     max_cost: float | None = None
     ledgers: tuple[tuple[Ledger, str], ...] = ()
-    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         spend_limits(self.max_cost, self.ledgers)  # raises for a bad cap
