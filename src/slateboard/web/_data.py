@@ -306,9 +306,9 @@ class Dashboard:
             "answer": spec.get("answer"),
         }
         out["outcomes"] = dict(sorted(counts.items()))
+        out["cost_usd"] = cost_json(cost_of(records, entry.prices))
         out["usage"] = usage_json(records, entry.prices)
         out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
-        out["cost_usd"] = cost_json(cost_of(records, entry.prices))
         out["anchor"] = self._anchor_status(board_id, records)
         return out
 
