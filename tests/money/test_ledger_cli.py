@@ -260,3 +260,26 @@ async def test_run_reserves_against_a_ledger_of_the_sqlite_store(
         assert code == 2 and "'nope'" in err and err.count("\n") == 1 and len(server.requests) == sent
     finally:
         await server.close()
+
+
+def test_set_show_reset_on_a_postgresql_store() -> None:
+    if not PG:
+        pytest.skip("SLATEBOARD_TEST_PG not set")
+    name = f"cli_{uuid.uuid4().hex[:10]}"
+    try:
+        code, out, err = _cli("set", name, "3", "--store", PG)
+        assert code == 0, err
+        assert out.strip() == f"ledger {name}: cap $3.0000, spent $0.0000, reserved $0.0000"
+        code, out, _ = _cli("show", name, "--json", "--store", PG)
+        assert json.loads(out) == [{"name": name, "cap_usd": 3.0, "spent_usd": 0.0, "reserved_usd": 0.0}]
+        code, _, err = _cli("reset", f"{name}-missing", "--store", PG)
+        assert code == 2 and f"'{name}-missing'" in err
+    finally:
+
+        async def drop() -> None:
+            import psycopg
+
+            async with await psycopg.AsyncConnection.connect(PG, autocommit=True) as conn:
+                await conn.execute("DELETE FROM slateboard_ledger WHERE name = %s", (name,))
+
+        asyncio.run(drop())

@@ -296,9 +296,13 @@ def ledger_for(store: object) -> Ledger:
 
     if isinstance(store, SqliteStore):
         return SqliteLedger(store.path, busy_timeout_ms=store.busy_timeout_ms)
-    dsn = getattr(store, "dsn", None)
-    if type(store).__name__ == "PostgresStore" and isinstance(dsn, str):
-        return PostgresLedger(dsn)
+    try:
+        from ..stores.postgres import PostgresStore
+    except ImportError:  # psycopg not installed: no store can be a PostgreSQL one
+        pass
+    else:
+        if isinstance(store, PostgresStore):
+            return PostgresLedger(store.dsn)
     raise InvalidInput(
         f"spend ledgers live in an SQLite or PostgreSQL store, not in a {type(store).__name__} "
         "(use a MemoryLedger in this process)"
