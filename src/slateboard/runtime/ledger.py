@@ -7,7 +7,10 @@ and adds what the call really cost. Amounts are kept in integer micro-dollars so
 
 ``PostgresLedger`` makes the check and the reservation one ``UPDATE ... WHERE`` statement: the row
 lock it takes serializes reservations from every process, so boards sharing one ledger name
-cannot overshoot it together. ``SpendGuard`` is what an LLM worker calls around each model call.
+cannot overshoot it together. ``SqliteLedger`` (the default store's file) does the same in one
+``BEGIN IMMEDIATE`` transaction; ``ledger_for(store)`` is the one of an open store. ``SpendGuard``
+is what every model call (LLM workers, a team's agents, coordinator and decider, a coordinator
+control unit) reserves through, via ``workers.llm.guarded_call``.
 """
 
 from __future__ import annotations
