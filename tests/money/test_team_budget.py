@@ -142,3 +142,19 @@ def test_a_bad_cap_or_price_table_is_refused_naming_it(kw: dict[str, Any], named
     with pytest.raises(InvalidInput) as exc:
         Budget(**kw)
     assert named in str(exc.value) and "\n" not in str(exc.value)
+
+
+async def test_parallel_rounds_reserve_each_turn(fake: StubServer) -> None:
+    model = f"openai:stub-model@{fake.url}/v1"
+    team = Team.blackboard(
+        {n: Agent(f"Agent {n}.", max_tokens=100) for n in ("a", "b", "c")},
+        model=model,
+        parallel=True,
+        max_rounds=30,
+        budget=Budget(max_cost=0.004, prices=PRICES),
+        circuit={"max_repeats": 0, "max_alternations": 0},
+    )
+    result = await team.run("task")
+    made = len(fake.requests)
+    assert result.end_reason == "budget:board" and 0 < made < 90
+    assert result.cost_usd == pytest.approx(made * CALL) and result.cost_usd <= 0.004
