@@ -185,3 +185,39 @@ async def test_cli_summary_shows_the_cost(fake: StubServer, tmp_path: Path) -> N
     _code, out, err = await _cli(tmp_path, fake)
     assert len(fake.requests) == 30, err
     assert f"${30 * 320 / 1e6:.4f}" in out and "cost" in out
+
+
+async def test_a_coordinator_control_unit_reserves_its_calls_too() -> None:
+    from slateboard.models.scripted import ScriptedModel
+    from slateboard.scheduling.coordinator import CoordinatorControl
+
+    def note(view: Any) -> Any:
+        return [{"op": "add", "path": "/notes/-", "value": "n"}]
+
+    model = ScriptedModel([json.dumps({"choice": None, "terminate": False, "reason": "go"})], cycle=True)
+    unit = CoordinatorControl(model, ask_when_single=True)
+    store = await open_store("memory://")
+    board = await create_board(store, BP)
+    cap = 0.01  # $1 per million tokens: a few coordinator calls' worst case (prompt bytes + 160)
+    result = await Runner(store, board, functions={"a": note}, control=unit, max_cost=cap).run()
+    records = await store.read_records(board)
+    await store.close()
+    assert result.end_reason == "budget:board" and result.end_status == "exhausted"
+    assert 0 < len(model.calls) < 30 and result.cost_usd is not None and result.cost_usd <= cap
+    assert result.cost_by_component["coordinator"] == result.cost_usd  # every dollar was the unit's
+    assert str(records[-1].meta["ledgers"][0]).startswith("ledger board: cap $0.0100")
+
+
+async def test_a_resumed_board_counts_what_its_log_already_cost(fake: StubServer) -> None:
+    store = await open_store("memory://")
+    board = await create_board(store, BP)
+    model = f"openai:stub-model@{fake.url}/v1"
+    first = await Runner(store, board, model=model, parallel=1, max_steps=5).run()
+    assert first.cost_usd == pytest.approx(5 * 320 / 1e6)
+    # A runner opening the board under a cap starts from what the log already cost.
+    again = Runner(store, board, model=model, parallel=1, max_cost=0.01)
+    await again.open()
+    guard = again.session.spend_guard
+    assert guard is not None
+    assert await guard.lines() == ["ledger board: cap $0.0100, spent $0.0016, reserved $0.0000"]
+    await store.close()

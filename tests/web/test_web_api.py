@@ -310,7 +310,7 @@ async def test_a_team_board_shows_tokens_per_component_and_its_views(client: htt
     components = data["usage"]["by_component"]
     assert set(components) == set(result.usage) == {"coordinator", "worker", "decider"}
     for name, usage in result.usage.items():
-        assert components[name] == usage.to_json()
+        assert components[name] == {**usage.to_json(), "cost_usd": result.cost_by_component[name]}
     records = (await client.get(f"/api/boards/{result.board_id}/records")).json()["records"]
     seen = [r for r in records if r["view_hash"]]
     assert {r["worker"] for r in seen} >= {"hypothesis", "critic"}

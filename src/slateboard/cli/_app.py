@@ -24,6 +24,7 @@ from ._extra import (
 )
 from ._follow import fork_command, watch_command
 from ._inspect import boards_command, log_command, replay_command, show_command
+from ._ledger import ledger_app
 from ._mcp import mcp_app
 from ._memory import memory_app
 from ._plugins import plugin_command, plugin_names
@@ -185,6 +186,7 @@ app.command("refuse")(refuse_command)
 app.command("serve")(serve_command)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(memory_app, name="memory")
+app.add_typer(ledger_app, name="ledger")
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
 app.command("wait")(wait_command)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..kernel.anchor import Checkpoint
     from ..kernel.record import Record
     from ..kernel.replay import ReplayReport
+    from ..models.pricing import PriceTable
     from ..stores.base import BoardInfo, LoadedBoard
 
 BoardArg = Annotated[
@@ -51,7 +52,35 @@ def _when(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
 
 
-def _info_json(b: BoardInfo) -> dict[str, Any]:
+async def board_prices(st: Any, board_id: str) -> PriceTable:
+    """The board's price table (its blueprint's ``limits.prices`` over the built-in rules); the
+    built-in rules alone when the stored blueprint cannot be read (costs then show unknown for
+    a model only the blueprint priced: never a guess)."""
+    from ..models.pricing import PriceTable
+    from ..runtime.result import blueprint_prices
+
+    try:
+        return blueprint_prices((await st.load_board(board_id)).blueprint)
+    except (StoreError, ValueError):
+        return PriceTable()
+
+
+async def board_cost(st: Any, b: BoardInfo) -> float | None:
+    """What a board's log cost, priced with its own table (None: unknown, also when the log
+    cannot be read whole: ``log`` names the damaged record)."""
+    from ..runtime.result import cost_of
+
+    table = await board_prices(st, b.board_id)
+    try:
+        records = await st.read_records(b.board_id, limit=b.seq)
+    except StoreError:
+        return None
+    return cost_of(records, table)
+
+
+def _info_json(b: BoardInfo, cost: float | None = None) -> dict[str, Any]:
+    from ..runtime.result import cost_json
+
     return {
         "board_id": b.board_id,
         "name": b.name,
@@ -62,6 +91,7 @@ def _info_json(b: BoardInfo) -> dict[str, Any]:
         "records": b.seq,
         "created_at": b.created_at,
         "updated_at": b.updated_at,
+        "cost_usd": cost_json(cost),
     }
 
 
@@ -72,34 +102,36 @@ def boards_command(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the boards of a store, oldest first."""
+    """List the boards of a store, oldest first, with what each one's log cost in dollars
+    (priced with its blueprint's ``limits.prices``; ``unknown`` when a model has no price)."""
+    from ..models.pricing import format_cost
     from ..stores.base import BOARD_STATUSES
 
     if status is not None and status not in BOARD_STATUSES:
         raise CliError(f"unknown status {status!r} (one of: {', '.join(BOARD_STATUSES)})", code=2)
 
-    async def go() -> list[BoardInfo]:
+    async def go() -> list[tuple[BoardInfo, float | None]]:
         async with opened_store(store, create=False) as st:
-            return await st.list_boards(status=status)
+            return [(b, await board_cost(st, b)) for b in await st.list_boards(status=status)]
 
     found = run_async(go)
     if as_json:
-        print_json([_info_json(b) for b in found])
+        print_json([_info_json(b, cost) for b, cost in found])
         return
     out = console()
     if not found:
         out.print("no boards in this store")
         return
     table = Table(box=None, pad_edge=False)
-    for col in ("board", "name", "status", "version", "records", "updated", "reason"):
+    for col in ("board", "name", "status", "version", "records", "cost", "updated", "reason"):
         wraps = col in ("name", "reason")
         table.add_column(
             col,
-            justify="right" if col in ("version", "records") else "left",
+            justify="right" if col in ("version", "records", "cost") else "left",
             no_wrap=not wraps,
             min_width=6 if wraps else None,
         )
-    for b in found:
+    for b, cost in found:
         shown = end_status(b.status, b.reason)
         style = {"failed": "red", "running": "yellow", "exhausted": "yellow", "solved": "green"}.get(shown, "")
         table.add_row(
@@ -108,6 +140,7 @@ def boards_command(
             Text(shown, style=style),
             str(b.version),
             str(b.seq),
+            format_cost(cost),
             _when(b.updated_at),
             cell(b.reason),
         )
@@ -133,17 +166,21 @@ def log_command(
     stage decline when the worker declined; held: awaiting approval; action: a kernel action),
     stage, ver (state version after the record), tokens (in + out; for a model proposal
     `179 (v69 f18 i31)` adds its prompt tokens spent on the view, the format rules and the
-    instruction), reason.
+    instruction), cost (those tokens in dollars at the board's prices; unknown when the model has
+    no price), reason. `--json` gives each record with its `cost_usd`.
     """
     if outcome is not None and outcome not in OUTCOMES:
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
-    async def go() -> tuple[BoardInfo, list[Record], tuple[int, str] | None]:
+    from ..models.pricing import format_cost
+    from ..runtime.result import cost_json, cost_of, record_cost
+
+    async def go() -> tuple[BoardInfo, list[Record], tuple[int, str] | None, PriceTable]:
         async with opened_store(store, create=False) as st:
             info = await resolve_board(st, board, store)
-            return (info, *await read_intact(st, info.board_id, info.seq))
+            return (info, *await read_intact(st, info.board_id, info.seq), await board_prices(st, info.board_id))
 
-    info, records, damaged = run_async(go)
+    info, records, damaged, prices = run_async(go)
 
     def finish() -> None:
         # The intact records were shown; now name the record that cannot be read (D15).
@@ -161,7 +198,7 @@ def log_command(
         and (stage is None or r.stage == stage)
     ]
     if as_json:
-        print_json([r.to_json() for r in chosen])
+        print_json([{**r.to_json(), "cost_usd": cost_json(record_cost(r, prices))} for r in chosen])
         finish()
         return
     out = console()
@@ -170,6 +207,7 @@ def log_command(
         + (f": {info.reason}" if info.reason else "")
         + f", version {info.version}, {len(records)} records"
         + (f", {len(chosen)} shown" if len(chosen) != len(records) else "")
+        + f", cost {format_cost(cost_of(records, prices))}"
     )
     if not chosen:
         finish()
@@ -182,6 +220,7 @@ def log_command(
     table.add_column("stage", no_wrap=True)
     table.add_column("ver", justify="right", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("reason", overflow="fold")
     if patches:
         table.add_column("patch", overflow="fold")
@@ -195,6 +234,7 @@ def log_command(
             r.stage or "-",
             str(r.version),
             tokens_cell(r),
+            cost_cell(r, prices),
             Text(r.reason or "") if patches else cell(r.reason),
         ]
         if patches:
@@ -210,9 +250,21 @@ LOG_LEGEND = (
     " accepted (a new version), rejected (at stage), noop (nothing changed; stage decline = the worker"
     " declined), held (awaiting approval), action (a kernel action); stage = the kernel stage that decided;"
     " ver = state version after the record; tokens = tokens in + out, and for a model proposal"
-    " (vV fF iI) = its prompt tokens spent on the view, the format rules and the instruction"
+    " (vV fF iI) = its prompt tokens spent on the view, the format rules and the instruction;"
+    " cost = those tokens in dollars at the board's prices (unknown: the model has no price)"
 )
 """The legend line ``log`` prints under its table (also in ``log --help``)."""
+
+
+def cost_cell(r: Record, prices: PriceTable) -> str:
+    """A record's cost in dollars (``-`` for a record without tokens; ``unknown`` when its
+    model has no price)."""
+    from ..models.pricing import format_cost
+    from ..runtime.result import record_cost
+
+    if not (r.usage.tokens_in or r.usage.tokens_out):
+        return "-"
+    return format_cost(record_cost(r, prices))
 
 
 def tokens_cell(r: Record) -> str:

@@ -240,7 +240,7 @@ def run_command(
         typer.Option(
             "--ledger",
             metavar="NAME",
-            help="Also reserve every LLM call against this named ledger in the PostgreSQL store (shared by boards and processes).",
+            help="Also reserve every LLM call against this named ledger of the store (slateboard ledger set NAME USD; shared by boards and processes).",
         ),
     ] = None,
 ) -> None:
@@ -268,7 +268,7 @@ def run_command(
         from ..runtime import create_board
 
         async with opened_store(store) as st:
-            spend = {"max_cost": cap, "ledgers": await _ledgers(store, ledger)}
+            spend = {"max_cost": cap, "ledgers": await _ledgers(st, store, ledger)}
             # Where the blueprint's function workers are imported from, so `resume` finds them too.
             meta = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
             board_id = await create_board(st, compiled, inputs=initial, name=name, meta=meta)
@@ -323,20 +323,18 @@ def _max_cost(value: str | None) -> float | None:
     return cap
 
 
-async def _ledgers(store: str | None, name: str | None) -> list[Any]:
-    """``--ledger NAME``: the named ledger of a PostgreSQL store, which must exist (its cap is set
-    with ``PostgresLedger.set_cap``); a one-line usage error otherwise."""
+async def _ledgers(st: Any, store: str | None, name: str | None) -> list[Any]:
+    """``--ledger NAME``: the named ledger of the store (SQLite or PostgreSQL), which must exist
+    (``slateboard ledger set NAME USD`` creates it); a one-line usage error otherwise."""
     if name is None:
         return []
-    from ..errors import UnknownName
-    from ..runtime.ledger import PostgresLedger
+    from ..errors import InvalidInput, UnknownName
+    from ..runtime.ledger import ledger_for
 
-    if store is None or not store.startswith(("postgresql://", "postgres://")):
-        raise CliError("--ledger needs a PostgreSQL store (--store postgresql://...)", code=EXIT_USAGE)
-    shared = PostgresLedger(store)
     try:
+        shared = ledger_for(st)
         await shared.state(name)
-    except UnknownName as exc:
+    except (InvalidInput, UnknownName) as exc:
         raise CliError(f"--ledger: {exc}", code=EXIT_USAGE) from None
     return [(shared, name)]
 
@@ -610,7 +608,10 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
     grid.add_row("tokens", f"{result.total_tokens:,}")
     grid.add_row("cost", format_cost(result.cost_usd))
     out.print(Panel(grid, title="Audit", title_align="left"))
-    for title, usage in (("component", result.usage), ("worker", result.usage_by_worker)):
+    for title, usage, costs in (
+        ("component", result.usage, result.cost_by_component),
+        ("worker", result.usage_by_worker, result.cost_by_worker),
+    ):
         if not usage:
             continue
         table = Table(title=f"tokens by {title}", title_justify="left", box=None, pad_edge=False)
@@ -618,8 +619,9 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
         table.add_column("in", justify="right")
         table.add_column("out", justify="right")
         table.add_column("calls", justify="right")
+        table.add_column("cost", justify="right")
         for key, u in sorted(usage.items()):
-            table.add_row(key, f"{u.tokens_in:,}", f"{u.tokens_out:,}", str(u.calls))
+            table.add_row(key, f"{u.tokens_in:,}", f"{u.tokens_out:,}", str(u.calls), format_cost(costs.get(key, 0.0)))
         out.print(table)
     if store is not None and store.lower().startswith("memory:"):
         out.print(Text("the board lived in a memory:// store: it is gone now that this process ends", style="dim"))

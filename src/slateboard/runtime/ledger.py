@@ -7,15 +7,20 @@ and adds what the call really cost. Amounts are kept in integer micro-dollars so
 
 ``PostgresLedger`` makes the check and the reservation one ``UPDATE ... WHERE`` statement: the row
 lock it takes serializes reservations from every process, so boards sharing one ledger name
-cannot overshoot it together. ``SpendGuard`` is what an LLM worker calls around each model call.
+cannot overshoot it together. ``SqliteLedger`` (the default store's file) does the same in one
+``BEGIN IMMEDIATE`` transaction; ``ledger_for(store)`` is the one of an open store. ``SpendGuard``
+is what every model call (LLM workers, a team's agents, coordinator and decider, a coordinator
+control unit) reserves through, via ``workers.llm.guarded_call``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InvalidInput, UnknownName
@@ -55,6 +60,8 @@ class Ledger(Protocol):
     async def reserve(self, name: str, amount: float) -> bool: ...
     async def settle(self, name: str, reserved: float, actual: float) -> None: ...
     async def state(self, name: str) -> LedgerState: ...
+    async def names(self) -> list[str]: ...
+    async def reset(self, name: str) -> None: ...
 
 
 class MemoryLedger:
@@ -92,6 +99,16 @@ class MemoryLedger:
         """The ledger's row; ``UnknownName`` if it was never created."""
         cap, spent, reserved = self._row(name)
         return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
+
+    async def names(self) -> list[str]:
+        """Every ledger's name, sorted."""
+        return sorted(self._rows)
+
+    async def reset(self, name: str) -> None:
+        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
+        async with self._lock:
+            self._row(name)
+            self._rows[name][1:] = [0, 0]
 
     def _row(self, name: str) -> tuple[int | None, int, int]:
         row = self._rows.get(name)
@@ -161,6 +178,139 @@ class PostgresLedger:
         cap, spent, reserved = rows[0]
         return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
 
+    async def names(self) -> list[str]:
+        """Every ledger's name, sorted."""
+        return [r[0] for r in await self._exec("SELECT name FROM {t} ORDER BY name", ())]
+
+    async def reset(self, name: str) -> None:
+        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
+        rows = await self._exec("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = %s RETURNING name", (name,))
+        if not rows:
+            raise UnknownName(f"unknown ledger {name!r}")
+
+
+class SqliteLedger:
+    """Ledgers in an SQLite file (the default store's), shared by every process that opens it.
+
+    Each operation is one ``BEGIN IMMEDIATE`` transaction on its own connection: the write lock
+    is taken before the row is read, so the check and the reservation of two processes (or
+    threads) serialise and they cannot overshoot a cap together. Reads create nothing: a file
+    without the ledger table simply has no ledgers."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30_000, table: str = _TABLE) -> None:
+        if not table.replace("_", "").isalnum():
+            raise InvalidInput(f"ledger table name must be letters, digits and '_', got {table!r}")
+        self.path = Path(path)
+        self._timeout_ms = busy_timeout_ms
+        self._table = table
+
+    def _tx(self, sql: str, params: tuple[Any, ...], *, write: bool) -> list[tuple[Any, ...]]:
+        import sqlite3
+
+        from ..stores.base import StoreUnavailable
+
+        try:
+            db = sqlite3.connect(str(self.path), isolation_level=None, timeout=self._timeout_ms / 1000)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"{self.path}: cannot open the ledger table ({exc})") from None
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self._timeout_ms)}")
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                exists = db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self._table,)
+                ).fetchone()
+                if not exists and not write:
+                    db.execute("ROLLBACK")
+                    return []
+                if not exists:
+                    db.execute(
+                        f"CREATE TABLE {self._table} (name TEXT PRIMARY KEY, cap INTEGER, "
+                        "spent INTEGER NOT NULL DEFAULT 0, reserved INTEGER NOT NULL DEFAULT 0)"
+                    )
+                rows = list(db.execute(sql.format(t=self._table), params).fetchall())
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
+            return rows
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"{self.path}: ledger table: {exc}") from None
+        finally:
+            db.close()
+
+    async def _run(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
+        return await asyncio.to_thread(self._tx, sql, params, write=write)
+
+    async def set_cap(self, name: str, cap: float | None) -> None:
+        """Create the ledger or change its cap (spent and reserved are kept)."""
+        micro = None if cap is None else to_micro(cap)
+        await self._run(
+            "INSERT INTO {t} (name, cap) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET cap = excluded.cap",
+            (name, micro),
+        )
+
+    async def reserve(self, name: str, amount: float) -> bool:
+        """One transaction: reserve only if ``spent + reserved + amount <= cap``."""
+        micro = to_micro(amount)
+        rows = await self._run(
+            "UPDATE {t} SET reserved = reserved + ? WHERE name = ? "
+            "AND (cap IS NULL OR spent + reserved + ? <= cap) RETURNING name",
+            (micro, name, micro),
+        )
+        if rows:
+            return True
+        await self.state(name)  # UnknownName for a ledger that does not exist
+        return False
+
+    async def settle(self, name: str, reserved: float, actual: float) -> None:
+        """Release ``reserved`` and add ``actual`` to what was spent (one transaction)."""
+        await self._run(
+            "UPDATE {t} SET reserved = MAX(reserved - ?, 0), spent = spent + ? WHERE name = ?",
+            (to_micro(reserved), to_micro(actual), name),
+        )
+
+    async def state(self, name: str) -> LedgerState:
+        """The ledger's row; ``UnknownName`` if it was never created."""
+        rows = await self._run("SELECT cap, spent, reserved FROM {t} WHERE name = ?", (name,), write=False)
+        if not rows:
+            known = await self.names()
+            raise UnknownName(f"unknown ledger {name!r} (known: {', '.join(known) or 'none'})")
+        cap, spent, reserved = rows[0]
+        return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
+
+    async def names(self) -> list[str]:
+        """Every ledger's name, sorted."""
+        return [r[0] for r in await self._run("SELECT name FROM {t} ORDER BY name", (), write=False)]
+
+    async def reset(self, name: str) -> None:
+        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
+        rows = await self._run("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = ? RETURNING name", (name,))
+        if not rows:
+            await self.state(name)
+
+
+def ledger_for(store: object) -> Ledger:
+    """The ledgers that live in ``store``: an ``SqliteLedger`` on an SQLite store's file, a
+    ``PostgresLedger`` on a PostgreSQL store's database. ``InvalidInput`` for any other store
+    (an in-memory store lives in one process: use a ``MemoryLedger`` there)."""
+    from ..stores.sqlite import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        return SqliteLedger(store.path, busy_timeout_ms=store.busy_timeout_ms)
+    try:
+        from ..stores.postgres import PostgresStore
+    except ImportError:  # psycopg not installed: no store can be a PostgreSQL one
+        pass
+    else:
+        if isinstance(store, PostgresStore):
+            return PostgresLedger(store.dsn)
+    raise InvalidInput(
+        f"spend ledgers live in an SQLite or PostgreSQL store, not in a {type(store).__name__} "
+        "(use a MemoryLedger in this process)"
+    )
+
 
 class SpendGuard:
     """Reserves each model call's worst case (prompt-token bound + ``max_tokens``, priced with
@@ -194,6 +344,10 @@ class SpendGuard:
             held.append((ledger, name))
         return worst
 
+    async def lines(self) -> list[str]:
+        """Every covering ledger's state, one line each (for the run-end record)."""
+        return [(await ledger.state(name)).line() for ledger, name in self.ledgers]
+
     async def settle(self, model: str, reserved: float, usage: tuple[int, int] | None) -> float:
         """Release ``reserved`` and book the call's cost from ``usage`` (tokens in, out); with
         ``None`` (no usage reported, or the call failed) the worst case is booked. Returns it."""
@@ -216,12 +370,16 @@ class SpendLimits:
     max_cost: float | None
     ledgers: tuple[tuple[Ledger, str], ...] = ()
 
-    async def guard(self, table: PriceTable) -> SpendGuard:
-        """The guard the run's LLM workers reserve against."""
+    async def guard(self, table: PriceTable, *, spent: float = 0.0) -> SpendGuard:
+        """The guard the run's model calls reserve against; ``spent`` (what the board's log
+        already cost, for a resumed run) is booked on the ``board`` ledger first, so the cap
+        covers the whole board and not each run of it."""
         ledgers = list(self.ledgers)
         if self.max_cost is not None:
             board = MemoryLedger()
             await board.set_cap(BOARD_LEDGER, self.max_cost)
+            if spent > 0:
+                await board.settle(BOARD_LEDGER, 0.0, spent)
             ledgers.insert(0, (board, BOARD_LEDGER))
         return SpendGuard(table, ledgers)
 

@@ -57,6 +57,15 @@ def price_table(prices: Mapping[str, _LimitPrice]) -> PriceTable:
     return PriceTable.from_mapping({m: {"input": p.input, "output": p.output} for m, p in prices.items()})
 
 
+def blueprint_prices(blueprint: Mapping[str, object]) -> PriceTable:
+    """The price table of a stored blueprint in its plain JSON form (``limits.prices``), the
+    same table ``price_table`` makes of a compiled one; for readers of a store (``log``,
+    ``boards``, the dashboard) that do not compile the blueprint."""
+    limits = blueprint.get("limits")
+    prices = limits.get("prices") if isinstance(limits, Mapping) else None
+    return PriceTable.from_mapping(prices if isinstance(prices, Mapping) else {})
+
+
 def record_cost(rec: Record, table: PriceTable) -> float | None:
     """Dollars of one record's logged usage, priced by its ``meta.model`` (0.0 with no tokens;
     ``None`` when no table knows the model). Derived from the log, so replay never changes it."""
@@ -89,7 +98,9 @@ def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str,
     return {name: cost_of(recs, table) for name, recs in groups.items()}
 
 
-def _cost_json(cost: float | None) -> JSON:
+def cost_json(cost: float | None) -> JSON:
+    """A cost as ``--json`` outputs and the dashboard give it: dollars rounded to the nano-dollar
+    (sums of floats print exactly what they add up to), ``null`` for unknown."""
     return None if cost is None else round(cost, 9)
 
 
@@ -161,8 +172,8 @@ class RunResult:
             "steps": self.steps,
             "usage": {k: v.to_json() for k, v in sorted(self.usage.items())},
             "usage_by_worker": {k: v.to_json() for k, v in sorted(self.usage_by_worker.items())},
-            "cost_usd": _cost_json(self.cost_usd),
-            "cost_by_component": {k: _cost_json(v) for k, v in sorted(self.cost_by_component.items())},
-            "cost_by_worker": {k: _cost_json(v) for k, v in sorted(self.cost_by_worker.items())},
+            "cost_usd": cost_json(self.cost_usd),
+            "cost_by_component": {k: cost_json(v) for k, v in sorted(self.cost_by_component.items())},
+            "cost_by_worker": {k: cost_json(v) for k, v in sorted(self.cost_by_worker.items())},
             "state": self.state,
         }

@@ -133,7 +133,10 @@ class Runner:
     cannot conflict with theirs (``scheduling.parallel.conflict_map``: neither writes what the
     other reads or writes), so parallelism never causes a stale proposal; a board whose workers
     all conflict, or one driven by another control unit than agenda order (which chooses turn
-    by turn), runs one step at a time.
+    by turn), runs one step at a time. ``max_cost`` (dollars) and ``ledgers`` (shared
+    ``(ledger, name)`` pairs) are hard spend limits held per model call (``runtime.ledger``): a
+    call whose worst case does not fit is not made and the board ends ``budget:<ledger>``; the
+    ``max_cost`` cap covers the whole board, so a resumed board counts what its log already cost.
     """
 
     def __init__(
@@ -318,14 +321,17 @@ class Runner:
         await self.session.load()
         if self._spend is not None and self.session.spend_guard is None:
             # issue 33: a hard cap, held by reserving each LLM call's worst case before it is made
+            # (a board resumed under a cap: what its log already cost counts against it)
             prices = price_table(self.session.blueprint.spec.limits.prices)
-            self.session.arm_spend(await self._spend.guard(prices))
+            self.session.arm_spend(await self._spend.guard(prices, spent=self.session.accounts.cost))
         if self._control_name is not None:
             # A control unit chosen by name (the CLI's --control) is built for this board.
             self.control = make_control(
                 self._control_name, list(self.blueprint.workers), model=self.model, state=lambda: self.kernel.state
             )
             self._control_name = None
+        if self.session.spend_guard is not None and hasattr(self.control, "spend"):
+            self.control.spend = self.session.spend_guard  # a model-based control unit reserves too
         # The control unit continues where the board's log says it is (issue 18), not at its start.
         if isinstance(self.control, Resumable):
             restore_control(self.control, await self.store.read_records(self.board_id))
@@ -399,7 +405,8 @@ class Runner:
                 await self._note_control_spend(selection.reason)
                 selection.check(eligible)
                 if selection.terminate:
-                    end_reason = f"control: {selection.reason}"
+                    # a control unit whose own model call did not fit ends the board budget:<ledger>
+                    end_reason = session.limit_reason() or f"control: {selection.reason}"
                     break
                 assert selection.invocation is not None
                 # Claim, then run (the order of the runner processes): the store's lease is what

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..kernel.canonical import JSON
 from ..kernel.circuit import RECORD_KIND, RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, CircuitPolicy
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import Record, Usage
@@ -545,6 +546,9 @@ class BoardSession:
         self.finished_here = False
         first = True
         ending = [reason]
+        meta: dict[str, JSON] = {"event": RUN_ENDED}
+        if self.spend_guard is not None:
+            meta["ledgers"] = list(await self.spend_guard.lines())  # issue 33: the ledgers' state
 
         def prepare() -> Decision | None:
             nonlocal first
@@ -557,7 +561,7 @@ class BoardSession:
             first = False
             # The end reason names the work this run lost (failed invocations), never silently.
             ending[0] = with_lost_work(ending[0], self.accounts.lost) if ending[0] else ending[0]
-            return self.kernel.action(RUN_RECORD_KIND, ending[0], meta={"event": RUN_ENDED})
+            return self.kernel.action(RUN_RECORD_KIND, ending[0], meta=meta)
 
         done = await self.engine.transact(prepare)
         if isinstance(done, Dropped):

@@ -23,6 +23,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -35,6 +36,8 @@ from ..kernel.canonical import JSON
 from ..kernel.pointer import MISSING, PointerError, escape_token, parse_pointer, resolve
 from ..kernel.record import Usage
 from ..models import Message, Model, ModelError, resolve_model
+from ..models.pricing import SpendRefused
+from ..workers.llm import SpendHook, guarded_call
 from .control import BoardSummary, Selection
 from .invocation import Invocation
 
@@ -225,6 +228,9 @@ class CoordinatorControl:
         self.usage = Usage(component=COMPONENT)
         self.calls = 0
         self.decisions: list[CoordinatorDecision] = []
+        self.spend: SpendHook | None = None
+        """Set by a run with a spend cap: each model call reserves its worst case first, and a
+        refused one stops the run (the runner ends it ``budget:<ledger>``)."""
 
     # -- building blocks -----------------------------------------------------------------------
     def digest(self, summary: BoardSummary) -> str:
@@ -291,14 +297,23 @@ class CoordinatorControl:
         try:
             # telemetry hook (issue 17): the coordinator's model call is a GenAI span too
             with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
-                gen = await self.model.generate(
+                gen, _worst = await guarded_call(
+                    self.spend,
+                    self.model.name,
                     messages,
-                    json_schema=self.schema(eligible) if self.constrain else None,
-                    max_tokens=self.max_tokens,
-                    temperature=self.temperature,
-                    timeout=self.timeout,
+                    self.max_tokens,
+                    functools.partial(
+                        self.model.generate,
+                        messages,
+                        json_schema=self.schema(eligible) if self.constrain else None,
+                        max_tokens=self.max_tokens,
+                        temperature=self.temperature,
+                        timeout=self.timeout,
+                    ),
                 )
                 telemetry.record_generation(sp, gen)
+        except SpendRefused as exc:
+            return self._record(Selection.stop(f"coordinator: {exc}"), "", False, None)
         except (ModelError, TimeoutError) as exc:
             return self._fallback(eligible, f"model failed ({type(exc).__name__}: {exc})", "", None)
         usage = Usage(

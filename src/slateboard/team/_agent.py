@@ -9,6 +9,7 @@ and checked against the board's invariants like any other proposal.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -27,6 +28,7 @@ from ..models import Message, Model, ModelError, resolve_model, streamed
 from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
+from ..workers.llm import SpendHook, guarded_call
 from ..workers.parse import parse_value
 from ..workers.tools import Tool, as_tool
 from ._board import DECIDER_WORKER, PROBLEM_ID, SYSTEM_AUTHOR, USER_AUTHOR, PublicIndex, make_entry
@@ -166,6 +168,8 @@ class AgentReply:
     usage: Usage
     tool_calls: tuple[JSON, ...] = ()
     error: str | None = None
+    spend_settled: str | None = None
+    """Set when a call was booked on the spend ledgers at its worst case (no usage reported)."""
 
 
 def _tool_help(tools: Sequence[Tool]) -> str:
@@ -180,12 +184,19 @@ def _tool_help(tools: Sequence[Tool]) -> str:
 
 
 async def run_agent(
-    agent: Agent, model: Model, prompt: str, *, json_schema: Mapping[str, Any] | None = None
+    agent: Agent,
+    model: Model,
+    prompt: str,
+    *,
+    json_schema: Mapping[str, Any] | None = None,
+    spend: SpendHook | None = None,
 ) -> AgentReply:
     """Run ``agent`` on ``prompt`` with ``model``: its instructions as the system message, tool
     calls (``{"tool": name, "args": {...}}`` replies naming one of its tools) executed up to
     ``max_tool_calls``, and the last reply returned. Never raises for a model failure: the reply
-    then carries ``error`` and the text so far."""
+    then carries ``error`` and the text so far. With ``spend`` (a run's spend guard) every model
+    call reserves its worst case first (``workers.llm.guarded_call``); a refused reservation is
+    such a failure (``SpendRefused``), and the call is not made."""
     started = time.perf_counter()
     tools = agent.tool_list
     user = prompt + (_tool_help(tools) if tools else "")
@@ -196,6 +207,7 @@ async def run_agent(
     tin = tout = 0
     calls: list[JSON] = []
     text = ""
+    settled: str | None = None
     # No user cap: the provider's own maximum, not a framework default that cuts answers short.
     max_tokens = agent.max_tokens if agent.max_tokens is not None else output_token_limit(model)
 
@@ -207,15 +219,23 @@ async def run_agent(
             allow = bool(tools) and len(calls) < agent.max_tool_calls
             # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
             with telemetry.model_span(model.name, max_tokens=max_tokens, temperature=agent.temperature) as sp:
-                gen = await streamed.generate(  # the model's own generate; its tokens streamed when wanted
-                    model,
+                gen, worst = await guarded_call(
+                    spend,
+                    model.name,
                     messages,
-                    json_schema=json_schema if not tools else None,
-                    max_tokens=max_tokens,
-                    temperature=agent.temperature,
-                    timeout=agent.timeout,
+                    max_tokens,
+                    functools.partial(
+                        streamed.generate,  # the model's own generate; its tokens streamed when wanted
+                        model,
+                        messages,
+                        json_schema=json_schema if not tools else None,
+                        max_tokens=max_tokens,
+                        temperature=agent.temperature,
+                        timeout=agent.timeout,
+                    ),
                 )
                 telemetry.record_generation(sp, gen)
+            settled = worst or settled
             tin += gen.usage.prompt_tokens
             tout += gen.usage.completion_tokens
             text = gen.text
@@ -233,8 +253,8 @@ async def run_agent(
             tail = f"You may call {left} more tool(s), or give your answer." if left else "Give your answer now."
             messages = [*messages, Message.assistant(text), Message.user(f"{result.message()}\n{tail}")]
     except (ModelError, TimeoutError) as exc:
-        return AgentReply(text, usage(), tuple(calls), f"{type(exc).__name__}: {exc}")
-    return AgentReply(text, usage(), tuple(calls))
+        return AgentReply(text, usage(), tuple(calls), f"{type(exc).__name__}: {exc}", settled)
+    return AgentReply(text, usage(), tuple(calls), spend_settled=settled)
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -480,6 +500,8 @@ class AgentWorker:
             OutputType.of(agent.output_type, f"agents/{name}/output_type") if agent.output_type is not None else None
         )
         """The agent's checked ``output_type`` (None: plain-text replies)."""
+        self.spend: SpendHook | None = None
+        """Set by a run with a spend cap (``Budget(max_cost=...)``): each model call reserves first."""
 
     @property
     def name(self) -> str:
@@ -587,8 +609,11 @@ class AgentWorker:
             self.model,
             self.prompt(view, event, feedback=feedback),
             json_schema=self.output.schema if self.output is not None else None,
+            spend=self.spend,
         )
         diagnostics: dict[str, JSON] = {"kind": self.kind, "model": self.model.name}
+        if reply.spend_settled is not None:
+            diagnostics["spend_settled"] = reply.spend_settled
         if reply.tool_calls:
             diagnostics["tool_calls"] = list(reply.tool_calls)
         if reply.error is not None:
@@ -638,6 +663,9 @@ class DeciderWorker:
             else None
         )
         """The decider's checked ``output_type`` (None: a text answer)."""
+        self.spend: SpendHook | None = None
+        """Set by a run with a spend cap: the decider's model call reserves first (refused: the
+        fallback answer, ``diagnostics["error"]`` naming the ledger)."""
 
     @property
     def name(self) -> str:
@@ -687,9 +715,12 @@ class DeciderWorker:
             self.model,
             self.prompt(view, feedback),
             json_schema=self.output.schema if self.output is not None else None,
+            spend=self.spend,
         )
         usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "decider")
         diagnostics["model"] = self.model.name
+        if reply.spend_settled is not None:
+            diagnostics["spend_settled"] = reply.spend_settled
         if reply.tool_calls:
             diagnostics["tool_calls"] = list(reply.tool_calls)
         if self.output is not None:

@@ -25,6 +25,7 @@ from ..kernel.record import Record, Usage
 from ..models import Model
 from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
+from ..workers.llm import SpendHook
 from ._agent import Agent, run_agent
 from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, SYSTEM_WORKER, USER_AUTHOR
 from ._coordinate import (
@@ -79,6 +80,8 @@ class Choice:
     decision: CoordinatorDecision
     usage: Usage
     model: str | None
+    spend_settled: str | None = None
+    """Set when the coordinator's call was booked at its worst case (no usage reported)."""
 
     @property
     def reason(self) -> str:
@@ -104,6 +107,8 @@ class Choice:
         }
         if self.model is not None:
             meta["model"] = self.model
+        if self.spend_settled is not None:
+            meta["spend_settled"] = self.spend_settled
         return meta
 
 
@@ -132,6 +137,8 @@ class TeamControl:
         self.model = model
         self.instructions = instructions
         self.constrain = constrain
+        self.spend: SpendHook | None = None
+        """Set by a run with a spend cap: the coordinator's model calls reserve first too."""
 
     async def choose(self, round_num: int, board: Callable[[], str]) -> Choice:
         """The decision of round ``round_num``; ``board`` renders the board's text, and is called
@@ -141,12 +148,12 @@ class TeamControl:
             return Choice(round_robin_decision(self.names, round_num), Usage(component="coordinator"), None)
         prompt = coordinator_prompt(self.instructions, self.roles, board())
         schema = coordinator_schema(self.names) if self.constrain else None
-        reply = await run_agent(self.coordinator, self.model, prompt, json_schema=schema)
+        reply = await run_agent(self.coordinator, self.model, prompt, json_schema=schema, spend=self.spend)
         usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "coordinator")
         if reply.error is not None:
             failed = CoordinatorDecision(False, None, None, f"(coordinator failed: {reply.error})", parsed=False)
-            return Choice(failed, usage, self.model.name)
-        return Choice(parse_coordinator_decision(reply.text), usage, self.model.name)
+            return Choice(failed, usage, self.model.name, reply.spend_settled)
+        return Choice(parse_coordinator_decision(reply.text), usage, self.model.name, reply.spend_settled)
 
 
 def round_invocation(choice: Choice, round_num: int, order: int, *, feedback: str | None = None) -> Invocation:

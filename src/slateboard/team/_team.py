@@ -54,10 +54,12 @@ from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.pointer import escape_token
 from ..kernel.record import Record, Usage
 from ..models import Model, resolve_model
+from ..models.pricing import PriceTable
 from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
 from ..runtime.boards import RUN_ENDED, RUN_RECORD_KIND, RunnerError, status_for, waiting_approvals
 from ..runtime.events import RunEvent, stream_modes
+from ..runtime.ledger import Ledger, SpendGuard, SpendLimits, spend_limits
 from ..runtime.result import TokenUsage, cost_by, cost_of, price_table, usage_by
 from ..runtime.session import BoardSession
 from ..runtime.step import ONCE_KEY, Transacted
@@ -233,11 +235,31 @@ class BudgetPolicy(Protocol):
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Limits on tokens, model calls and wall-clock seconds (None: no limit). A round is blocked
-    once any limit is reached (spent >= limit)."""
+    once any limit is reached (spent >= limit).
+
+    ``max_cost`` (dollars) and ``ledgers`` (``(ledger, name)`` pairs of shared spend ledgers,
+    caps already set) are hard limits held per model call, as ``Runner(max_cost=, ledgers=)``
+    holds them: every call of an agent, the coordinator and the decider reserves its worst case
+    first, a call that does not fit is not made, and the run ends ``budget:<ledger>`` (``board``
+    for ``max_cost``). ``prices`` (``{model: {"input": $, "output": $}}`` per million tokens,
+    ``*`` for any other model) goes into the board's ``limits.prices``: what the cap and
+    ``TeamResult.cost_usd`` price with. A cap that is not a number > 0, or a bad price table,
+    raises ``InvalidInput`` naming the value."""
 
     max_tokens: int | None = None
     max_calls: int | None = None
     max_seconds: float | None = None
+    max_cost: float | None = None
+    ledgers: tuple[tuple[Ledger, str], ...] = ()
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        spend_limits(self.max_cost, self.ledgers)  # raises for a bad cap
+        PriceTable.from_mapping(self.prices, use_genai_prices=False)  # raises for a bad table
+
+    def spend_limits(self) -> SpendLimits | None:
+        """The hard limits of a run under this budget (None: none, no reservation work)."""
+        return spend_limits(self.max_cost, self.ledgers)
 
     async def allows_step(self, spent: Spend) -> BudgetStatus:
         """Blocked with the first limit reached, else allowed."""
@@ -738,6 +760,9 @@ class Team:
         # A parallel round appends up to two proposals per agent.
         per_round = 2 * len(names) if self.parallel else 2
         spec["limits"] = {"max_steps": per_round * self.max_rounds + 2}
+        if isinstance(self.budget, Budget) and self.budget.prices:
+            table = PriceTable.from_mapping(self.budget.prices, use_genai_prices=False).prices
+            spec["limits"]["prices"] = {m: {"input": p.input, "output": p.output} for m, p in table.items()}
         # The coordinator picks who goes next, and an agent's view already shows its recent
         # rejections: a streak of rejections halts rather than queueing retries outside the rounds.
         spec["circuit"] = {"on_invalid": "halt", **self.circuit}
@@ -830,6 +855,8 @@ class _BlackboardRun:
         self.control: TeamControl
         self.decider: DeciderWorker
         self.echo: EchoTail
+        self.guard: SpendGuard | None = None
+        """The run's spend guard (``Budget(max_cost=...)`` or ``ledgers``), else None."""
 
     # -- plumbing -----------------------------------------------------------------------------
     async def emit(self, kind: str, **data: JSON) -> None:
@@ -870,6 +897,7 @@ class _BlackboardRun:
             instructions=team.decider_instructions,
             state=state,
         )
+        agent_workers = [w for w in workers.values() if isinstance(w, AgentWorker)]
         for n in team.untrusted:
             workers[n] = QuarantineWorker(workers[n], state)
         workers[self.decider.name] = self.decider
@@ -891,6 +919,15 @@ class _BlackboardRun:
             instructions=team.coordinator_instructions,
             constrain=team.constrain_coordinator,
         )
+        limits = team.budget.spend_limits() if isinstance(team.budget, Budget) else None
+        if limits is not None:
+            # issue 33: every model call of the run reserves first; a resumed run's cap counts
+            # what the board's log already cost (unknown: nothing; an unpriced model is refused)
+            table = price_table(self.session.blueprint.spec.limits.prices)
+            self.guard = await limits.guard(table, spent=cost_of(self.session.history, table) or 0.0)
+            members: list[AgentWorker | DeciderWorker | TeamControl] = [*agent_workers, self.decider, self.control]
+            for member in members:
+                member.spend = self.guard
 
     async def transact(self, prepare: Callable[[], Decision | None], changes: Any = None) -> Record:
         """One append through the engine (compare-and-set, then commit or abort)."""
@@ -991,6 +1028,8 @@ class _BlackboardRun:
                 stop = self._halted()
                 if stop is not None:
                     return await self._stop(stop)
+                if self.guard is not None and self.guard.exhausted is not None:
+                    return await self._interrupt(round_num, BudgetStatus(True, self.guard.exhausted))
                 status = await team.budget.allows_step(self.spend())
                 if status.blocked:
                     return await self._interrupt(round_num, status)
@@ -1027,8 +1066,13 @@ class _BlackboardRun:
         stop = self._halted()
         if stop is not None:
             return await self._stop(stop)
+        if self.guard is not None and self.guard.exhausted is not None:
+            return await self._interrupt(self.rounds, BudgetStatus(True, self.guard.exhausted))
         final = await self._decide()
         await self.emit(COMPLETED, final=final[:_PREVIEW], board_size=len(self.public()))
+        if self.guard is not None and self.guard.exhausted is not None:
+            # the decider's call was refused: the board has the fallback answer, the cap ended it
+            return await self._finish(f"budget:{self.guard.exhausted}", final, interrupted=True)
         return await self._finish(end_reason, final)
 
     def _halted(self) -> str | None:
@@ -1496,6 +1540,8 @@ class _BlackboardRun:
             "final": final[:_PREVIEW],
             "interrupted": interrupted,
         }
+        if self.guard is not None:
+            meta["ledgers"] = list(await self.guard.lines())
         await self.transact(lambda: self.kernel.action(RUN_RECORD_KIND, end_reason, meta=meta))
         await self.store.set_status(self.board_id, status_for(end_reason), end_reason)
         return await self._result(end_reason, final, interrupted=interrupted)

@@ -26,9 +26,11 @@ import orjson
 from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
+from ..models.pricing import PriceTable
 from ..redaction import redact_json
 from ..runtime.fork import PARENT_KEY
-from ..stores.base import BoardInfo, BoardNotFound, Store
+from ..runtime.result import cost_json, cost_of, price_table
+from ..stores.base import BoardInfo, BoardNotFound, Store, StoreError
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
@@ -52,9 +54,10 @@ class ApiError(UsageError):
         self.message = message
 
 
-def board_json(info: BoardInfo) -> dict[str, JSON]:
+def board_json(info: BoardInfo, cost: float | None = None) -> dict[str, JSON]:
     """A board's header as the API shows it (the same fields as ``slateboard boards --json``);
-    ``end_status`` (solved, exhausted, failed, paused, interrupted, running) is what the badges show."""
+    ``end_status`` (solved, exhausted, failed, paused, interrupted, running) is what the badges
+    show; ``cost_usd`` what its log cost at its own prices (null: unknown, or not computed)."""
     from ..status import end_status
 
     return {
@@ -67,14 +70,19 @@ def board_json(info: BoardInfo) -> dict[str, JSON]:
         "records": info.seq,
         "created_at": info.created_at,
         "updated_at": info.updated_at,
+        "cost_usd": cost_json(cost),
     }
 
 
-def record_json(rec: Record) -> dict[str, JSON]:
-    """A record as the API shows it: every logged field, plus ``tokens`` (in + out) and
+def record_json(rec: Record, prices: PriceTable | None = None) -> dict[str, JSON]:
+    """A record as the API shows it: every logged field, plus ``tokens`` (in + out),
+    ``cost_usd`` (those tokens priced with ``prices``, the board's table; null: unknown) and
     ``viewed_version`` (the version the worker's view was built at, when the log says)."""
+    from ..runtime.result import record_cost
+
     out = rec.to_json()
     out["tokens"] = rec.usage.tokens_in + rec.usage.tokens_out
+    out["cost_usd"] = cost_json(record_cost(rec, prices if prices is not None else PriceTable()))
     viewed = rec.meta.get("viewed_version")
     out["viewed_version"] = viewed if isinstance(viewed, int) and not isinstance(viewed, bool) else None
     # a log written before a key was known to be one (or by another process) may hold it: the
@@ -83,12 +91,19 @@ def record_json(rec: Record) -> dict[str, JSON]:
     return shown
 
 
-def usage_json(records: Sequence[Record]) -> dict[str, JSON]:
-    """Tokens per worker (proposals only) and per component, as ``RunResult`` counts them."""
-    from ..runtime.result import usage_by
+def usage_json(records: Sequence[Record], prices: PriceTable | None = None) -> dict[str, JSON]:
+    """Tokens per worker (proposals only) and per component, as ``RunResult`` counts them, each
+    with its ``cost_usd`` at ``prices`` (the board's table; null: unknown)."""
+    from ..runtime.result import cost_by, usage_by
+
+    table_of = prices if prices is not None else PriceTable()
 
     def table(key: str, recs: Sequence[Record]) -> dict[str, JSON]:
-        return {name: u.to_json() for name, u in sorted(usage_by(recs, key).items())}
+        costs = cost_by(recs, key, table_of)
+        return {
+            name: {**u.to_json(), "cost_usd": cost_json(costs.get(name, 0.0))}
+            for name, u in sorted(usage_by(recs, key).items())
+        }
 
     return {
         "by_worker": table("worker", [r for r in records if r.kind == "proposal"]),
@@ -117,6 +132,7 @@ class _Board:
     blueprint_json: dict[str, Any]
     initial_state: JSON
     compiled: CompiledBlueprint
+    prices: PriceTable = field(default_factory=PriceTable)
     records: list[Record] = field(default_factory=list)
     versions: list[int] = field(default_factory=list)
     """``versions[i]`` is ``records[i].version`` (kept for bisecting)."""
@@ -129,6 +145,16 @@ class _Board:
         """How many leading records belong to versions up to ``version`` (the log up to the
         moment the state had reached ``version`` and not gone past it)."""
         return bisect_right(self.versions, version)
+
+
+@dataclass
+class _Cost:
+    """A board's cost as far as its log was priced: up to record ``seq`` (hash ``last_hash``)."""
+
+    prices: PriceTable
+    cost: float | None = 0.0
+    seq: int = 0
+    last_hash: str = ""
 
 
 def _still_valid(entry: _Board, info: BoardInfo) -> bool:
@@ -166,12 +192,45 @@ class Dashboard:
         self._boards: OrderedDict[str, _Board] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._states: OrderedDict[tuple[str, int, str], _State] = OrderedDict()
+        self._costs: dict[str, _Cost] = {}
+        """Each listed board's cost so far (a few numbers per board of the store)."""
 
     # -- boards ---------------------------------------------------------------------------------
     async def boards(self) -> list[dict[str, JSON]]:
-        """Every board of the store, newest update first."""
+        """Every board of the store, newest update first, each with its cost (only the records
+        appended since the last call are read and priced)."""
         found = await self.store.list_boards()
-        return [board_json(b) for b in sorted(found, key=lambda b: b.updated_at, reverse=True)]
+        for gone in set(self._costs) - {b.board_id for b in found}:
+            del self._costs[gone]
+        return [
+            board_json(b, await self._board_cost(b)) for b in sorted(found, key=lambda b: b.updated_at, reverse=True)
+        ]
+
+    async def _board_cost(self, info: BoardInfo) -> float | None:
+        """What the board's log cost so far, priced incrementally (a log that no longer extends
+        the priced one, a board created again under its id, is priced again whole); None when
+        unknown or when the board cannot be read now."""
+        from ..runtime.result import blueprint_prices
+
+        try:
+            run = self._costs.get(info.board_id)
+            if run is not None and (info.seq < run.seq or (info.seq == run.seq and info.last_hash != run.last_hash)):
+                run = None
+            if run is None:
+                run = _Cost(blueprint_prices((await self.store.load_board(info.board_id)).blueprint))
+            if info.seq > run.seq:
+                new = await self.store.read_records(info.board_id, run.seq + 1, limit=info.seq - run.seq)
+                if run.seq and new and new[0].prev != run.last_hash:
+                    run = _Cost(run.prices)
+                    new = await self.store.read_records(info.board_id, 1, limit=info.seq)
+                added = cost_of(new, run.prices)
+                run.cost = None if run.cost is None or added is None else run.cost + added
+                if new:
+                    run.seq, run.last_hash = new[-1].seq, new[-1].hash
+            self._costs[info.board_id] = run
+            return run.cost
+        except (StoreError, ValueError):
+            return None
 
     async def _info(self, board_id: str) -> BoardInfo:
         try:
@@ -221,7 +280,9 @@ class Dashboard:
             compiled = compile_blueprint(loaded.blueprint, source_label=f"stored with board {board_id}")
         except BlueprintError as exc:
             raise ApiError(409, f"the blueprint stored with board {board_id} is not accepted: {exc}") from None
-        return _Board(board_id, loaded.blueprint, loaded.initial_state, compiled)
+        return _Board(
+            board_id, loaded.blueprint, loaded.initial_state, compiled, price_table(compiled.spec.limits.prices)
+        )
 
     async def lineage(self, info: BoardInfo) -> dict[str, JSON]:
         """Where a board comes from and what came of it (``slateboard fork``): ``parent`` (None
@@ -271,7 +332,8 @@ class Dashboard:
             "answer": spec.get("answer"),
         }
         out["outcomes"] = dict(sorted(counts.items()))
-        out["usage"] = usage_json(records)
+        out["cost_usd"] = cost_json(cost_of(records, entry.prices))
+        out["usage"] = usage_json(records, entry.prices)
         out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
         out["anchor"] = await self._anchor_status(board_id, records)
         return out
@@ -316,7 +378,7 @@ class Dashboard:
         return {
             "board_id": info.board_id,
             "total": len(entry.records),
-            "records": [record_json(r) for r in chosen],
+            "records": [record_json(r, entry.prices) for r in chosen],
             "next_after": chosen[-1].seq if chosen and more else None,
         }
 
@@ -338,7 +400,7 @@ class Dashboard:
             "latest_version": latest,
             "seq": st.seq,
             "state_hash": st.state_hash,
-            "record": record_json(producer) if producer is not None else None,
+            "record": record_json(producer, entry.prices) if producer is not None else None,
             "changed": _changed(producer, st.state) if producer is not None else [],
             "state": st.state,
         }
@@ -469,12 +531,12 @@ class Dashboard:
                 yield "gone", {"error": exc.message}, None
                 return
             for rec in entry.records[last:]:
-                yield "record", record_json(rec), str(rec.seq)
+                yield "record", record_json(rec, entry.prices), str(rec.seq)
                 last = rec.seq
             sig = (info.status, info.reason, info.version, info.seq, info.updated_at)
             if sig != shown:
                 shown = sig
-                yield "board", board_json(info), None
+                yield "board", board_json(info, cost_of(entry.records, entry.prices)), None
             if await self._pause(stop):
                 return
 

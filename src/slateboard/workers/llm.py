@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .. import telemetry
@@ -52,6 +52,39 @@ def prompt_token_bound(messages: Sequence[Message]) -> int:
     """An upper bound on a prompt's tokens: its UTF-8 bytes (no tokenizer makes a token of less
     than a byte) plus a few per message for the role framing."""
     return sum(len(m.content.encode("utf-8")) + 8 for m in messages)
+
+
+WORST_CASE_SETTLED = "worst case: the provider reported no usage"
+"""What a record's ``spend_settled`` says when a call was booked at its reserved worst case."""
+
+
+async def guarded_call(
+    spend: SpendHook | None,
+    model: str,
+    messages: Sequence[Message],
+    max_tokens: int,
+    call: Callable[[], Awaitable[Generation]],
+) -> tuple[Generation, str | None]:
+    """Make one model call under a spend hook (issue 33), the one place every model call of a
+    Runner's LLM worker, a team's agents, coordinator and decider goes through: the call's worst
+    case (``prompt_token_bound`` + ``max_tokens``) is reserved first, and a refused reservation
+    raises ``SpendRefused`` (a ``ModelError``) before ``call`` runs, so no request is sent. The
+    reservation is settled with the reported usage, or at the worst case when the call failed or
+    the provider reported none; the second value is then ``WORST_CASE_SETTLED`` (for the record),
+    else None. With ``spend=None`` it is just ``await call()``."""
+    if spend is None:
+        return await call(), None
+    reserved = await spend.reserve(model, prompt_token_bound(messages), max_tokens)
+    try:
+        gen = await call()
+    except BaseException:
+        await spend.settle(model, reserved, None)  # the provider may have billed it
+        raise
+    if gen.usage.estimated:
+        await spend.settle(model, reserved, None)
+        return gen, WORST_CASE_SETTLED
+    await spend.settle(model, reserved, (gen.usage.prompt_tokens, gen.usage.completion_tokens))
+    return gen, None
 
 
 if TYPE_CHECKING:
@@ -420,22 +453,11 @@ class LLMWorker:
     async def _generate(
         self, messages: list[Message], schema: dict[str, Any] | None, diagnostics: dict[str, JSON]
     ) -> Generation:
-        if self.spend is None:
-            return await self._call(messages, schema)
-        # issue 33: reserve the worst case first; a refused reservation raises SpendRefused (a
-        # ModelError), so the call is never made and the record says why.
-        model = self.model.name
-        reserved = await self.spend.reserve(model, prompt_token_bound(messages), self.max_tokens)
-        try:
-            gen = await self._call(messages, schema)
-        except BaseException:
-            await self.spend.settle(model, reserved, None)  # the provider may have billed it
-            raise
-        if gen.usage.estimated:
-            diagnostics["spend_settled"] = "worst case: the provider reported no usage"
-            await self.spend.settle(model, reserved, None)
-        else:
-            await self.spend.settle(model, reserved, (gen.usage.prompt_tokens, gen.usage.completion_tokens))
+        gen, settled = await guarded_call(
+            self.spend, self.model.name, messages, self.max_tokens, lambda: self._call(messages, schema)
+        )
+        if settled is not None:
+            diagnostics["spend_settled"] = settled
         return gen
 
     async def _call(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:

@@ -67,6 +67,11 @@
     live.textContent = text;
   }
 
+  // A cost in dollars as the CLI prints it; null is a model without a price: "unknown", never 0.
+  function money(usd) {
+    return usd === null || usd === undefined ? "unknown" : "$" + usd.toFixed(4);
+  }
+
   // -- the board list -------------------------------------------------------------------------
   function renderBoards(boards) {
     const body = $("boards").tBodies[0];
@@ -84,6 +89,7 @@
         el("td", { text: b.reason || "" }),
         el("td", { class: "num", text: String(b.version) }),
         el("td", { class: "num", text: String(b.records) }),
+        el("td", { class: "num", "data-testid": "board-cost", text: money(b.cost_usd) }),
         el("td", { class: "muted", text: when(b.updated_at) }),
       ]);
       body.appendChild(row);
@@ -262,6 +268,7 @@
       c.noop ? kv("no-op", c.noop) : null,
       c.held ? kv("held", c.held) : null,
       kv("tokens", tokens, "summary-tokens"),
+      kv("cost", money(ui.records.reduce((n, r) => (n === null || r.cost_usd === null ? null : n + r.cost_usd), 0)), "summary-cost"),
     ];
     box.replaceChildren(...parts.filter((p) => p !== null));
   }
@@ -303,6 +310,7 @@
       el("td", { class: "reason", text: rec.reason || "" }),
       el("td", { class: "num" }, versionCell),
       el("td", { class: "num", title: `in ${usage.tokens_in || 0}, out ${usage.tokens_out || 0}`, text: String(rec.tokens) }),
+      el("td", { class: "num cost", text: rec.tokens ? money(rec.cost_usd) : "" }),
       el("td", {}, patchCell),
       el("td", {}, viewCell),
     ]);
