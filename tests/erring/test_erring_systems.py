@@ -1,0 +1,177 @@
+"""The erring model on the text-game systems (issue 34): slateboard's kernel catches each kind
+at the stage it should, before the environment spends a step, and a peer receives the same
+error content and sends it to the game. A tiny Python game keeps it fast (no TextWorld)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from slateboard.envs import TextTurn, WalkthroughModel, play_on_board
+from slateboard.eval.erring import (
+    PeerFormat,
+    SlateboardFormat,
+    WatchedEnvironment,
+    format_for,
+    tally_board,
+    tally_peer,
+)
+from slateboard.eval.textworld_peers import CountingModel
+from slateboard.models.erring import CLAIM, HALLUCINATIONS, ErringModel, ErrorKind, ErrorSchedule
+from slateboard.stores import open_store
+
+WALKTHROUGH = ("open door", "go east", "take key")
+
+
+class VaultGame:
+    """Open the door, go east, take the key: three commands win; nothing loses."""
+
+    name = "vault"
+    objective = "Take the key from the vault."
+
+    def __init__(self) -> None:
+        self.commands = 0
+        self.last: TextTurn | None = None
+        self.door = False
+        self.room = "hall"
+
+    def _admissible(self) -> tuple[str, ...]:
+        if self.room == "vault":
+            return ("look", "go west", "take key")
+        return ("look", "close door", "go east") if self.door else ("look", "open door")
+
+    def _turn(self, text: str, won: bool = False) -> TextTurn:
+        self.last = TextTurn(
+            text, () if won else self._admissible(), score=int(won), max_score=1, won=won, moves=self.commands
+        )
+        return self.last
+
+    async def reset(self) -> TextTurn:
+        self.commands, self.door, self.room = 0, False, "hall"
+        return self._turn("You are in a hall. A door leads east.")
+
+    async def step(self, command: str) -> TextTurn:
+        self.commands += 1
+        if command == "open door" and self.room == "hall":
+            self.door = True
+            return self._turn("You open the door.")
+        if command == "close door" and self.room == "hall":
+            self.door = False
+            return self._turn("You close the door.")
+        if command == "go east" and self.door and self.room == "hall":
+            self.room = "vault"
+            return self._turn("You are in the vault. A key lies here.")
+        if command == "go west" and self.room == "vault":
+            self.room = "hall"
+            return self._turn("You are in the hall.")
+        if command == "take key" and self.room == "vault":
+            return self._turn("You take the key. You win!", won=True)
+        return self._turn("That does not work here.")
+
+    def policy(self) -> tuple[str, ...]:
+        if self.last is not None and self.last.won:
+            return ()
+        if self.room == "vault":
+            return ("take key",)
+        return ("go east", "take key") if self.door else WALKTHROUGH
+
+    def close(self) -> None:
+        pass
+
+
+def _seed_for(pattern: dict[int, ErrorKind], calls: int = 12, rate: float = 0.3) -> ErrorSchedule:
+    """A schedule whose first ``calls`` calls err exactly at the calls of ``pattern``, with its kinds."""
+    kinds = tuple(dict.fromkeys(pattern.values()))
+    for seed in range(20000):
+        schedule = ErrorSchedule(rate, seed=seed, kinds=kinds)
+        if dict(schedule.errors("vault", calls)) == pattern:
+            return schedule
+    raise AssertionError(f"no seed gives {pattern}")
+
+
+async def _play_slateboard(schedule: ErrorSchedule) -> tuple[ErringModel, WatchedEnvironment, object, list]:
+    watch = WatchedEnvironment(VaultGame())
+    erring = ErringModel(
+        WalkthroughModel(watch), schedule, episode="vault", format=SlateboardFormat(), context=watch.context
+    )
+    store = await open_store("memory://")
+    try:
+        ep = await play_on_board(watch, store, model=CountingModel(erring), max_commands=6)
+        records = await store.read_records(ep.result.board_id)
+    finally:
+        await store.close()
+    return erring, watch, ep, records
+
+
+# call 0 is the planner's, call 1 the actor's first command, call 2 its next (after "open door")
+@pytest.mark.parametrize(
+    ("call", "kind", "stage"),
+    [
+        (1, "malformed", "parse"),
+        (1, "hallucinated", "invariants"),
+        (1, "false_claim", "invariants"),
+        (1, "off_contract", "authorise"),
+        (1, "repeat", "parse"),  # the actor's first call: nothing to repeat, an empty reply
+        (2, "repeat", "invariants"),  # "open door" again: no longer admissible once it is open
+        (0, "malformed", "parse"),
+        (0, "off_contract", "authorise"),
+    ],
+)
+async def test_slateboard_catches_each_kind_before_the_game_sees_it(call: int, kind: ErrorKind, stage: str) -> None:
+    erring, watch, ep, records = await _play_slateboard(_seed_for({call: kind}))
+    assert [(i.call, i.kind) for i in erring.injections] == [(call, kind)]
+    tally = tally_board(erring.injections, records, watch, (kind,))
+    assert tally[kind] == {"injected": 1, "caught": 1, "harmful": 0, "to_game": 0, "stages": {stage: 1}}
+    # the rejected proposal spent no environment step: the game was won in the walkthrough's three
+    assert ep.won and ep.commands == 3 and watch.off_policy == [False, False, False]  # type: ignore[attr-defined]
+    rejected = [r for r in records if r.outcome == "rejected"]
+    assert len(rejected) == 1 and rejected[0].stage == stage
+
+
+async def test_a_plan_that_claims_the_goal_is_accepted_and_counted_harmful() -> None:
+    # the plan is the planner's own free-text field: the kernel has nothing to check it against
+    erring, watch, ep, records = await _play_slateboard(_seed_for({0: "false_claim"}))
+    tally = tally_board(erring.injections, records, watch, ("false_claim",))
+    assert tally["false_claim"] == {"injected": 1, "caught": 0, "harmful": 1, "to_game": 0, "stages": {}}
+    assert ep.won and ep.result.state["plan"] == [CLAIM]  # type: ignore[attr-defined]
+
+
+async def test_a_peer_receives_the_same_error_and_sends_it_to_the_game() -> None:
+    pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'slateboard[peers]')")
+    from slateboard.eval.textworld_peers import play_langgraph_lean
+
+    # langgraph-lean: call 0 planner, call 1 actor, call 2 critic; slateboard: 0 planner, 1 actor
+    schedule = _seed_for({1: "hallucinated"})
+    board, _, _, _ = await _play_slateboard(schedule)
+    watch = WatchedEnvironment(VaultGame())
+    erring = ErringModel(
+        WalkthroughModel(watch), schedule, episode="vault", format=format_for("langgraph-lean"), context=watch.context
+    )
+    peer = await play_langgraph_lean(watch, CountingModel(erring), max_commands=6)
+    (ours,), (theirs,) = board.injections, erring.injections
+    command = json.loads(ours.text)["patch"][0]["value"]["command"]
+    assert command in HALLUCINATIONS and json.loads(theirs.text) == {"command": command}
+    # nothing checks it: it is the peer's first command, a wasted step, then the walkthrough wins
+    assert peer.trace[0] == command and peer.won and peer.commands == 4
+    assert watch.off_policy == [True, False, False, False]
+    assert tally_peer(erring.injections, watch, ("hallucinated",))["hallucinated"] == {
+        "injected": 1, "caught": 0, "harmful": 1, "to_game": 1, "stages": {}
+    }  # fmt: skip
+
+
+def test_the_formats_render_the_same_content() -> None:
+    from slateboard.models.erring import ErrorContent
+
+    good_patch = json.dumps({"patch": [{"op": "add", "path": "/actions/-", "value": {"command": "go east"}}]})
+    ours = SlateboardFormat().render(ErrorContent("false_claim", "actor", good_patch, None, HALLUCINATIONS[0]))
+    theirs = PeerFormat().render(
+        ErrorContent("false_claim", "actor", json.dumps({"command": "go east"}), None, HALLUCINATIONS[0])
+    )
+    loom = PeerFormat().render(ErrorContent("false_claim", "actor", "go east", None, HALLUCINATIONS[0]))
+    assert json.loads(ours)["patch"][0]["value"]["command"] == json.loads(theirs)["command"] == loom == CLAIM
+    off = SlateboardFormat().render(ErrorContent("off_contract", "actor", good_patch, None, HALLUCINATIONS[0]))
+    assert json.loads(off)["patch"] == [{"op": "add", "path": "/plan", "value": ["go east"]}]
+    assert json.loads(
+        PeerFormat().render(ErrorContent("off_contract", "actor", json.dumps({"command": "go east"}), None, "x"))
+    ) == {"plan": ["go east"]}
