@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from slateboard.envs import TextTurn, WalkthroughModel, play_on_board
+from slateboard.envs import BoardEpisode, TextTurn, WalkthroughModel, play_on_board
 from slateboard.eval.erring import (
     PeerFormat,
     SlateboardFormat,
@@ -18,6 +18,7 @@ from slateboard.eval.erring import (
     tally_peer,
 )
 from slateboard.eval.textworld_peers import CountingModel
+from slateboard.kernel import Record
 from slateboard.models.erring import CLAIM, HALLUCINATIONS, ErringModel, ErrorKind, ErrorSchedule
 from slateboard.stores import open_store
 
@@ -90,7 +91,9 @@ def _seed_for(pattern: dict[int, ErrorKind], calls: int = 12, rate: float = 0.3)
     raise AssertionError(f"no seed gives {pattern}")
 
 
-async def _play_slateboard(schedule: ErrorSchedule) -> tuple[ErringModel, WatchedEnvironment, object, list]:
+async def _play_slateboard(
+    schedule: ErrorSchedule,
+) -> tuple[ErringModel, WatchedEnvironment, BoardEpisode, list[Record]]:
     watch = WatchedEnvironment(VaultGame())
     erring = ErringModel(
         WalkthroughModel(watch), schedule, episode="vault", format=SlateboardFormat(), context=watch.context
@@ -124,7 +127,7 @@ async def test_slateboard_catches_each_kind_before_the_game_sees_it(call: int, k
     tally = tally_board(erring.injections, records, watch, (kind,))
     assert tally[kind] == {"injected": 1, "caught": 1, "harmful": 0, "to_game": 0, "stages": {stage: 1}}
     # the rejected proposal spent no environment step: the game was won in the walkthrough's three
-    assert ep.won and ep.commands == 3 and watch.off_policy == [False, False, False]  # type: ignore[attr-defined]
+    assert ep.won and ep.commands == 3 and watch.off_policy == [False, False, False]
     rejected = [r for r in records if r.outcome == "rejected"]
     assert len(rejected) == 1 and rejected[0].stage == stage
 
@@ -134,7 +137,7 @@ async def test_a_plan_that_claims_the_goal_is_accepted_and_counted_harmful() -> 
     erring, watch, ep, records = await _play_slateboard(_seed_for({0: "false_claim"}))
     tally = tally_board(erring.injections, records, watch, ("false_claim",))
     assert tally["false_claim"] == {"injected": 1, "caught": 0, "harmful": 1, "to_game": 0, "stages": {}}
-    assert ep.won and ep.result.state["plan"] == [CLAIM]  # type: ignore[attr-defined]
+    assert ep.won and ep.result.state["plan"] == [CLAIM]
 
 
 async def test_a_peer_receives_the_same_error_and_sends_it_to_the_game() -> None:
