@@ -24,10 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..envs import TextEnvironment, TextTurn
-from ..kernel import Record
-from ..models import Message
-from ..models.erring import ERROR_KINDS, ErrorContent, ErrorContext, Injection
+from slateboard.kernel import Record
+from slateboard.models import Message
+from slateboard.models.erring import ERROR_KINDS, ErrorContent, ErrorContext, Injection
+
+from .envs import TextEnvironment, TextTurn
 
 __all__ = [
     "PeerFormat",

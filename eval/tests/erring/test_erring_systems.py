@@ -8,8 +8,11 @@ import json
 
 import pytest
 
-from slateboard.envs import BoardEpisode, TextTurn, WalkthroughModel, play_on_board
-from slateboard.eval.erring import (
+from slateboard.kernel import Record
+from slateboard.models.erring import CLAIM, HALLUCINATIONS, ErringModel, ErrorKind, ErrorSchedule
+from slateboard.stores import open_store
+from slateboard_eval.envs import BoardEpisode, TextTurn, WalkthroughModel, play_on_board
+from slateboard_eval.erring import (
     PeerFormat,
     SlateboardFormat,
     WatchedEnvironment,
@@ -17,10 +20,7 @@ from slateboard.eval.erring import (
     tally_board,
     tally_peer,
 )
-from slateboard.eval.textworld_peers import CountingModel
-from slateboard.kernel import Record
-from slateboard.models.erring import CLAIM, HALLUCINATIONS, ErringModel, ErrorKind, ErrorSchedule
-from slateboard.stores import open_store
+from slateboard_eval.textworld_peers import CountingModel
 
 WALKTHROUGH = ("open door", "go east", "take key")
 
@@ -142,7 +142,7 @@ async def test_a_plan_that_claims_the_goal_is_accepted_and_counted_harmful() -> 
 
 async def test_a_peer_receives_the_same_error_and_sends_it_to_the_game() -> None:
     pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'slateboard[peers]')")
-    from slateboard.eval.textworld_peers import play_langgraph_lean
+    from slateboard_eval.textworld_peers import play_langgraph_lean
 
     # langgraph-lean: call 0 planner, call 1 actor, call 2 critic; slateboard: 0 planner, 1 actor
     schedule = _seed_for({1: "hallucinated"})
