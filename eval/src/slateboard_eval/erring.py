@@ -24,17 +24,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from slateboard.kernel import Record
 from slateboard.models import Message
 from slateboard.models.erring import ERROR_KINDS, ErrorContent, ErrorContext, Injection
 
 from .envs import TextEnvironment, TextTurn
+from .statistics import DEFAULT_RESAMPLES, bootstrap, merge_tallies, paired_bootstrap, tps_stat, wilson
 
 __all__ = [
     "PeerFormat",
     "SlateboardFormat",
     "WatchedEnvironment",
     "empty_tally",
+    "error_sweep",
     "format_for",
     "merge_tallies",
     "tally_board",
@@ -292,14 +296,50 @@ def tally_peer(
     return tally
 
 
-def merge_tallies(tallies: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """The sum of per-episode tallies (per kind, per counter, per stage)."""
-    out: dict[str, dict[str, Any]] = {}
-    for tally in tallies:
-        for kind, entry in tally.items():
-            into = out.setdefault(kind, {"injected": 0, "caught": 0, "harmful": 0, "to_game": 0, "stages": {}})
-            for key in ("injected", "caught", "harmful", "to_game"):
-                into[key] += int(entry.get(key, 0))
-            for stage, n in dict(entry.get("stages", {})).items():
-                into["stages"][stage] = into["stages"].get(stage, 0) + int(n)
-    return out
+def error_sweep(
+    runs: Sequence[tuple[float, Sequence[Mapping[str, Any]]]],
+    *,
+    reference: str = "slateboard",
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The error-rate sweep of episode rows (``EpisodeResult.to_json()``), one run per rate.
+
+    Per (system, rate): games, wins, success with its Wilson interval, tokens per success with
+    a bootstrap interval over games, the off-policy commands and the per-kind error tally; for
+    every system but ``reference``, ``reference_tps_ratio``: the reference's tokens per success
+    divided by this system's at the same rate, with a paired bootstrap interval over the games
+    both played (the same resampled games for both). Seeded: the same rows give the same report."""
+    entries: list[dict[str, Any]] = []
+    for rate, rows in runs:
+        systems = list(dict.fromkeys(str(r["system"]) for r in rows))
+        by_system = {s: sorted((r for r in rows if r["system"] == s), key=lambda r: str(r["game"])) for s in systems}
+        ref = {str(r["game"]): r for r in by_system.get(reference, [])}
+        for system in systems:
+            rs = by_system[system]
+            x = np.asarray([[float(bool(r["won"])), float(r["tokens"])] for r in rs], dtype=float).reshape(-1, 2)
+            wins = int(x[:, 0].sum()) if len(rs) else 0
+            entry: dict[str, Any] = {
+                "system": system,
+                "error_rate": rate,
+                "games": len(rs),
+                "wins": wins,
+                "success": wilson(wins, len(rs)).to_json(),
+                "tokens_per_success": bootstrap(x, tps_stat(1, 0), resamples=resamples, seed=seed).to_json(1),
+                "off_policy": sum(int(r.get("off_policy") or 0) for r in rs),
+                "model_errors": merge_tallies([r.get("model_errors") or {} for r in rs]),
+            }
+            if system != reference and ref:
+                pairs = [(ref[str(r["game"])], r) for r in rs if str(r["game"]) in ref]
+                a = [[float(bool(p[1]["won"])), float(p[1]["tokens"])] for p in pairs]
+                b = [[float(bool(p[0]["won"])), float(p[0]["tokens"])] for p in pairs]
+                ratio = paired_bootstrap(a, b, tps_stat(1, 0), ratio=True, resamples=resamples, seed=seed)
+                entry["reference_tps_ratio"] = ratio.to_json()
+            entries.append(entry)
+    return {
+        "reference": reference,
+        "rates": [rate for rate, _ in runs],
+        "confidence": 0.95,
+        "resamples": resamples,
+        "systems": entries,
+    }

@@ -155,12 +155,32 @@ async def test_a_peer_receives_the_same_error_and_sends_it_to_the_game() -> None
     (ours,), (theirs,) = board.injections, erring.injections
     command = json.loads(ours.text)["patch"][0]["value"]["command"]
     assert command in HALLUCINATIONS and json.loads(theirs.text) == {"command": command}
-    # nothing checks it: it is the peer's first command, a wasted step, then the walkthrough wins
-    assert peer.trace[0] == command and peer.won and peer.commands == 4
-    assert watch.off_policy == [True, False, False, False]
+    # its critic (a model call following the walkthrough) rejects it and the actor is asked again:
+    # the game never sees it, but the error reached the graph state (the candidate) and cost calls
+    assert peer.trace == list(WALKTHROUGH) and peer.won and watch.off_policy == [False, False, False]
+    assert peer.calls > 1 + 2 * len(WALKTHROUGH)  # planner, actor + critic per command, and the retry
     assert tally_peer(erring.injections, watch, ("hallucinated",))["hallucinated"] == {
-        "injected": 1, "caught": 0, "harmful": 1, "to_game": 1, "stages": {}
+        "injected": 1, "caught": 0, "harmful": 1, "to_game": 0, "stages": {}
     }  # fmt: skip
+
+
+async def test_a_peer_sends_an_unchecked_error_to_the_game() -> None:
+    pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'slateboard[peers]')")
+    from slateboard_eval.textworld_peers import play_langgraph_lean
+
+    # call 1: the actor's candidate, call 2: the critic erring too (a false claim is an approval)
+    schedule = _seed_for({1: "hallucinated", 2: "false_claim"})
+    watch = WatchedEnvironment(VaultGame())
+    erring = ErringModel(
+        WalkthroughModel(watch), schedule, episode="vault", format=format_for("langgraph-lean"), context=watch.context
+    )
+    peer = await play_langgraph_lean(watch, CountingModel(erring), max_commands=6)
+    command = json.loads(erring.injections[0].text)["command"]
+    assert json.loads(erring.injections[1].text) == {"approve": True, "reason": CLAIM}
+    assert peer.trace[0] == command and peer.won and peer.commands == 4  # a wasted step
+    assert watch.off_policy == [True, False, False, False]
+    tally = tally_peer(erring.injections, watch, ("hallucinated", "false_claim"))
+    assert tally["hallucinated"]["to_game"] == tally["false_claim"]["to_game"] == 1
 
 
 def test_the_formats_render_the_same_content() -> None:
