@@ -190,11 +190,13 @@ def format_for(system: str) -> SlateboardFormat | PeerFormat:
 @dataclass
 class WatchedEnvironment:
     """A TextEnvironment that notes, for each command executed since the last reset, whether
-    it was the walkthrough's next command (``off_policy``, by index; a command executed where
-    the environment knows no walkthrough is never off-policy). Everything else is ``env``'s."""
+    it was the walkthrough's next command (``off_policy``, by index). Where the environment
+    knows no walkthrough from the start, no command is off-policy; where it knew one and lost it
+    (a gold path left), every later command is. Everything else is ``env``'s."""
 
     env: TextEnvironment
     off_policy: list[bool] = field(default_factory=list)
+    _known: bool = field(default=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -219,12 +221,20 @@ class WatchedEnvironment:
     async def reset(self) -> TextTurn:
         """A fresh episode (the notes start over)."""
         self.off_policy = []
+        self._known = False
         return await self.env.reset()
 
     async def step(self, command: str) -> TextTurn:
-        """Execute ``command``, noting whether the walkthrough would have sent it."""
+        """Execute ``command``, noting whether the walkthrough would have sent it. An
+        environment that follows a fixed gold path (TextWorldExpress, ScienceWorld) knows no
+        walkthrough once a command left that path: every command after that is off-policy."""
         policy = self.env.policy()
-        self.off_policy.append(bool(policy) and command.strip().lower() != policy[0].strip().lower())
+        if policy:
+            self._known = True
+            off = command.strip().lower() != policy[0].strip().lower()
+        else:
+            off = self._known
+        self.off_policy.append(off)
         return await self.env.step(command)
 
     def policy(self) -> tuple[str, ...]:

@@ -198,3 +198,37 @@ def test_the_formats_render_the_same_content() -> None:
     assert json.loads(
         PeerFormat().render(ErrorContent("off_contract", "actor", json.dumps({"command": "go east"}), None, "x"))
     ) == {"plan": ["go east"]}
+
+
+class GoldPathGame(VaultGame):
+    """The vault with a fixed gold path, as TextWorldExpress and ScienceWorld have: once a
+    command leaves it, the environment knows no walkthrough any more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.path: list[str] = []
+
+    async def reset(self) -> TextTurn:
+        self.path = []
+        return await super().reset()
+
+    async def step(self, command: str) -> TextTurn:
+        self.path.append(command)
+        return await super().step(command)
+
+    def policy(self) -> tuple[str, ...]:
+        on_path = tuple(self.path) == WALKTHROUGH[: len(self.path)]
+        return WALKTHROUGH[len(self.path) :] if on_path else ()
+
+
+async def test_leaving_a_gold_path_makes_every_later_command_off_policy() -> None:
+    watch = WatchedEnvironment(GoldPathGame())
+    await watch.reset()
+    for command in ("open door", "look", "go east", "take key"):
+        await watch.step(command)
+    assert watch.off_policy == [False, True, True, True] and watch.last is not None and watch.last.won
+    calm = WatchedEnvironment(VaultGame())  # a policy from the state: back on it after a detour
+    await calm.reset()
+    for command in ("open door", "look", "go east", "take key"):
+        await calm.step(command)
+    assert calm.off_policy == [False, True, False, False]
