@@ -267,18 +267,27 @@ def empty_tally(kinds: Sequence[str] = ERROR_KINDS) -> dict[str, dict[str, Any]]
 
 
 def tally_board(
-    injections: Sequence[Injection], records: Sequence[Record], watch: WatchedEnvironment, kinds: Sequence[str]
+    injections: Sequence[Injection],
+    records: Sequence[Record],
+    watch: WatchedEnvironment,
+    kinds: Sequence[str],
+    roles: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """What became of each error on a slateboard board: the proposal of the model call it
-    replaced (the n-th record that carries model usage answers the n-th call) was rejected
-    (``caught``, counted per stage) or accepted (``harmful``; ``to_game`` too when the command
-    then executed at that turn was off-policy); a no-op is neither."""
-    calls = [r for r in records if r.kind == "proposal" and r.usage.tokens_in > 0]
+    replaced (each worker's call is one proposal record carrying model usage, in call order)
+    was rejected (``caught``, counted per stage) or accepted (``harmful``; ``to_game`` too when
+    the command then executed at that turn was off-policy); a no-op is neither. ``roles`` (the
+    erring model's, every call's role) leaves out calls that are no worker's (role ``model``:
+    the Architect designing a generated blueprint): an error there is counted as injected only."""
+    proposals = [r for r in records if r.kind == "proposal" and r.usage.tokens_in > 0]
+    worker_calls = [i for i, role in enumerate(roles) if role != "model"] if roles else None
+    position = {call: n for n, call in enumerate(worker_calls)} if worker_calls is not None else None
     tally = empty_tally(kinds)
     for inj in injections:
         entry = tally[inj.kind]
         entry["injected"] += 1
-        rec = calls[inj.call] if inj.call < len(calls) else None
+        n = inj.call if position is None else position.get(inj.call)
+        rec = proposals[n] if n is not None and n < len(proposals) else None
         if rec is None:
             continue
         if rec.outcome == "rejected":

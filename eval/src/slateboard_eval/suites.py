@@ -379,7 +379,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
         if erring is not None and watch is not None and schedule is not None:
             if ep.board_id is not None:
                 records = await store.read_records(ep.board_id)
-                row["model_errors"] = tally_board(erring.injections, records, watch, schedule.kinds)
+                row["model_errors"] = tally_board(erring.injections, records, watch, schedule.kinds, erring.roles)
             else:
                 row["model_errors"] = tally_peer(erring.injections, watch, schedule.kinds)
             row["off_policy"] = sum(watch.off_policy)

@@ -402,7 +402,9 @@ async def _episode(
             )
             if erring is not None and watch is not None:
                 records = await store.read_records(ep.result.board_id)
-                base["model_errors"] = tally_board(erring.injections, records, watch, errors.kinds if errors else ())
+                base["model_errors"] = tally_board(
+                    erring.injections, records, watch, errors.kinds if errors else (), erring.roles
+                )
                 base["off_policy"] = sum(watch.off_policy)
             usage = ep.result
             tokens_in = sum(u.tokens_in for u in usage.usage.values())

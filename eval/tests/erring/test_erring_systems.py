@@ -9,6 +9,7 @@ import json
 import pytest
 
 from slateboard.kernel import Record
+from slateboard.models import Message
 from slateboard.models.erring import CLAIM, HALLUCINATIONS, ErringModel, ErrorKind, ErrorSchedule
 from slateboard.stores import open_store
 from slateboard_eval.envs import BoardEpisode, TextTurn, WalkthroughModel, play_on_board
@@ -232,3 +233,23 @@ async def test_leaving_a_gold_path_makes_every_later_command_off_policy() -> Non
     for command in ("open door", "look", "go east", "take key"):
         await calm.step(command)
     assert calm.off_policy == [False, True, False, False]
+
+
+async def test_calls_that_are_no_workers_are_left_out_of_the_mapping() -> None:
+    # call 0 is no worker's (an Architect designing the blueprint), 1 the planner's, 2 the actor's
+    schedule = _seed_for({0: "hallucinated", 2: "off_contract"})
+    watch = WatchedEnvironment(VaultGame())
+    erring = ErringModel(
+        WalkthroughModel(watch), schedule, episode="vault", format=SlateboardFormat(), context=watch.context
+    )
+    await erring.generate([Message.system("Design a blueprint for the task."), Message.user("Take the key.")])
+    store = await open_store("memory://")
+    try:
+        ep = await play_on_board(watch, store, model=CountingModel(erring), max_commands=6)
+        records = await store.read_records(ep.result.board_id)
+    finally:
+        await store.close()
+    assert erring.roles[:3] == ["model", "planner", "actor"] and ep.won
+    tally = tally_board(erring.injections, records, watch, ("hallucinated", "off_contract"), erring.roles)
+    assert tally["hallucinated"] == {"injected": 1, "caught": 0, "harmful": 0, "to_game": 0, "stages": {}}
+    assert tally["off_contract"] == {"injected": 1, "caught": 1, "harmful": 0, "to_game": 0, "stages": {"authorise": 1}}

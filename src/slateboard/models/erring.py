@@ -251,7 +251,8 @@ class ErringModel:
     request and renders the system-specific kinds; ``context`` (optional) says the environment's
     turn and admissible commands when a call is made. The usage of a replaced reply keeps the
     prompt's count and estimates the completion (marked ``estimated``): the error's tokens are
-    counted like any reply's. ``calls`` counts every call, errors included.
+    counted like any reply's. ``calls`` counts every call, errors included, and ``roles`` names
+    the role of each.
     """
 
     inner: Model
@@ -261,6 +262,8 @@ class ErringModel:
     context: Callable[[], ErrorContext] | None = None
     calls: int = 0
     injections: list[Injection] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+    """The role of every call, in order (what ``format.role`` named)."""
     _last: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -285,6 +288,7 @@ class ErringModel:
             messages, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature, timeout=timeout
         )
         role = self.format.role(messages, json_schema)
+        self.roles.append(role)
         kind = self.schedule.kind_at(self.episode, call)
         if kind is None:
             self._last[role] = gen.text
