@@ -325,11 +325,15 @@ def _run(
                 "model": model,
                 "steps": steps,
                 "blueprint": matrix.blueprint,
-                "errors": {
-                    "rates": [sch.rate for sch in schedules],
-                    "seed": matrix.error_seed,
-                    "kinds": list(schedules[0].kinds) if schedules else [],
-                },
+                **(
+                    {
+                        "error_rates": ",".join(f"{sch.rate:g}" for sch in schedules),
+                        "error_seed": matrix.error_seed,
+                        "error_kinds": ",".join(schedules[0].kinds),
+                    }
+                    if schedules
+                    else {}
+                ),
             },
         )
     if matrix.as_json:
