@@ -8,7 +8,9 @@
   curve per suite and swept setting (``budget=N`` sweeps ``full``, ``no-slicing+budget=N`` the
   unsliced board);
 * ``blueprint_source.png``: the schema-source comparison: slateboard on the fixed blueprint
-  (``full``) and on the generated one (``generated``), success and tokens per success per suite.
+  (``full``) and on the generated one (``generated``), success and tokens per success per suite;
+* ``errors_SUITE.png``: the erring-model sweep of a suite played at several error rates
+  (``write_error_sweep_plot``: success and tokens per success against the rate, per system).
 
 A figure with nothing to show (no ablation, no sweep) is not written.
 """
@@ -18,12 +20,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_plots"]
+__all__ = ["write_error_sweep_plot", "write_plots"]
 
 
 def _label(entry: dict[str, Any]) -> str:
     setting = str(entry["setting"])
-    return str(entry["system"]) if setting == "full" else f"{entry['system']}\n{setting}"
+    label = str(entry["system"]) if setting == "full" else f"{entry['system']}\n{setting}"
+    rate = float(entry.get("error_rate") or 0.0)
+    return f"{label}\np={rate:g}" if rate else label
 
 
 def _err(iv: dict[str, Any]) -> tuple[float, float, float]:
@@ -168,4 +172,59 @@ def write_plots(report: dict[str, Any], out: Path | str) -> list[Path]:
         right.legend(fontsize=7)
         fig.suptitle("blueprint source: fixed vs generated (slateboard)", fontsize=10)
         save(fig, "blueprint_source.png")
+    for suite in suites:
+        played = [s for s in systems if s["suite"] == suite and s["setting"] == "full"]
+        if len({float(s.get("error_rate") or 0.0) for s in played}) > 1:
+            rated = {"systems": [{**s, "error_rate": float(s.get("error_rate") or 0.0)} for s in played]}
+            written.append(write_error_sweep_plot(rated, root, name=f"errors_{suite}.png"))
     return written
+
+
+def write_error_sweep_plot(sweep: dict[str, Any], out: Path | str, name: str = "errors.png") -> Path:
+    """The error-rate sweep (``slateboard_eval.erring.error_sweep``) as one figure: success
+    (Wilson 95%) and tokens per success (bootstrap 95%, log scale) against the error rate, one
+    line per system. Returns the path written (``out/name``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    entries: list[dict[str, Any]] = list(sweep.get("systems", []))
+    systems = list(dict.fromkeys(str(e["system"]) for e in entries))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    for k, system in enumerate(systems):
+        pts = sorted((e for e in entries if e["system"] == system), key=lambda e: float(e["error_rate"]))
+        rates = [float(e["error_rate"]) + (k - (len(systems) - 1) / 2) * 0.004 for e in pts]  # dodge the bars
+        succ = [_err(e["success"]) for e in pts]
+        left.errorbar(
+            rates, [v[0] for v in succ], yerr=[[v[1] for v in succ], [v[2] for v in succ]], marker="o", capsize=3,
+            label=system,
+        )  # fmt: skip
+        tps = [_err(e["tokens_per_success"]) for e in pts]
+        shown = [
+            (r, v) for r, v, e in zip(rates, tps, pts, strict=True) if e["tokens_per_success"]["value"] is not None
+        ]
+        if shown:
+            right.errorbar(
+                [r for r, _ in shown],
+                [v[0] for _, v in shown],
+                yerr=[[v[1] for _, v in shown], [v[2] for _, v in shown]],
+                marker="s",
+                capsize=3,
+                label=system,
+            )
+    left.set_ylim(0, 1.05)
+    left.set_xlabel("model error rate p")
+    left.set_title("success (Wilson 95%)", fontsize=9)
+    right.set_yscale("log")
+    right.set_xlabel("model error rate p")
+    right.set_title("tokens per success (bootstrap 95%)", fontsize=9)
+    left.legend(fontsize=7, loc="lower left")
+    fig.suptitle("when the model errs", fontsize=10)
+    fig.tight_layout()
+    path = root / name
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

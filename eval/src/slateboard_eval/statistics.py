@@ -11,7 +11,7 @@ against the reference (``slateboard`` under ``full``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "blueprint_source",
     "bootstrap",
     "budget_of",
+    "merge_tallies",
     "paired_bootstrap",
     "summarise",
     "tokens_per_success",
@@ -209,6 +210,20 @@ def _pair_key(row: dict[str, Any]) -> tuple[str, int]:
     return (str(row["game"]), int(row["seed"]))
 
 
+def merge_tallies(tallies: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per-kind error tallies (``slateboard_eval.erring``) summed: per kind, per counter
+    (injected, caught, harmful, to_game) and per stage."""
+    out: dict[str, dict[str, Any]] = {}
+    for tally in tallies:
+        for kind, entry in tally.items():
+            into = out.setdefault(kind, {"injected": 0, "caught": 0, "harmful": 0, "to_game": 0, "stages": {}})
+            for key in ("injected", "caught", "harmful", "to_game"):
+                into[key] += int(entry.get(key, 0))
+            for stage, n in dict(entry.get("stages", {})).items():
+                into["stages"][stage] = into["stages"].get(stage, 0) + int(n)
+    return out
+
+
 def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """The report of results-file rows: per (suite, system, setting) the games, wins, success
     with its Wilson interval, mean steps, mean tokens and tokens per success with bootstrap
@@ -217,13 +232,17 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
     (game, seed) pairs both played: success, steps, tokens (b - a) and tokens per success (b / a).
     Each entry also says its blueprint source (``fixed`` or ``generated``), the mean tokens the
     Architect spent designing it (``design_tokens``, part of ``tokens``) and how many episodes
-    had no acceptable design (``no_blueprint``).
+    had no acceptable design (``no_blueprint``). Rows played with the erring model are grouped by
+    their error rate too (``error_rate``; 0 for rows without one): each entry says its rate, its
+    per-kind error tally (``model_errors``) and its off-policy commands, and a comparison pairs
+    with the reference at the same rate.
     """
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, float], list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((str(r["suite"]), str(r["system"]), str(r["setting"])), []).append(r)
+        key = (str(r["suite"]), str(r["system"]), str(r["setting"]), float(r.get("error_rate") or 0.0))
+        groups.setdefault(key, []).append(r)
     systems = []
-    for (suite, system, setting), rs in sorted(groups.items()):
+    for (suite, system, setting, rate), rs in sorted(groups.items()):
         rs = sorted(rs, key=_pair_key)
         x = _matrix(rs)
         wins = int(x[:, 0].sum())
@@ -248,11 +267,14 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
                 "estimated_tokens": any(bool(r.get("estimated_tokens")) for r in rs),
                 "design_tokens": round(sum(designs) / len(designs), 1) if designs else 0.0,
                 "no_blueprint": sum(r.get("outcome") == "no-blueprint" for r in rs),
+                "error_rate": rate,
+                "model_errors": merge_tallies([r.get("model_errors") or {} for r in rs]),
+                "off_policy": sum(int(r.get("off_policy") or 0) for r in rs),
             }
         )
     comparisons = []
-    for (suite, system, setting), rs in sorted(groups.items()):
-        ref = groups.get((suite, *REFERENCE))
+    for (suite, system, setting, rate), rs in sorted(groups.items()):
+        ref = groups.get((suite, *REFERENCE, rate))
         if ref is None or (system, setting) == REFERENCE:
             continue
         by_key = {_pair_key(r): r for r in ref}
@@ -267,7 +289,8 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
                 "suite": suite,
                 "system": system,
                 "setting": setting,
-                "against": {"system": REFERENCE[0], "setting": REFERENCE[1]},
+                "error_rate": rate,
+                "against": {"system": REFERENCE[0], "setting": REFERENCE[1], "error_rate": rate},
                 "pairs": len(pairs),
                 "success_delta": paired_bootstrap(a, b, mean_of(0), **kw).to_json(),
                 "steps_delta": paired_bootstrap(a, b, mean_of(1), **kw).to_json(2),

@@ -32,11 +32,13 @@ from typing import Any
 from slateboard.architect import ArchitectError
 from slateboard.errors import InvalidInput
 from slateboard.models import Model, resolve_model
+from slateboard.models.erring import ERROR_KINDS, ErringModel, ErrorKind, ErrorSchedule
 from slateboard.stores import open_store
 from slateboard.stores.base import Store
 
 from .ablations import FULL, parse_setting, play_setting
 from .envs import WALKTHROUGH_MODEL, TextEnvironment, WalkthroughModel
+from .erring import WatchedEnvironment, format_for, tally_board, tally_peer
 from .peer_players import PEER_PLAYERS
 from .textworld_peers import missing_peer
 
@@ -46,6 +48,7 @@ __all__ = [
     "Episode",
     "GameRef",
     "Job",
+    "ResultKey",
     "SystemFn",
     "load_results",
     "make_env",
@@ -246,21 +249,34 @@ def _system(name: str) -> SystemFn:
     return _peer_system(name)
 
 
+ResultKey = tuple[str, str, str, int, str, float]
+"""(suite, system, game, seed, setting, error rate): what identifies a result."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One episode to play: a game, a system, a setting (``full`` for peers), the model string
-    and the command budget."""
+    """One episode to play: a game, a system, a setting (``full`` for peers), the model string,
+    the command budget and the erring model's schedule (rate 0: the replies are passed
+    through)."""
 
     game: GameRef
     system: str
     setting: str
     model: str
     steps: int
+    error_rate: float = 0.0
+    error_seed: int = 0
+    error_kinds: tuple[ErrorKind, ...] = ERROR_KINDS
 
     @property
-    def key(self) -> tuple[str, str, str, int, str]:
-        """(suite, system, game, seed, setting): what identifies a result in the results file."""
-        return (self.game.suite, self.system, self.game.name, self.game.seed, self.setting)
+    def key(self) -> ResultKey:
+        """(suite, system, game, seed, setting, error rate): what identifies a result in the results file."""
+        return (self.game.suite, self.system, self.game.name, self.game.seed, self.setting, self.error_rate)
+
+    @property
+    def schedule(self) -> ErrorSchedule | None:
+        """The erring model's schedule, None at rate 0."""
+        return ErrorSchedule(self.error_rate, seed=self.error_seed, kinds=self.error_kinds) if self.error_rate else None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form (what crosses to a worker process)."""
@@ -270,12 +286,37 @@ class Job:
             "setting": self.setting,
             "model": self.model,
             "steps": self.steps,
+            "error_rate": self.error_rate,
+            "error_seed": self.error_seed,
+            "error_kinds": list(self.error_kinds),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Job:
+        """The Job of ``to_json``."""
+        kinds = tuple(k for k in ERROR_KINDS if k in data.get("error_kinds", ERROR_KINDS))
+        return cls(
+            GameRef.from_json(data["game"]),
+            str(data["system"]),
+            str(data["setting"]),
+            str(data["model"]),
+            int(data["steps"]),
+            float(data.get("error_rate", 0.0)),
+            int(data.get("error_seed", 0)),
+            kinds,
+        )
 
-def record_key(row: dict[str, Any]) -> tuple[str, str, str, int, str]:
-    """The key of a results-file row (see Job.key)."""
-    return (str(row["suite"]), str(row["system"]), str(row["game"]), int(row["seed"]), str(row["setting"]))
+
+def record_key(row: dict[str, Any]) -> ResultKey:
+    """The key of a results-file row (see Job.key; a row without ``error_rate`` was played at rate 0)."""
+    return (
+        str(row["suite"]),
+        str(row["system"]),
+        str(row["game"]),
+        int(row["seed"]),
+        str(row["setting"]),
+        float(row.get("error_rate") or 0.0),
+    )
 
 
 def matrix_jobs(
@@ -286,19 +327,24 @@ def matrix_jobs(
     steps: int,
     settings: Sequence[str] = (FULL,),
     budgets: Sequence[int] = (),
+    errors: Sequence[ErrorSchedule] = (),
 ) -> list[Job]:
     """The jobs of a matrix, game by game: every system under ``full``; slateboard also under
-    every other setting and under ``budget=N`` for every budget of the sweep. InvalidInput for
-    an unknown setting."""
+    every other setting and under ``budget=N`` for every budget of the sweep; all of it once
+    per error schedule of ``errors`` (none: once, with the model's replies passed through).
+    InvalidInput for an unknown setting."""
     extra = [s for s in settings if parse_setting(s).name != FULL] + [f"budget={b}" for b in budgets]
     for s in extra:
         parse_setting(s)
+    schedules: list[ErrorSchedule] = list(errors) or [ErrorSchedule(0.0)]
     jobs: list[Job] = []
-    for game in games:
-        for system in systems:
-            jobs.append(Job(game, system, FULL, model, steps))
-            if system == "slateboard":
-                jobs.extend(Job(game, system, parse_setting(s).name, model, steps) for s in extra)
+    for schedule in schedules:
+        err = (schedule.rate, schedule.seed, schedule.kinds)
+        for game in games:
+            for system in systems:
+                jobs.append(Job(game, system, FULL, model, steps, *err))
+                if system == "slateboard":
+                    jobs.extend(Job(game, system, parse_setting(s).name, model, steps, *err) for s in extra)
     return jobs
 
 
@@ -313,14 +359,31 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
         inner = WalkthroughModel(env)
     else:
         inner = shared if shared is not None else resolve_model(job.model)
+    schedule = job.schedule
+    watch: WatchedEnvironment | None = None
+    erring: ErringModel | None = None
+    played: TextEnvironment = env
+    if schedule is not None:
+        played = watch = WatchedEnvironment(env)
+        episode = f"{job.game.suite}:{job.game.name}:{job.game.seed}"
+        erring = ErringModel(inner, schedule, episode=episode, format=format_for(job.system), context=watch.context)
+        inner = erring
     counting = CountingModel(inner)
     started = time.perf_counter()
     cpu = time.process_time()
-    suite, system, game, seed, setting = job.key
+    suite, system, game, seed, setting, rate = job.key
     row: dict[str, Any] = {"suite": suite, "system": system, "game": game, "seed": seed, "setting": setting}
-    row.update({"model": job.model, "steps_budget": job.steps, "gold": job.game.gold})
+    row.update({"model": job.model, "steps_budget": job.steps, "gold": job.game.gold, "error_rate": rate})
     try:
-        ep = await _system(job.system)(env, counting, job.steps, store, job.setting)
+        ep = await _system(job.system)(played, counting, job.steps, store, job.setting)
+        if erring is not None and watch is not None and schedule is not None:
+            if ep.board_id is not None:
+                records = await store.read_records(ep.board_id)
+                row["model_errors"] = tally_board(erring.injections, records, watch, schedule.kinds, erring.roles)
+            else:
+                row["model_errors"] = tally_peer(erring.injections, watch, schedule.kinds)
+            row["off_policy"] = sum(watch.off_policy)
+            row["error_seed"] = schedule.seed
         row.update(
             won=ep.won,
             outcome=ep.outcome,
@@ -367,7 +430,7 @@ def load_results(path: Path | str) -> list[dict[str, Any]]:
     p = Path(path)
     if not p.is_file():
         return []
-    rows: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
+    rows: dict[ResultKey, dict[str, Any]] = {}
     for line in p.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if not line:
@@ -396,13 +459,7 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 def _worker_job(payload: dict[str, Any], store_url: str | None) -> dict[str, Any]:
     """Run one job in a worker process (its own event loop and store connection)."""
-    job = Job(
-        GameRef.from_json(payload["game"]),
-        payload["system"],
-        payload["setting"],
-        payload["model"],
-        int(payload["steps"]),
-    )
+    job = Job.from_json(payload)
 
     async def go() -> dict[str, Any]:
         store = await open_store(store_url or "memory://")

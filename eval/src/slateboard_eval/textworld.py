@@ -28,10 +28,12 @@ from typing import Any
 
 from slateboard.errors import InvalidInput
 from slateboard.models import Model, resolve_model
+from slateboard.models.erring import ErringModel, ErrorSchedule
 from slateboard.stores.base import Store
 
-from .envs import WALKTHROUGH_MODEL, VerifierMode, WalkthroughModel, play_on_board
+from .envs import WALKTHROUGH_MODEL, TextEnvironment, VerifierMode, WalkthroughModel, play_on_board
 from .envs.textworld import GameFile, TextWorldGame
+from .erring import WatchedEnvironment, format_for, merge_tallies, tally_board, tally_peer
 from .peer_players import PEER_PLAYERS
 from .textworld_peers import (
     ESTIMATE_METHOD,
@@ -110,6 +112,13 @@ class EpisodeResult:
     """Prompt tokens that are protocol overhead, per kind (format, schema, view_framing)."""
     verified: bool | None = None
     """Whether the board's log verified by replay (slateboard only)."""
+    model_errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per error kind, the errors the erring model injected and what became of them
+    (``injected``, ``caught``, ``harmful``, ``to_game``, ``stages``; ``slateboard_eval.erring``);
+    empty without ``--errors``."""
+    off_policy: int | None = None
+    """Commands executed that the walkthrough would not have sent (steps the errors cost);
+    None without ``--errors``."""
 
     @property
     def tokens(self) -> int:
@@ -141,6 +150,8 @@ class EpisodeResult:
             "components": dict(sorted(self.components.items())),
             "overhead": dict(sorted(self.overhead.items())),
             "verified": self.verified,
+            "model_errors": self.model_errors,
+            "off_policy": self.off_policy,
         }
 
 
@@ -160,6 +171,10 @@ class SystemSummary:
     overhead: dict[str, int] = field(default_factory=dict)
     verified: int | None = None
     """Boards whose log verified by replay (None for systems without a board)."""
+    model_errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The episodes' ``model_errors`` summed per kind (empty without ``--errors``)."""
+    off_policy: int | None = None
+    """Off-policy commands over the episodes (None without ``--errors``)."""
 
     @property
     def success(self) -> float:
@@ -195,6 +210,8 @@ class SystemSummary:
             "overhead": dict(sorted(self.overhead.items())),
             "overhead_share": None if self.overhead_share is None else round(self.overhead_share, 4),
             "verified": self.verified,
+            "model_errors": self.model_errors,
+            "off_policy": self.off_policy,
         }
 
     @property
@@ -217,6 +234,8 @@ class SuiteResult:
     episodes: list[EpisodeResult] = field(default_factory=list)
     seconds: float = 0.0
     verifier: str = "none"
+    errors: ErrorSchedule | None = None
+    """The erring model's schedule (None: the model's replies are passed through)."""
 
     def summaries(self) -> list[SystemSummary]:
         """One summary per system, in the order the systems were asked."""
@@ -231,6 +250,7 @@ class SuiteResult:
                 for k, v in e.overhead.items():
                     overhead[k] = overhead.get(k, 0) + v
             checked = [e.verified for e in eps if e.verified is not None]
+            watched = [e.off_policy for e in eps if e.off_policy is not None]
             out.append(
                 SystemSummary(
                     system=system,
@@ -244,6 +264,8 @@ class SuiteResult:
                     components=components,
                     overhead=overhead,
                     verified=sum(checked) if checked else None,
+                    model_errors=merge_tallies([e.model_errors for e in eps]),
+                    off_policy=sum(watched) if watched else None,
                 )
             )
         return out
@@ -255,6 +277,9 @@ class SuiteResult:
             "steps": self.steps,
             "seed": self.seed,
             "verifier": self.verifier,
+            "errors": None
+            if self.errors is None
+            else {"rate": self.errors.rate, "seed": self.errors.seed, "kinds": list(self.errors.kinds)},
             "systems": [s.to_json() for s in self.summaries()],
             "games": [g.to_json() for g in self.games],
             "episodes": [e.to_json() for e in self.episodes],
@@ -273,6 +298,7 @@ async def run_suite(
     on_episode: Callable[[EpisodeResult], None] | None = None,
     verifier: VerifierMode = "none",
     tokenizer: TokenCounter | None = None,
+    errors: ErrorSchedule | None = None,
 ) -> SuiteResult:
     """Play every game with every system (one fresh environment per episode) and measure.
 
@@ -282,7 +308,10 @@ async def run_suite(
     text_actor variant is ``verifier`` (``none``: one model call per command). ``tokenizer``
     counts the calls whose provider reports no usage with a model's own vocabulary (else the
     chars/4 estimate, labelled as such). An episode that raises is recorded with its error (and
-    counts as not won); the others still run.
+    counts as not won); the others still run. With ``errors`` every system's model is an
+    ErringModel on that schedule (episode ``textworld:GAME``: every system meets the same errors
+    at the same call indices), and each episode says what became of them (``model_errors``)
+    and how many off-policy commands the game executed (``off_policy``).
     """
     if steps < 1:
         raise InvalidInput(f"the command budget (steps) must be >= 1, got {steps}")
@@ -291,11 +320,11 @@ async def run_suite(
     shared: Model | None = None
     if not (isinstance(model, str) and model == WALKTHROUGH_MODEL):
         shared = resolve_model(model)
-    suite = SuiteResult(label, steps, seed, list(systems), list(games), verifier=verifier)
+    suite = SuiteResult(label, steps, seed, list(systems), list(games), verifier=verifier, errors=errors)
     started = time.perf_counter()
     for game in games:
         for system in systems:
-            result = await _episode(game, system, shared, steps, store, verifier, tokenizer)
+            result = await _episode(game, system, shared, steps, store, verifier, tokenizer, errors)
             suite.episodes.append(result)
             if on_episode is not None:
                 on_episode(result)
@@ -350,9 +379,20 @@ async def _episode(
     store: Store,
     verifier: VerifierMode = "none",
     tokenizer: TokenCounter | None = None,
+    errors: ErrorSchedule | None = None,
 ) -> EpisodeResult:
-    env = TextWorldGame(game.path, name=game.name)
-    counting = CountingModel(shared if shared is not None else WalkthroughModel(env), tokenizer=tokenizer)
+    game_env = TextWorldGame(game.path, name=game.name)
+    env: TextEnvironment = game_env
+    inner: Model = shared if shared is not None else WalkthroughModel(game_env)
+    watch: WatchedEnvironment | None = None
+    erring: ErringModel | None = None
+    if errors is not None:
+        env = watch = WatchedEnvironment(game_env)
+        erring = ErringModel(
+            inner, errors, episode=f"textworld:{game.name}", format=format_for(system), context=watch.context
+        )
+        inner = erring
+    counting = CountingModel(inner, tokenizer=tokenizer)
     started = time.perf_counter()
     base: dict[str, Any] = {"game": game.name, "system": system, "walkthrough": game.walkthrough}
     try:
@@ -360,6 +400,12 @@ async def _episode(
             ep = await play_on_board(
                 env, store, model=counting, max_commands=steps, name=f"textworld {game.name}", verifier=verifier
             )
+            if erring is not None and watch is not None:
+                records = await store.read_records(ep.result.board_id)
+                base["model_errors"] = tally_board(
+                    erring.injections, records, watch, errors.kinds if errors else (), erring.roles
+                )
+                base["off_policy"] = sum(watch.off_policy)
             usage = ep.result
             tokens_in = sum(u.tokens_in for u in usage.usage.values())
             tokens_out = sum(u.tokens_out for u in usage.usage.values())
@@ -388,6 +434,9 @@ async def _episode(
         if player is None:
             raise InvalidInput(f"unknown system {system!r}")
         peer: PeerEpisode = await player(env, counting, max_commands=steps)
+        if erring is not None and watch is not None:
+            base["model_errors"] = tally_peer(erring.injections, watch, errors.kinds if errors else ())
+            base["off_policy"] = sum(watch.off_policy)
         return EpisodeResult(
             **base,
             won=peer.won,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -22,9 +22,18 @@ from slateboard.cli._common import (
 from slateboard.cli._errors import EXIT_USAGE, CliError
 from slateboard.progress import progress
 
-from ._suites import textworld_specs
+from ._suites import (
+    ErrorKindsOption,
+    ErrorSeedOption,
+    ErrorsOption,
+    error_schedules,
+    print_error_table,
+    textworld_specs,
+)
 
 if TYPE_CHECKING:
+    from slateboard.models.erring import ErrorSchedule
+
     from ..textworld import EpisodeResult, SuiteResult
 
 eval_app = typer.Typer(help="Evaluation suites.", no_args_is_help=True)
@@ -87,6 +96,13 @@ def textworld_command(
             help="Tokens of calls without provider usage: tokenizer (the local GGUF's own vocabulary) or estimate (chars/4).",
         ),
     ] = "tokenizer",
+    errors: ErrorsOption = "0",
+    error_seed: ErrorSeedOption = 0,
+    error_kinds: ErrorKindsOption = "all",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Also write report.json there (and errors.png for a sweep)."),
+    ] = None,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -99,6 +115,7 @@ def textworld_command(
         chosen = parse_systems(systems)
     except ValueError as exc:
         raise CliError(f"--systems: {exc}", code=EXIT_USAGE) from exc
+    schedules = error_schedules(errors, error_seed, error_kinds)
     if verifier not in VERIFIERS:
         raise CliError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})", code=EXIT_USAGE)
     if counting not in ("tokenizer", "estimate"):
@@ -138,8 +155,10 @@ def textworld_command(
         except ModelConfigError as exc:
             err.print(f"no tokenizer ({exc}); calls without provider usage are estimated (chars/4)")
 
-    total = len(files) * len(chosen)
+    total = len(files) * len(chosen) * max(1, len(schedules))
     what = f"eval textworld: {len(files)} game(s) x {len(chosen)} system(s), model {model}"
+    if schedules:
+        what += f", error rate(s) {', '.join(f'{s.rate:g}' for s in schedules)}"
     with progress(f"{what}: 0/{total} episodes") as line:
         played = 0
 
@@ -150,29 +169,122 @@ def textworld_command(
             line.print(f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens{where}")
             line.update(f"{what}: {played}/{total} episodes")
 
-        async def go() -> SuiteResult:
-            async with opened_store(store) as opened:
-                return await run_suite(
-                    files,
-                    systems=chosen,
-                    model=model,
-                    steps=steps,
-                    store=opened,
-                    seed=seed,
-                    on_episode=report_episode,
-                    verifier=verifier,  # checked against VERIFIERS above
-                    tokenizer=tokenizer,
-                )
+        runs: list[ErrorSchedule | None] = [*schedules] or [None]
 
-        suite = run_async(go)
+        async def go() -> list[SuiteResult]:
+            async with opened_store(store) as opened:
+                return [
+                    await run_suite(
+                        files,
+                        systems=chosen,
+                        model=model,
+                        steps=steps,
+                        store=opened,
+                        seed=seed,
+                        on_episode=report_episode,
+                        verifier=verifier,  # checked against VERIFIERS above
+                        tokenizer=tokenizer,
+                        errors=schedule,
+                    )
+                    for schedule in runs
+                ]
+
+        suites = run_async(go)
+    report = suites[0].to_json() if len(suites) == 1 else sweep_json(suites, out)
+    if out is not None:
+        write_json_report(report, out)
     if as_json:
-        print_json(suite.to_json())
+        print_json(report)
+    elif len(suites) == 1:
+        _print_tables(suites[0], store)
+        if suites[0].errors is not None:
+            _print_errors(report["systems"])
     else:
-        _print_tables(suite, store)
-    failed = [e for e in suite.episodes if e.error is not None]
+        _print_sweep(report)
+    failed = [e for suite in suites for e in suite.episodes if e.error is not None]
     if failed:
         first = failed[0]
         raise CliError(f"{len(failed)} episode(s) failed; first: {first.game} {first.system}: {first.error}")
+
+
+def sweep_json(suites: list[SuiteResult], out: Path | None) -> dict[str, Any]:
+    """The JSON report of an error-rate sweep: every run's ``systems`` rows (with their
+    ``rate``), the sweep's statistics (``slateboard_eval.erring.error_sweep``), every episode
+    (with its ``rate``) and, with ``out``, the figure written there (``errors.png``)."""
+    from ..erring import error_sweep
+    from ..plots import write_error_sweep_plot
+
+    first = suites[0]
+    runs = [(s.errors.rate if s.errors else 0.0, [e.to_json() for e in s.episodes]) for s in suites]
+    sweep = error_sweep(runs)
+    figures = [write_error_sweep_plot(sweep, out).name] if out is not None else []
+    return {
+        "model": first.model,
+        "steps": first.steps,
+        "seed": first.seed,
+        "verifier": first.verifier,
+        "errors": {
+            "rates": sweep["rates"],
+            "seed": first.errors.seed if first.errors else 0,
+            "kinds": list(first.errors.kinds) if first.errors else [],
+        },
+        "systems": [
+            {**row, "error_rate": rate}
+            for (rate, _), s in zip(runs, suites, strict=True)
+            for row in s.to_json()["systems"]
+        ],
+        "sweep": sweep,
+        "figures": figures,
+        "games": [g.to_json() for g in first.games],
+        "episodes": [{**e, "error_rate": rate} for rate, eps in runs for e in eps],
+        "seconds": round(sum(s.seconds for s in suites), 3),
+    }
+
+
+def write_json_report(report: dict[str, Any], out: Path) -> Path:
+    """Write ``report`` to ``out/report.json`` (the folder is made) and return its path."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "report.json"
+    path.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _print_errors(systems: list[dict[str, Any]]) -> None:
+    print_error_table([{**s, "setting": "full"} for s in systems], title="model errors: what became of them")
+
+
+def _print_sweep(report: dict[str, Any]) -> None:
+    out = console()
+    table = Table(title="when the model errs: success (Wilson 95%), tokens per success (bootstrap 95%)")
+    for name in ("system", "p", "wins", "success", "tokens/success", "slateboard tps / this", "off-policy"):
+        table.add_column(name, no_wrap=True)
+    for e in report["sweep"]["systems"]:
+        ratio = e.get("reference_tps_ratio")
+        table.add_row(
+            e["system"],
+            f"{e['error_rate']:g}",
+            f"{e['wins']}/{e['games']}",
+            _iv(e["success"], ".2f"),
+            _iv(e["tokens_per_success"], ",.0f"),
+            "-" if ratio is None else _iv(ratio, ".2f"),
+            str(e["off_policy"]),
+        )
+    out.print(table)
+    print_error_table(
+        [{**e, "setting": f"p={e['error_rate']:g}"} for e in report["sweep"]["systems"]], title="model errors per kind"
+    )
+    if report["figures"]:
+        out.print(f"figure: {', '.join(report['figures'])}")
+
+
+def _iv(iv: dict[str, Any], fmt: str) -> str:
+    if iv.get("value") is None:
+        return "-"
+    lo, hi = iv.get("low"), iv.get("high")
+    span = f" [{format(lo, fmt)}, {format(hi, fmt)}]" if lo is not None and hi is not None else ""
+    return format(iv["value"], fmt) + span
 
 
 def _fmt_tps(value: float | None) -> str:

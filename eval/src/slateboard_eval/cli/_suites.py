@@ -19,10 +19,20 @@ from slateboard.cli._errors import EXIT_USAGE, CliError
 from slateboard.progress import progress
 
 if TYPE_CHECKING:
+    from slateboard.models.erring import ErrorSchedule
+
     from ..envs.textworld import GameSpec
     from ..suites import GameRef
 
-__all__ = ["register", "textworld_specs"]
+__all__ = [
+    "ErrorKindsOption",
+    "ErrorSeedOption",
+    "ErrorsOption",
+    "error_schedules",
+    "print_error_table",
+    "register",
+    "textworld_specs",
+]
 
 _DEFAULT_SYSTEMS = "slateboard,langgraph,loomflow"
 
@@ -77,6 +87,64 @@ BlueprintOption = Annotated[
 ]
 
 
+ErrorsOption = Annotated[
+    str,
+    typer.Option(
+        "--errors",
+        metavar="P",
+        help="Model error rate per call, 0 to 1 (the erring model); a comma list such as 0,0.1,0.2,0.3 is a sweep.",
+    ),
+]
+ErrorSeedOption = Annotated[
+    int, typer.Option("--error-seed", min=0, help="Seed of the error schedule (the same seed, the same errors).")
+]
+ErrorKindsOption = Annotated[
+    str,
+    typer.Option(
+        "--error-kinds",
+        metavar="LIST",
+        help="Error kinds: malformed, hallucinated, false_claim, repeat, off_contract, or all.",
+    ),
+]
+
+
+def error_schedules(errors: str, seed: int, kinds: str) -> list[ErrorSchedule]:
+    """The error schedules the ``--errors``/``--error-seed``/``--error-kinds`` options ask for,
+    one per rate; none (the model's replies passed through) for the default ``--errors 0``. A
+    usage CliError naming the option for a bad rate or kind."""
+    from slateboard.models.erring import ErrorSchedule, parse_error_kinds, parse_error_rates
+
+    try:
+        rates = parse_error_rates(errors)
+    except ValueError as exc:
+        raise CliError(f"--errors: {exc}", code=EXIT_USAGE) from exc
+    try:
+        chosen = parse_error_kinds(kinds)
+    except ValueError as exc:
+        raise CliError(f"--error-kinds: {exc}", code=EXIT_USAGE) from exc
+    if rates == (0.0,):
+        return []
+    return [ErrorSchedule(rate, seed=seed, kinds=chosen) for rate in rates]
+
+
+def print_error_table(entries: list[dict[str, Any]], *, title: str) -> None:
+    """One line per entry (``system``, ``setting``, ``model_errors``) and error kind: injected,
+    caught (with the kernel stages), harmful, and harmful that reached the game."""
+    table = Table(title=title, box=None, pad_edge=False)
+    for name in ("system", "setting", "kind", "injected", "caught", "harmful", "to the game", "caught at"):
+        table.add_column(name, no_wrap=True)
+    for e in entries:
+        for kind, t in (e.get("model_errors") or {}).items():
+            if not t.get("injected"):
+                continue
+            stages = ", ".join(f"{k} {v}" for k, v in sorted(t.get("stages", {}).items())) or "-"
+            table.add_row(
+                str(e["system"]), str(e.get("setting", "")), kind, str(t["injected"]), str(t["caught"]),
+                str(t["harmful"]), str(t["to_game"]), stages,
+            )  # fmt: skip
+    console().print(table)
+
+
 @dataclass(frozen=True)
 class _Matrix:
     """The options every suite command shares: which systems, settings and budgets make the
@@ -90,6 +158,9 @@ class _Matrix:
     out: Path | None
     workers: int
     plots: bool
+    errors: str
+    error_seed: int
+    error_kinds: str
     store: str | None
     as_json: bool
 
@@ -104,6 +175,9 @@ _MATRIX_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("out", OutOption, None),
     ("workers", WorkersOption, 1),
     ("plots", PlotsOption, True),
+    ("errors", ErrorsOption, "0"),
+    ("error_seed", ErrorSeedOption, 0),
+    ("error_kinds", ErrorKindsOption, "all"),
     ("store", StoreOption, None),
     ("as_json", JsonOption, False),
 )
@@ -210,6 +284,7 @@ def _run(
     chosen = _systems(matrix.systems)
     settings = list(dict.fromkeys([*_settings(matrix.ablations), *_sources(matrix.blueprint)]))
     sweep = _ints(matrix.budgets, "--budgets")
+    schedules = error_schedules(matrix.errors, matrix.error_seed, matrix.error_kinds)
     if model != "walkthrough":
         from slateboard.models import resolve_model
 
@@ -218,7 +293,9 @@ def _run(
     path = matrix.results or root / "results.jsonl"
     games = _pinned(games, path.with_suffix(".games.json"))
     try:
-        jobs = matrix_jobs(games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep)
+        jobs = matrix_jobs(
+            games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep, errors=schedules
+        )
     except ValueError as exc:
         raise CliError(str(exc), code=EXIT_USAGE) from exc
     err = console_err()
@@ -243,7 +320,21 @@ def _run(
             rows,
             root,
             plots=matrix.plots,
-            meta={"suite": suite, "model": model, "steps": steps, "blueprint": matrix.blueprint},
+            meta={
+                "suite": suite,
+                "model": model,
+                "steps": steps,
+                "blueprint": matrix.blueprint,
+                **(
+                    {
+                        "error_rates": ",".join(f"{sch.rate:g}" for sch in schedules),
+                        "error_seed": matrix.error_seed,
+                        "error_kinds": ",".join(schedules[0].kinds),
+                    }
+                    if schedules
+                    else {}
+                ),
+            },
         )
     if matrix.as_json:
         print_json({k: v for k, v in report.items() if k != "rows"})
@@ -285,13 +376,14 @@ def _iv(iv: dict[str, Any], fmt: str) -> str:
 def _print_report(report: dict[str, Any], root: Path) -> None:
     out = console()
     table = Table(title="success (Wilson 95%), steps, tokens and tokens per success (bootstrap 95%)")
+    rated = any(s.get("error_rate") for s in report["systems"])
     for name in ("suite", "system", "setting", "wins", "success", "steps", "tokens/success", "verified"):
         table.add_column(name, no_wrap=True)
     for s in report["systems"]:
         table.add_row(
             s["suite"],
             s["system"],
-            s["setting"],
+            f"{s['setting']} p={s.get('error_rate') or 0:g}" if rated else s["setting"],
             f"{s['wins']}/{s['games']}",
             _iv(s["success"], ".2f"),
             _iv(s["steps"], ".1f"),
@@ -307,13 +399,18 @@ def _print_report(report: dict[str, Any], root: Path) -> None:
             comp.add_row(
                 c["suite"],
                 c["system"],
-                c["setting"],
+                f"{c['setting']} p={c.get('error_rate') or 0:g}" if rated else c["setting"],
                 str(c["pairs"]),
                 _iv(c["success_delta"], "+.2f"),
                 _iv(c["steps_delta"], "+.1f"),
                 _iv(c["tokens_per_success_ratio"], ".2f"),
             )
         out.print(comp)
+    if rated:
+        print_error_table(
+            [{**s, "setting": f"{s['setting']} p={s.get('error_rate') or 0:g}"} for s in report["systems"]],
+            title="model errors: what became of them",
+        )
     out.print(
         f"report: {root / 'report.json'}" + (f"; figures: {', '.join(report['figures'])}" if report["figures"] else "")
     )

@@ -33,6 +33,7 @@ WALKTHROUGH_MODEL = "walkthrough"
 _WORKER = re.compile(r"You are worker '([^']+)'")
 _PLAN_ITEMS = 5  # a short plan, as both the text_actor planner and the peers' planners are asked for
 _PLAN_CHARS = 160
+_CANDIDATE = "Candidate command: "
 
 
 def _next(env: TextEnvironment) -> str:
@@ -42,6 +43,17 @@ def _next(env: TextEnvironment) -> str:
 
 def _plan(env: TextEnvironment) -> list[str]:
     return [c[:_PLAN_CHARS] for c in env.policy()[:_PLAN_ITEMS]] or ["look"]
+
+
+def _judge(messages: Sequence[Message], command: str) -> bool:
+    """True unless the request shows a candidate command (``Candidate command: X``, the last
+    such line) that is not ``command`` (case and spacing aside)."""
+    shown: str | None = None
+    for m in messages:
+        for line in m.content.splitlines():
+            if line.startswith(_CANDIDATE):
+                shown = line[len(_CANDIDATE) :]
+    return shown is None or " ".join(shown.split()).lower() == " ".join(command.split()).lower()
 
 
 def walkthrough_functions(env: TextEnvironment) -> dict[str, Any]:
@@ -77,7 +89,10 @@ class WalkthroughModel:
       answer): each offered tool once per request (the planner once per conversation), in the
       order offered, then ``{"command": next command}``;
     * a request with a JSON schema: an object filling ``command`` with the next command,
-      ``plan`` with the walkthrough, ``approve`` with true and ``reason`` with a short text;
+      ``plan`` with the walkthrough, ``approve`` with whether the candidate the request shows
+      (its last ``Candidate command: X`` line) is the next command (true when it shows none: a
+      critic that follows the walkthrough rejects what the walkthrough would not do) and
+      ``reason`` with a short text;
     * anything else: the next command as plain text.
 
     GenerationUsage is estimated from the text (``GenerationUsage.estimate``), like any provider that reports none.
@@ -129,10 +144,11 @@ class WalkthroughModel:
                 reply["command"] = _next(self.env)
             if "plan" in keys:
                 reply["plan"] = list(_plan(self.env))
+            approve = _judge(messages, _next(self.env))
             if "approve" in keys:
-                reply["approve"] = True
+                reply["approve"] = approve
             if "reason" in keys:
-                reply["reason"] = "the walkthrough"
+                reply["reason"] = "the walkthrough" if approve else f"the walkthrough says {_next(self.env)!r}"
             return json.dumps(reply, separators=(",", ":"))
         return _next(self.env)
 

@@ -17,6 +17,8 @@
     const f = (x) => Number(x).toLocaleString(undefined, { maximumFractionDigits: digits, minimumFractionDigits: digits });
     return iv.low === null ? f(iv.value) : `${f(iv.value)} [${f(iv.low)}, ${f(iv.high)}]`;
   };
+  // a row played with the erring model (--errors) names its error rate with its setting
+  const setting = (row) => (row.error_rate ? `${row.setting} p=${row.error_rate}` : row.setting);
   const table = (heads, rows) => {
     const t = el("table", { class: "records" });
     t.append(el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", { text: h })))));
@@ -39,13 +41,13 @@
       section.append(el("h2", { text: `${rep.name} (${rep.episodes} episodes${meta ? ", " + meta : ""})` }));
       section.append(table(
         ["suite", "system", "setting", "wins", "success (Wilson 95%)", "steps", "tokens/success (bootstrap 95%)", "unverified"],
-        rep.systems.map((s) => [s.suite, s.system, s.setting, `${s.wins}/${s.games}`, fmt(s.success, 2), fmt(s.steps, 1), fmt(s.tokens_per_success, 0), s.unverified]),
+        rep.systems.map((s) => [s.suite, s.system, setting(s), `${s.wins}/${s.games}`, fmt(s.success, 2), fmt(s.steps, 1), fmt(s.tokens_per_success, 0), s.unverified]),
       ));
       if (rep.comparisons.length) {
         section.append(el("h3", { text: "paired against slateboard / full" }));
         section.append(table(
           ["suite", "system", "setting", "pairs", "success delta", "steps delta", "tokens/success ratio"],
-          rep.comparisons.map((c) => [c.suite, c.system, c.setting, c.pairs, fmt(c.success_delta, 2), fmt(c.steps_delta, 1), fmt(c.tokens_per_success_ratio, 2)]),
+          rep.comparisons.map((c) => [c.suite, c.system, setting(c), c.pairs, fmt(c.success_delta, 2), fmt(c.steps_delta, 1), fmt(c.tokens_per_success_ratio, 2)]),
         ));
       }
       for (const fig of rep.figures) {
