@@ -38,7 +38,7 @@ med = {k: (statistics.median(r["ms_per_step"] for r in v), statistics.median(r["
 lg = med.get("langgraph sqlitesaver sync")
 print(f"{'system':<42} {'ms/step':>8} {'CPU ms':>8} {'vs pure wall':>13} {'vs pure CPU':>12} {'vs LG wall':>11} {'vs LG CPU':>10}")
 for name, (wall, cpu) in sorted(med.items()):
-    pure = med.get(name.replace("(compiled)", "(pure)"))
+    pure = med.get(name.replace("(compiled)", "(pure)")) if name != "langgraph sqlitesaver sync" else None
     vp = f"{wall / pure[0]:>13.2f} {cpu / pure[1]:>12.2f}" if pure else f"{'':>13} {'':>12}"
     vl = f"{wall / lg[0]:>11.2f} {cpu / lg[1]:>10.2f}" if lg else ""
     print(f"{name:<42} {wall:>8.2f} {cpu:>8.2f} {vp} {vl}")
