@@ -34,8 +34,9 @@ class Log:
                 },
                 "initial_state": {"x": 0, "y": 0},
                 "workers": {
-                    "a": {"writes": ["/x", "/y"], "view_budget": budgets},
-                    "b": {"writes": ["/x", "/y"]},
+                    # they read what they write: a blind write of the value there is no no-op
+                    "a": {"reads": ["/x", "/y"], "writes": ["/x", "/y"], "view_budget": budgets},
+                    "b": {"reads": ["/x", "/y"], "writes": ["/x", "/y"]},
                 },
                 "circuit": circuit,
                 "limits": limits or {},
