@@ -215,3 +215,19 @@ def test_a_sync_function_runs_off_the_event_loop_and_a_timeout_abandons_it() -> 
     assert threading.main_thread().name not in threads
     assert result.end_status == "failed" and result.state == {}  # type: ignore[attr-defined]
     assert "worker timed out after 0.2 s" in result.end_reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_plain_functions_on_threads_of_its_own() -> None:
+    from slateboard.workers.function import run_in_thread
+
+    assert asyncio.run(run_in_thread(lambda: 1)) == 1  # the parent's pool now has an idle thread
+    pid = os.fork()
+    if pid == 0:  # the child: exits 0 only if its call is served
+        code = 1
+        try:
+            code = 0 if asyncio.run(asyncio.wait_for(run_in_thread(lambda: 2), 30)) == 2 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

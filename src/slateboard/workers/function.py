@@ -19,6 +19,7 @@ import contextvars
 import importlib
 import inspect
 import logging
+import os
 import queue
 import sys
 import threading
@@ -61,6 +62,10 @@ class _DaemonThreads:
     not one thread start."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every thread: an empty queue, no thread idle."""
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
@@ -101,6 +106,9 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 _THREADS = _DaemonThreads()
+# A forked child has none of the parent's threads: start it with an empty pool (else it would
+# count the parent's idle threads and queue jobs that no thread takes).
+os.register_at_fork(after_in_child=_THREADS.reset)
 
 
 async def run_in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
