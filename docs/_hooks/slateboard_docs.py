@@ -1,7 +1,12 @@
 """MkDocs hooks of the reference site (``mkdocs.yml`` ``hooks:``).
 
-* ``on_config`` fails the build when a public name (``slateboard.__all__``) has no docstring of
-  its own: the API reference is rendered from docstrings, so a missing one is a hole in it.
+* ``on_config`` fails the build when a public name (``__all__`` of ``slateboard`` and of the
+  subpackages the reference pages render: ``DOCUMENTED_MODULES``) has no docstring of its own:
+  the reference is rendered from docstrings, so a missing one is a hole in it.
+* ``on_page_markdown`` fails it when a keyword table (``KEYWORD_TABLES``: the options of
+  ``Team.blackboard``, ``Agent``, ``LLMWorker``) lacks a row for a parameter of the signature it
+  documents, so a new keyword cannot ship undocumented; ``on_page_content`` when a ``::: name``
+  block rendered no heading for ``name``.
 * ``on_page_markdown`` expands two markers, so these pages are generated at build time, never
   hand-copied: ``<!-- cli-reference -->`` becomes the ``--help`` of every command of the Typer
   app, ``<!-- cli-reference-eval -->`` that of the commands slateboard-eval adds (``eval``,
@@ -40,16 +45,61 @@ def missing_docstrings(module: ModuleType) -> list[str]:
     return missing
 
 
+DOCUMENTED_MODULES = ("slateboard", "slateboard.models", "slateboard.workers", "slateboard.team")
+"""The modules whose ``__all__`` the reference pages render (api.md, models.md, workers.md,
+team.md): each public name needs a docstring."""
+
+
 def on_config(config: Any) -> Any:
     """Refuse to build an API reference with holes."""
+    import importlib
+
     from mkdocs.exceptions import PluginError
 
-    import slateboard
-
-    missing = missing_docstrings(slateboard)
-    if missing:
-        raise PluginError(f"public names of slateboard without a docstring: {', '.join(missing)}")
+    for name in DOCUMENTED_MODULES:
+        missing = missing_docstrings(importlib.import_module(name))
+        if missing:
+            raise PluginError(f"public names of {name} without a docstring: {', '.join(missing)}")
     return config
+
+
+# -- keyword tables ----------------------------------------------------------------------------
+KEYWORD_TABLES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+    "team.md": [
+        ("slateboard.team", "Team.blackboard", ()),
+        ("slateboard.team", "Agent.__init__", ("self",)),
+    ],
+    "workers.md": [("slateboard.workers", "LLMWorker.__init__", ("self", "blueprint", "name", "model"))],
+}
+"""Per page: (module, callable, parameters it need not list) whose every named parameter must
+have a row ``| `name` |`` in one of the page's tables (``**kwargs`` never needs one)."""
+
+
+def missing_keywords(markdown: str, target: Any, exempt: tuple[str, ...] = ()) -> list[str]:
+    """The parameters of ``target`` (a callable) with no table row ``| `name` |`` in
+    ``markdown``, leaving out ``exempt`` ones and ``*args``/``**kwargs``."""
+    rows = set(re.findall(r"^\|\s*`(\w+)`\s*\|", markdown, re.M))
+    missing: list[str] = []
+    for param in inspect.signature(target).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in exempt:
+            continue
+        if param.name not in rows:
+            missing.append(param.name)
+    return missing
+
+
+def _check_keyword_tables(markdown: str, page: str) -> None:
+    import importlib
+
+    from mkdocs.exceptions import PluginError
+
+    for module_name, path, exempt in KEYWORD_TABLES.get(page, []):
+        target: Any = importlib.import_module(module_name)
+        for part in path.split("."):
+            target = getattr(target, part)
+        missing = missing_keywords(markdown, target, exempt)
+        if missing:
+            raise PluginError(f"docs/{page}: the table of {path} has no row for: {', '.join(missing)}")
 
 
 # -- the CLI reference -------------------------------------------------------------------------
@@ -192,17 +242,30 @@ def missing_from_reference(html: str, names: list[str]) -> list[str]:
     return [name for name in names if f"slateboard.{name}" not in ids and name not in tails]
 
 
+_AUTODOC = re.compile(r"^:::\s+([\w.]+)\s*$", re.M)
+
+
+def unrendered(html: str, identifiers: list[str]) -> list[str]:
+    """The ``::: identifier`` blocks of a page that rendered no heading with that id."""
+    ids = set(re.findall(r'id="([\w.]+)"', html))
+    return [i for i in identifiers if i not in ids and i != "slateboard"]
+
+
 def on_page_content(html: str, page: Any, **_: Any) -> str:
     """The API page must render every public name (a name griffe resolves to something else,
-    e.g. a function shadowed by its module, would otherwise vanish without a warning)."""
-    if page.file.src_uri == "api.md":
-        from mkdocs.exceptions import PluginError
+    e.g. a function shadowed by its module, would otherwise vanish without a warning); every
+    ``::: name`` block of any page must render a heading for ``name``."""
+    from mkdocs.exceptions import PluginError
 
+    if page.file.src_uri == "api.md":
         import slateboard
 
         missing = missing_from_reference(html, [n for n in slateboard.__all__ if not n.startswith("_")])
         if missing:
             raise PluginError(f"public names of slateboard missing from api.md: {', '.join(missing)}")
+    lost = unrendered(html, _AUTODOC.findall(getattr(page, "markdown", None) or ""))
+    if lost:
+        raise PluginError(f"docs/{page.file.src_uri}: these reference blocks rendered nothing: {', '.join(lost)}")
     return html
 
 
@@ -213,8 +276,10 @@ _MARKERS = {
 }
 
 
-def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Expand the generated sections of a page."""
+def on_page_markdown(markdown: str, page: Any = None, **_: Any) -> str:
+    """Expand the generated sections of a page; check its keyword tables."""
+    if page is not None:
+        _check_keyword_tables(markdown, page.file.src_uri)
     for marker, render in _MARKERS.items():
         if marker in markdown:
             markdown = markdown.replace(marker, render())

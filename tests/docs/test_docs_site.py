@@ -5,6 +5,7 @@ reference has a row for every field; the generated CLI reference has every comma
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import types
 from pathlib import Path
@@ -139,3 +140,64 @@ def test_markers_are_expanded_and_other_pages_left_alone() -> None:
     out = hooks.on_page_markdown("intro\n<!-- blueprint-fields -->\n")
     assert "<!--" not in out and "| `invoke` |" in out
     assert hooks.on_page_markdown("plain page") == "plain page"
+
+
+def test_a_subpackage_name_without_a_docstring_fails_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mkdocs.exceptions import PluginError
+
+    import slateboard.workers
+
+    def bare() -> None:
+        pass
+
+    monkeypatch.setattr(slateboard.workers, "bare", bare, raising=False)
+    monkeypatch.setattr(slateboard.workers, "__all__", [*slateboard.workers.__all__, "bare"])
+    with pytest.raises(PluginError, match=re.escape("slateboard.workers without a docstring: bare")):
+        hooks.on_config(object())
+
+
+def test_a_keyword_without_a_row_is_reported() -> None:
+    def configure(self: object, known: int = 1, *args: object, new_one: str = "", **rest: object) -> None:
+        """A callable with keywords."""
+
+    table = "| keyword | default |\n| --- | --- |\n| `known` | 1 |\n"
+    assert hooks.missing_keywords(table, configure, ("self",)) == ["new_one"]
+    assert hooks.missing_keywords(table + "| `new_one` | '' |\n", configure, ("self",)) == []
+
+
+@pytest.mark.parametrize("page", sorted(hooks.KEYWORD_TABLES))
+def test_the_keyword_tables_list_every_keyword(page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages document every keyword of the signatures they cover, and the build fails as soon
+    as a signature gains one the table does not list."""
+    import importlib
+
+    from mkdocs.exceptions import PluginError
+
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    hooks._check_keyword_tables(text, page)  # complete today
+    module_name, path, _exempt = hooks.KEYWORD_TABLES[page][0]
+    owner_path, _, attr = path.rpartition(".")
+    owner: object = importlib.import_module(module_name)
+    for part in owner_path.split("."):
+        owner = getattr(owner, part)
+    real = getattr(owner, attr)
+
+    def grown(*args: object, brand_new_keyword: int = 0, **kwargs: object) -> object:
+        return real(*args, **kwargs)
+
+    import inspect
+
+    params = [*inspect.signature(real).parameters.values()]
+    extra = inspect.Parameter("brand_new_keyword", inspect.Parameter.KEYWORD_ONLY, default=0)
+    variadic = [p for p in params if p.kind == p.VAR_KEYWORD]
+    grown.__signature__ = inspect.Signature([p for p in params if p.kind != p.VAR_KEYWORD] + [extra, *variadic])  # type: ignore[attr-defined]
+    monkeypatch.setattr(owner, attr, grown)
+    with pytest.raises(
+        PluginError, match=re.escape(f"docs/{page}: the table of {path} has no row for: brand_new_keyword")
+    ):
+        hooks._check_keyword_tables(text, page)
+
+
+def test_a_reference_block_that_renders_nothing_is_reported() -> None:
+    html = '<h2 id="slateboard.models.Model">Model</h2>'
+    assert hooks.unrendered(html, ["slateboard.models.Model", "slateboard.models.Gone"]) == ["slateboard.models.Gone"]

@@ -5,6 +5,7 @@ accepted, and the board's log shows both (in process, over stdio, and over strea
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -237,3 +238,64 @@ def test_cli_refuses_an_unknown_worker_or_transport(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "no worker 'nobody'" in res.stdout + res.stderr
     res = cli.invoke(app, ["mcp", "serve", "--board", board, "--worker", "agent", "--transport", "sse", "--store", url])
     assert res.exit_code != 0 and "stdio or http" in res.stdout + res.stderr
+
+
+CLOSER = """\
+def close(view):
+    notes = view.data.get("/notes") or []
+    return [{"op": "add", "path": "/answer", "value": f"{len(notes)} note(s): {notes[0]}"}]
+"""
+
+
+async def test_serve_from_another_directory_imports_function_workers_beside_the_blueprint(tmp_path: Path) -> None:
+    """A board submitted from a blueprint file whose function worker is a module beside it; ``mcp
+    serve`` started as a real subprocess from another working directory runs that worker (it
+    imports from the board's recorded ``blueprint_dir``) once the external agent's patch lands."""
+    module = f"closer_{uuid.uuid4().hex[:8]}"
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / f"{module}.py").write_text(CLOSER, encoding="utf-8")
+    blueprint = {
+        **BLUEPRINT,
+        "workers": {
+            **BLUEPRINT["workers"],
+            "closer": {"function": f"{module}:close", "reads": ["/notes"], "writes": ["/answer"]},
+        },
+        "rules": [*BLUEPRINT["rules"], {"on": {"op": "add", "path": "/notes/-"}, "invoke": "closer"}],
+        "done": "has(state.answer)",
+        "answer": "/answer",
+    }
+    (project / "bp.yaml").write_text(json.dumps(blueprint), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    submitted = subprocess.run(
+        [sys.executable, "-c", CLI, "submit", "project/bp.yaml", "--store", url],
+        cwd=tmp_path, env=_cli_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    board = submitted.stdout.strip()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", CLI, "mcp", "serve", "--board", board, "--worker", "agent", "--store", url],
+        env=_cli_env(),
+        cwd=str(elsewhere),
+    )
+    async with Client(params) as client:
+        waiting = data(await client.call_tool("wait_for_invocation", {"timeout_s": 60}))
+        assert waiting["waiting"] is True
+        accepted = data(await client.call_tool("propose", {"patch": GOOD}))
+        assert accepted["outcome"] == "accepted"
+        ended = data(await client.call_tool("wait_for_invocation", {"timeout_s": 60}))
+        assert ended == {"waiting": False, "ended": "done"}
+    store = await open_store(url)
+    try:
+        assert (await store.board_info(board)).status == "done"
+        loaded = await store.load_board(board)
+        records = await store.read_records(board)
+        closer = [r for r in records if r.worker == "closer"]
+        assert [(r.outcome, r.stage) for r in closer] == [("accepted", None)]
+        assert replay(compile_blueprint(loaded.blueprint), loaded.initial_state, records).state["answer"] == (
+            "1 note(s): a note from outside"
+        )
+    finally:
+        await store.close()

@@ -71,11 +71,16 @@ def run_cli(*args: str, timeout: float = 120, **env: str) -> subprocess.Complete
 class Worker:
     """One ``slateboard worker`` subprocess, its output going to a log file."""
 
-    def __init__(self, path: Path, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, path: Path, args: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         self.path = path
         self._log: IO[str] = path.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
-            [sys.executable, *CLI, "worker", *args], stdout=self._log, stderr=subprocess.STDOUT, text=True, env=env
+            [sys.executable, *CLI, "worker", *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=cwd,
         )
 
     def output(self) -> str:
@@ -112,10 +117,11 @@ class Workers:
         self.tmp = tmp
         self.started: list[Worker] = []
 
-    def start(self, url: str, *args: str, **env: str) -> Worker:
-        """``slateboard worker --store URL ARGS`` with this directory on PYTHONPATH."""
+    def start(self, url: str, *args: str, cwd: Path | None = None, **env: str) -> Worker:
+        """``slateboard worker --store URL ARGS`` with this directory on PYTHONPATH (run in
+        ``cwd``, default the test's own working directory)."""
         path = self.tmp / f"worker-{len(self.started)}.log"
-        worker = Worker(path, ["--store", url, *args], cli_env(**env))
+        worker = Worker(path, ["--store", url, *args], cli_env(**env), cwd)
         self.started.append(worker)
         return worker
 

@@ -138,3 +138,59 @@ def test_submit_with_a_bad_model_creates_no_board(tmp_path: Path, blueprint_file
     )
     assert "model configuration" in line and "no_such_module" in line
     assert invoke("boards", "--store", url, "--json").stdout.strip() == "[]"
+
+
+BESIDE = """\
+def write(view):
+    notes = view.data.get("/notes") or []
+    return [{"op": "add", "path": "/notes/-", "value": f"note {len(notes) + 1}"}]
+"""
+
+
+def test_worker_imports_function_workers_beside_the_blueprint(
+    tmp_path: Path, pg_schema_url: str, workers: Workers
+) -> None:
+    """``submit`` from one directory, ``slateboard worker`` from another: the worker imports the
+    blueprint's function module from the directory the blueprint was submitted from (recorded
+    with the board), as ``run`` and ``resume`` do, and the board ends done."""
+    import subprocess
+    import sys
+    import uuid
+
+    from scale_testkit import CLI, cli_env
+
+    module = f"beside_{uuid.uuid4().hex[:8]}"  # a name no other test (or sys.modules) has
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / f"{module}.py").write_text(BESIDE, encoding="utf-8")
+    blueprint = {
+        "name": "beside",
+        "schema": {
+            "type": "object",
+            "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "answer": {"type": "string"}},
+        },
+        "initial_state": {"notes": []},
+        "workers": {"writer": {"function": f"{module}:write", "reads": ["/notes"], "writes": ["/notes/-"]}},
+        "rules": [
+            {"on": {"op": "start"}, "invoke": "writer"},
+            {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 2", "invoke": "writer"},
+        ],
+        "done": "size(state.notes) >= 2",
+    }
+    (project / "bp.json").write_text(json.dumps(blueprint), encoding="utf-8")
+    env = cli_env()
+    submitted = subprocess.run(
+        [sys.executable, *CLI, "submit", "project/bp.json", "--store", pg_schema_url],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    board = submitted.stdout.strip()
+    runner = workers.start(pg_schema_url, cwd=elsewhere)
+    runner.wait_for(f"board {board} ", limit=120)  # its end: "ended: ..." or "failed: ..."
+    runner.signal(signal.SIGTERM)
+    assert runner.finish() == 0
+    out = runner.output()
+    assert f"board {board} ended: done" in out and "cannot import" not in out, out[-2000:]
+    waited = invoke("wait", board, "--store", pg_schema_url, "--json")
+    assert json.loads(waited.stdout)["status"] == "done"

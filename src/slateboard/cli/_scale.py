@@ -86,6 +86,8 @@ def worker_command(
     runs their workers, commits through the store's compare-and-set and logs one line per commit.
     Sleeps on LISTEN/NOTIFY when there is nothing to do. On SIGTERM it stops claiming, lets
     in-flight invocations finish within --grace seconds, gives back the rest and exits 0.
+    Function workers (module:callable) import from the working directory and from the directory
+    each board's blueprint was submitted from.
     """
     url = store or ""
     if not url.lower().startswith(("postgresql:", "postgres:")):
@@ -115,6 +117,7 @@ def worker_command(
                 grace_s=grace,
                 worker_timeout=worker_timeout,
                 log_line=(lambda line: None) if as_json else _out,
+                import_blueprint_dirs=True,  # as `run`/`resume`: function workers beside the blueprint
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -51,6 +51,8 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
+import sys
 import time
 import uuid
 from collections import OrderedDict
@@ -229,6 +231,13 @@ class RunnerStats:
         }
 
 
+def _import_from(where: JSON) -> None:
+    """Append ``where`` (a board's recorded ``blueprint_dir``) to ``sys.path`` when it is an
+    existing directory not on it yet."""
+    if isinstance(where, str) and where not in sys.path and os.path.isdir(where):
+        sys.path.append(where)
+
+
 class RunnerProcess:
     """Serves every running board of ``store`` until ``stop()`` (see the module docstring).
 
@@ -236,7 +245,10 @@ class RunnerProcess:
     workers (None: all). ``model``: overrides every board's model. ``functions``: function workers
     by name or reference. ``lease_s``: claim lease, extended every third of it while a worker
     runs. ``grace_s``: how long a stop waits for in-flight invocations. ``log_line``: receives one
-    line per commit and per board end (and start/stop lines).
+    line per commit and per board end (and start/stop lines). ``import_blueprint_dirs`` (what
+    ``slateboard worker`` sets): before a board's workers are built, the directory its blueprint
+    was submitted from (the board's meta ``blueprint_dir``, when it still exists) is appended to
+    ``sys.path``, so its function workers (``module:callable``) import as ``run`` imports them.
     """
 
     def __init__(
@@ -254,6 +266,7 @@ class RunnerProcess:
         owner: str | None = None,
         max_sessions: int = 256,
         log_line: Callable[[str], None] | None = None,
+        import_blueprint_dirs: bool = False,
     ) -> None:
         if concurrency < 1:
             raise InvalidInput("concurrency must be >= 1")
@@ -274,6 +287,7 @@ class RunnerProcess:
         self.idle_s = idle_s if idle_s is not None else max(0.5, min(lease_s / 2, 30.0))
         self.owner = owner or f"runner-{uuid.uuid4().hex[:8]}"
         self.max_sessions = max_sessions
+        self.import_blueprint_dirs = import_blueprint_dirs
         self.log_line = log_line or (lambda line: log.info("%s", line))
         self.stats = RunnerStats()
         self._stop = asyncio.Event()
@@ -539,6 +553,8 @@ class RunnerProcess:
             if cached is not None:
                 return cached
             info = await self.store.board_info(board_id)
+            if self.import_blueprint_dirs:
+                _import_from(info.meta.get("blueprint_dir"))
             steps = info.meta.get("max_steps")
             session = BoardSession(
                 self.store,

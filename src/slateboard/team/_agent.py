@@ -22,6 +22,7 @@ from .. import telemetry
 from ..blueprint.output_type import OutputType
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
+from ..kernel.kernel import DECLINE_KEY, declined_reason
 from ..kernel.pointer import escape_token, is_array_index
 from ..kernel.record import Usage
 from ..models import Message, Model, ModelError, resolve_model, streamed
@@ -60,6 +61,26 @@ _REF = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def agent_declined(text: str) -> str | None:
+    """The reason when an agent's reply is a decline, else None: the reply is the JSON object
+    ``{"decline": "why"}`` alone (that one member, a string), maybe in a code fence, the form
+    every worker declines with (``slateboard.kernel.kernel.DECLINE_KEY``). Prose around it, or
+    a contribution object (``{"content": ...}``), is a contribution."""
+    stripped = text.strip()
+    fenced = _WHOLE_FENCE.fullmatch(stripped)
+    if fenced is not None:
+        stripped = fenced.group(1).strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        return declined_reason(json.loads(stripped))
+    except ValueError:
+        return None
+
+
+_WHOLE_FENCE = re.compile(r"```[A-Za-z]*\n(.*)\n```", re.S)
 
 
 @dataclass(frozen=True, init=False)
@@ -622,6 +643,11 @@ class AgentWorker:
             diagnostics["error"] = reply.error
             diagnostics["model_error"] = f"the model call failed (provider error): {reply.error}"
             return WorkerReply("", reply.usage, diagnostics=diagnostics, raw=reply.text)
+        declined = agent_declined(reply.text)
+        if declined is not None:
+            # Nothing to add: the kernel logs a no-op at stage ``decline`` (never an entry whose
+            # content is the JSON text), in sequential and parallel rounds alike.
+            return WorkerReply({DECLINE_KEY: declined}, reply.usage, diagnostics=diagnostics, raw=reply.text)
         ops, entry = self.entry_patch(reply.text, view)
         diagnostics["entry"] = entry["id"]
         return WorkerReply(ops, reply.usage, diagnostics=diagnostics, raw=reply.text)

@@ -4,7 +4,9 @@ A function receives the view (and, when its signature takes them, the triggering
 rejection ``feedback`` and ``emit``: a callable reporting JSON progress to the run's ``custom``
 stream, never logged) and returns a patch: a list of operations, one operation object, a
 JSON string, a ``{"patch": ..., "usage": ..., "expand": ...}`` object, a ``(patch, Usage)`` pair,
-or a full WorkerReply. Declare one with ``@function_worker(reads=..., writes=..., ops=...)`` (its
+or a full WorkerReply. A plain (``def``) function runs in a worker thread, not in the event loop
+(``run_in_thread``), so a slow one neither stalls the loop nor holds up a timeout or Ctrl-C.
+Declare one with ``@function_worker(reads=..., writes=..., ops=...)`` (its
 contract then travels with it: ``to_spec()`` is its blueprint entry, and ``make_worker`` checks
 it against the blueprint) or wrap any callable in ``FunctionWorker(fn)``. Blueprints refer to
 functions as ``"package.module:callable"`` (``resolve_function``).
@@ -12,10 +14,16 @@ functions as ``"package.module:callable"`` (``resolve_function``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import importlib
 import inspect
 import logging
+import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
@@ -30,9 +38,93 @@ if TYPE_CHECKING:
     from ..kernel.contract import WorkerContract
     from ..views import View
 
-__all__ = ["FunctionWorker", "function_worker", "resolve_function"]
+__all__ = ["FunctionWorker", "function_worker", "resolve_function", "run_in_thread"]
 
 logger = logging.getLogger("slateboard.workers")
+
+_Job = tuple[
+    contextvars.Context,
+    Callable[..., Any],
+    tuple[Any, ...],
+    dict[str, Any],
+    asyncio.AbstractEventLoop,
+    asyncio.Future[Any],
+]
+
+
+class _DaemonThreads:
+    """A pool of daemon threads for plain function workers.
+
+    Not ``asyncio.to_thread``: the default executor's threads are joined when ``asyncio.run``
+    ends and again at interpreter exit, so a function still running after Ctrl-C (or a worker
+    timeout) would hold the process until it returned. A daemon thread is never joined: an
+    abandoned call runs on in the background, its result dropped, and the interpreter's exit
+    stops it wherever it is. A thread is added whenever none is idle (an abandoned call keeps
+    its thread busy), and idle threads are reused, so a run pays one thread hand-off per call,
+    not one thread start."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every thread: an empty queue, no thread idle."""
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._count = 0
+
+    def submit(self, job: _Job) -> None:
+        """Queue ``job``; start a thread when no thread is idle to take it."""
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1
+            else:
+                self._count += 1
+                threading.Thread(target=self._serve, name=f"slateboard-function-{self._count}", daemon=True).start()
+        self._jobs.put(job)
+
+    def _serve(self) -> None:
+        while True:
+            ctx, fn, args, kwargs, loop, future = self._jobs.get()
+            try:
+                result: Any = ctx.run(fn, *args, **kwargs)
+                error: BaseException | None = None
+            except BaseException as exc:  # handed to the awaiting task, which decides what it means
+                result, error = None, exc
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for the result
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            del ctx, fn, args, kwargs, loop, future, result, error  # free them while idle
+            with self._lock:
+                self._idle += 1
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+_THREADS = _DaemonThreads()
+# A forked child has none of the parent's threads: start it with an empty pool (else it would
+# count the parent's idle threads and queue jobs that no thread takes).
+os.register_at_fork(after_in_child=_THREADS.reset)
+
+
+async def run_in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a daemon worker thread (with the caller's context variables),
+    awaited without blocking the event loop; its exception is raised here.
+
+    Cancelling the await (Ctrl-C, a worker timeout) returns at once and does not stop the call:
+    Python cannot interrupt a thread, so the function runs on until it returns, its result is
+    dropped, and the process may exit meanwhile (a daemon thread never delays exit: it is
+    stopped wherever it is, so a function with side effects can be cut off mid-way)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    _THREADS.submit((contextvars.copy_context(), fn, args, kwargs, loop, future))
+    return await future
 
 
 def resolve_function(reference: str) -> Callable[..., Any]:
@@ -97,10 +189,23 @@ def _takes_emit(fn: Callable[..., Any]) -> bool:
         return False
 
 
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine (an ``async def``, also behind a partial or
+    as a callable object's ``async def __call__``)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 (the bound __call__ itself is inspected)
+    inner = getattr(fn, "func", None)  # functools.partial
+    return inspect.iscoroutinefunction(call) or (inner is not None and inspect.iscoroutinefunction(inner))
+
+
 class FunctionWorker:
     """A worker that runs a Python callable (see the module docstring for what it may return).
 
-    Guarantees: ``propose`` returns a WorkerReply; an exception raised by the function (or a
+    Guarantees: ``propose`` returns a WorkerReply; an ``async def`` function runs in the event
+    loop, a plain one in a daemon worker thread (``run_in_thread``: when the run is cancelled,
+    e.g. by Ctrl-C, or the worker times out, the call is abandoned and runs on to its end,
+    its result dropped); an exception raised by the function (or a
     return value that is not a patch) does not propagate: it becomes a reply with an empty patch
     (a parse rejection) whose ``diagnostics["error"]`` names the exception, and is logged.
     Usage carries ``component`` and the call's wall time; tokens are whatever the function
@@ -135,6 +240,7 @@ class FunctionWorker:
         self.reference = reference or (f"{module}:{qualname}" if module and qualname else None)
         self._takes_event, self._takes_feedback = _arity(fn)
         self._takes_emit = _takes_emit(fn)
+        self._is_async = _is_async(fn)
 
     @property
     def name(self) -> str:
@@ -201,9 +307,12 @@ class FunctionWorker:
         if self._takes_emit:
             kwargs["emit"] = progress_emitter()
         try:
-            result = self.fn(*args, **kwargs)
-            if inspect.isawaitable(result):
-                result = await result
+            if self._is_async:
+                result = await self.fn(*args, **kwargs)
+            else:
+                result = await run_in_thread(self.fn, *args, **kwargs)
+                if inspect.isawaitable(result):  # a plain function that returns a coroutine
+                    result = await result
         except Exception as exc:
             logger.exception("worker %s: function %s raised", self._name, self.reference or self.fn)
             diagnostics.update({"error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__})
