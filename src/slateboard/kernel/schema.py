@@ -405,11 +405,6 @@ def key_matches(pattern: str, key: str) -> bool:
         return False  # not a valid regex: the schema did not compile, nothing reaches here
 
 
-def pointer_for(tokens: Tokens) -> str:
-    """Pointer text for tokens (re-exported for callers building messages)."""
-    return format_pointer(tokens)
-
-
 def pattern_locations(schema: SchemaIndex, tokens: Tokens) -> list[Location]:
     """Every schema location a pattern can reach ('*' expands to all members); [] if none."""
     frontier: list[Location] = [schema.root]

@@ -405,7 +405,6 @@ class StepEngine:
         owner: str | None = None,
         lease_s: float | None = None,
         meta: dict[str, JSON] | None = None,
-        stored: bool = True,
         claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
         """Run claimed invocation ``inv``: view, propose, then ``decide``.
@@ -413,18 +412,14 @@ class StepEngine:
         ``reason`` is why it was chosen (kept in the record's meta as ``control`` unless ``meta``
         is given). With ``owner`` and ``lease_s`` the claim's lease is extended every
         ``lease_s / 3`` seconds while the worker runs. A worker that times out becomes a
-        ``parse`` rejection. ``stored=False`` is for an invocation a control unit made up that
-        is not on the store's agenda (``Team.blackboard``'s coordinator turns): nothing to
-        complete, and no re-queue. ``claim_next`` leases the next invocation in the same store
+        ``parse`` rejection. ``claim_next`` leases the next invocation in the same store
         transaction as the step's record (``StepOutcome.claimed``): one transaction per step."""
         # telemetry hook (issue 17): one span per step, the view / propose / decide / append below it
         with telemetry.span(
             "slateboard.step",
             {"slateboard.worker": inv.worker, "slateboard.invocation": inv.id, "slateboard.control": reason},
         ):
-            return await self._step(
-                inv, reason, owner=owner, lease_s=lease_s, meta=meta, stored=stored, claim_next=claim_next
-            )
+            return await self._step(inv, reason, owner=owner, lease_s=lease_s, meta=meta, claim_next=claim_next)
 
     def view(self, inv: Invocation) -> View:
         """The view ``inv``'s worker gets now: the committed state it may read, within its
@@ -452,7 +447,6 @@ class StepEngine:
         owner: str | None,
         lease_s: float | None,
         meta: dict[str, JSON] | None,
-        stored: bool,
         claim_next: ClaimRequest | None,
     ) -> StepOutcome:
         worker = self.workers[inv.worker]
@@ -466,7 +460,7 @@ class StepEngine:
         proposal = reply.to_proposal(
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
         )
-        return await self.decide(inv, proposal, stored=stored, reply=reply, claim_next=claim_next)
+        return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
 
     async def log_stages(self) -> None:
         """Log the stage transitions the last commits caused, one ``stage`` record each (call
@@ -579,7 +573,6 @@ class StepEngine:
         inv: Invocation,
         proposal: Proposal,
         *,
-        stored: bool = True,
         reply: WorkerReply | None = None,
         claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
@@ -603,17 +596,11 @@ class StepEngine:
             nonlocal requeued
             rec = decision.record
             stale = rec.stage == "stale"
-            requeued = stored and (
-                (stale and stale_count < stale_limit)
-                or (
-                    rec.outcome == "rejected"
-                    and not stale
-                    and not inv.meta.get(ONCE_KEY)
-                    and inv.attempts + 1 < retries
-                )
+            requeued = (stale and stale_count < stale_limit) or (
+                rec.outcome == "rejected" and not stale and not inv.meta.get(ONCE_KEY) and inv.attempts + 1 < retries
             )
             if not requeued:
-                return AgendaChanges(push=pushed, complete=(inv.id,) if stored else ())
+                return AgendaChanges(push=pushed, complete=(inv.id,))
             meta = {**inv.meta, STALE_KEY: stale_count + 1} if stale else inv.meta
             retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason, meta=meta)
             if stale:
@@ -635,7 +622,7 @@ class StepEngine:
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
             await self.log_stages()
-            if stored and rec.stage == "stale" and not requeued:
+            if rec.stage == "stale" and not requeued:
                 await self._fail(inv, f"its proposal was stale {stale_count + 1} times (limit {stale_limit} re-queues)")
             self.emit(
                 PROPOSAL_DECIDED,
