@@ -8,7 +8,9 @@ What it guards:
   kernel on the ground floor: it imports nothing from slateboard but itself and ``errors``;
 - no module imports a ``_``-prefixed name, or a ``_``-prefixed module, from another package;
 - no import inside a function (or under ``TYPE_CHECKING``) that would close a cycle if it were
-  written at module level, i.e. none that dodges a cycle.
+  written at module level, i.e. none that dodges a cycle;
+- the runtime tells stores apart by their declared capabilities (``supports``), never by class,
+  backend module or URL.
 """
 
 from __future__ import annotations
@@ -237,3 +239,50 @@ def test_no_deferred_import_dodges_a_cycle(kind: str) -> None:
                 continue
             dodges.append(f"{imp.importer}:{imp.line} imports {imp.target} inside a {kind} block")
     assert dodges == []
+
+
+BACKEND_MODULES = frozenset({"slateboard.stores.memory", "slateboard.stores.postgres", "slateboard.stores.sqlite"})
+BACKEND_CLASSES = frozenset({"MemoryStore", "PostgresStore", "SqliteStore"})
+
+
+def _store_class_or_url_tests(source: str, where: str) -> Iterator[str]:
+    """The places ``source`` tells stores apart by class or URL instead of by capability."""
+    for node in ast.walk(ast.parse(source, where)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} if len(node.args) > 1 else set()
+            if named & BACKEND_CLASSES:
+                yield f"{where}:{node.lineno} isinstance(..., {', '.join(sorted(named & BACKEND_CLASSES))})"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("startswith", "endswith") and "url" in ast.unparse(node.func.value).lower():
+                yield f"{where}:{node.lineno} {ast.unparse(node.func)}(...)"
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(n, ast.Attribute) and n.attr == "url" for side in sides for n in ast.walk(side)):
+                yield f"{where}:{node.lineno} compares a store URL: {ast.unparse(node)}"
+
+
+def test_runtime_asks_stores_for_capabilities() -> None:
+    # The runtime serves any backend that declares what it needs (``supports(store, ...)``):
+    # a test of a store's class, module or URL would tie it to today's three backends.
+    bad = [
+        f"{i.importer}:{i.line} imports {i.name or i.target} from {i.target}"
+        for i in IMPORTS
+        if i.importer.startswith("slateboard.runtime") and (i.target in BACKEND_MODULES or i.name in BACKEND_CLASSES)
+    ]
+    for module, (path, _) in MODULES.items():
+        if module.startswith("slateboard.runtime"):
+            bad.extend(_store_class_or_url_tests(path.read_text(encoding="utf-8"), module))
+    assert bad == []
+
+
+def test_the_capability_check_sees_class_and_url_tests() -> None:
+    # The check above must be able to fail: the shapes it forbids, and one it allows.
+    sample = (
+        "def f(store):\n"
+        "    if isinstance(store, PostgresStore): pass\n"
+        "    if store.url.lower().startswith('sqlite'): pass\n"
+        "    if store.url == 'memory://': pass\n"
+        "    if supports(store, WatchesBoards) and isinstance(store, Store): pass\n"
+    )
+    found = list(_store_class_or_url_tests(sample, "sample"))
+    assert [line.split(" ", 1)[0] for line in found] == ["sample:2", "sample:3", "sample:4"]

@@ -12,7 +12,8 @@ The protocol is layered by capability (like eventsourcing's recorders):
   (``wait_for_board``: wake when a board leaves ``running``), ``ScansStalledBoards``
   (``stalled_boards``), ``ReportsCommits`` (``commit_stats``: appends and durable flushes, for
   group commit), ``ReportsLeases`` (``leases``: who holds a board's claimed invocations, and
-  until when). ``supports(store, WatchesBoards)`` tells whether a store has one.
+  until when), ``ServesManyRunners`` (many runner processes may share it).
+  ``supports(store, WatchesBoards)`` tells whether a store has one.
 
 Every backend (memory, sqlite, postgresql) gives the same guarantees, checked by one conformance
 suite shipped in the package (``slateboard.testing``; ``tests/stores/test_conformance.py`` runs it):
@@ -484,7 +485,22 @@ class ReportsLeases(Protocol):
         ...
 
 
-CAPABILITIES: tuple[type, ...] = (WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases)
+@runtime_checkable
+class ServesManyRunners(Protocol):
+    """Many runner processes may share the store (``RunnerProcess``): their claims never wait
+    for each other (PostgreSQL: ``FOR UPDATE SKIP LOCKED``; memory: one event loop). A store
+    without it serialises every claim behind one write lock (SQLite's file lock), so it serves
+    one runner process: run its boards with ``Runner``. A marker: it adds no method."""
+
+
+CAPABILITIES: tuple[type, ...] = (
+    WatchesWork,
+    WatchesBoards,
+    ScansStalledBoards,
+    ReportsCommits,
+    ReportsLeases,
+    ServesManyRunners,
+)
 """The optional capability protocols a backend may declare."""
 
 

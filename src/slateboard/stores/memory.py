@@ -44,6 +44,7 @@ from .base import (
     ReportsCommits,
     ReportsLeases,
     ScansStalledBoards,
+    ServesManyRunners,
     Snapshot,
     Store,
     StoreError,
@@ -120,7 +121,16 @@ class _Board:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users subclass it; compiled too (hatch_build.py)
-class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
+class MemoryStore(
+    StoreBackend,
+    Store,
+    WatchesWork,
+    WatchesBoards,
+    ScansStalledBoards,
+    ReportsCommits,
+    ReportsLeases,
+    ServesManyRunners,
+):
     """A Store kept in process memory (see module docstring)."""
 
     compresses = False  # nothing persists: deflating would only cost CPU

@@ -62,6 +62,7 @@ from .base import (
     ReportsLeases,
     ScansStalledBoards,
     SchemaTooNew,
+    ServesManyRunners,
     Snapshot,
     Store,
     StoreCorrupt,
@@ -80,7 +81,16 @@ BATCH_MAX = 4
 """Appends per group-commit transaction (more batches then run side by side)."""
 
 
-class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
+class PostgresStore(
+    StoreBackend,
+    Store,
+    WatchesWork,
+    WatchesBoards,
+    ScansStalledBoards,
+    ReportsCommits,
+    ReportsLeases,
+    ServesManyRunners,
+):
     """A Store in a PostgreSQL schema (see module docstring)."""
 
     def __init__(
