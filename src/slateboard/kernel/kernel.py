@@ -40,7 +40,7 @@ from .pointer import (
 )  # fmt: skip
 from .protocol import KernelBlueprint
 from .readscope import ReadScope
-from .record import GENESIS, GENESIS_META, Outcome, Record, Stage, Usage, genesis_binding
+from .record import APPROVAL_KIND, GENESIS, GENESIS_META, PROPOSAL_KIND, Outcome, Record, Stage, Usage, genesis_binding
 from .statehash import StateHasher
 
 STALE_WINDOW = 4096
@@ -350,7 +350,7 @@ class Kernel:
         that uses it consumes it. One that refuses it makes that exact patch a no-op (stage
         ``approval``) whenever the worker proposes it again, instead of held for a person again.
         Rebuilding a kernel from a log calls this for every record."""
-        if record.kind == "approval" and record.meta.get("decision") in ("approved", "refused"):
+        if record.kind == APPROVAL_KIND and record.meta.get("decision") in ("approved", "refused"):
             worker, patch, held = record.meta.get("worker"), record.meta.get("patch"), record.meta.get("record")
             if isinstance(worker, str) and isinstance(patch, str) and isinstance(held, int):
                 kept = self._approved if record.meta.get("decision") == "approved" else self._refused
@@ -621,7 +621,7 @@ class Kernel:
                 meta["patch_lossy"] = True  # replay adopts this rejection instead of re-deciding it
         return Record(
             seq=self.seq + 1,
-            kind="proposal",
+            kind=PROPOSAL_KIND,
             outcome=outcome,
             worker=p.worker,
             invocation=p.invocation,

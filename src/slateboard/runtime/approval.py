@@ -23,12 +23,12 @@ from ..errors import UsageError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel, Proposal
 from ..kernel.pointer import Pattern, parse_pointer, region_contains
-from ..kernel.record import Record
+from ..kernel.record import APPROVAL_KIND, EVENT_META, INVOCATION_KIND, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..stores.base import AgendaChanges, LoadedBoard, Store
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
-from .step import FAILED_RECORD_KIND, append_decision, cas_retry
+from .step import append_decision, cas_retry
 
 __all__ = ["REFUSALS_KEY", "ApprovalError", "Held", "approve", "approve_edited", "held_proposals", "refuse"]
 
@@ -90,7 +90,7 @@ async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str,
         )
         meta[REFUSALS_KEY] = count
         meta["asked_again"] = failed is None and bool(changes)
-    prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
+    prepared = kernel.action(APPROVAL_KIND, reason, worker=held.worker, meta=meta)
     # The same append as every step (one compare-and-set, then commit or abort); a lost
     # compare-and-set means the board moved while we decided: the caller may simply retry.
     await append_decision(store, board_id, kernel, prepared, changes)
@@ -143,11 +143,11 @@ async def _log_failed(store: Store, board_id: str, inv: Invocation, why: str) ->
         loaded = await store.load_board(board_id)
         kernel: Kernel = kernel_from(compile_blueprint(loaded.blueprint), loaded)
         prepared = kernel.action(
-            FAILED_RECORD_KIND,
+            INVOCATION_KIND,
             reason,
             worker=inv.worker,
             invocation=inv.id,
-            meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+            meta={EVENT_META: INVOCATION_FAILED, "attempts": inv.attempts + 1},
         )
         await append_decision(store, board_id, kernel, prepared, AgendaChanges())
 
@@ -200,7 +200,7 @@ async def approve_edited(
         "edited": True,
         "held_patch": held.patch,
     }
-    prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
+    prepared = kernel.action(APPROVAL_KIND, reason, worker=held.worker, meta=meta)
     await append_decision(store, board_id, kernel, prepared, AgendaChanges())
     await store.set_status(board_id, "running", reason)
     return prepared.record

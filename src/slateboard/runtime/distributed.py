@@ -61,7 +61,7 @@ from typing import Any
 from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
 from ..errors import InvalidInput, RunError
 from ..kernel.canonical import JSON
-from ..kernel.record import Usage
+from ..kernel.record import MODEL_META, Usage
 from ..models import Model, ModelError, resolve_model
 from ..models.errors import ModelConfigError
 from ..scheduling.control import AgendaOrder, ControlUnit, restore_control
@@ -163,7 +163,7 @@ async def submit(
     make_workers(compiled, model=resolve_runner_model(model))
     meta_out: dict[str, JSON] = {**(meta or {}), "submitted_at": time.time()}
     if model is not None:
-        meta_out["model"] = model
+        meta_out[MODEL_META] = model
     if control is not None:
         if control not in CONTROL_UNITS:
             raise InvalidInput(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
@@ -590,7 +590,7 @@ class RunnerProcess:
         return None if isinstance(unit, AgendaOrder) else unit
 
     def _model_for(self, meta: Mapping[str, JSON]) -> Model | None:
-        chosen = self.model if self.model is not None else meta.get("model")
+        chosen = self.model if self.model is not None else meta.get(MODEL_META)
         if chosen is None or isinstance(chosen, Model):
             return chosen
         if not isinstance(chosen, str):

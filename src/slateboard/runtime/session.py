@@ -35,9 +35,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
-from ..kernel.circuit import RECORD_KIND, RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, CircuitPolicy
+from ..kernel.circuit import RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, CircuitPolicy
 from ..kernel.kernel import Decision, Kernel, Proposal
-from ..kernel.record import Record, Usage
+from ..kernel.record import CIRCUIT_KIND, EVENT_META, MODEL_META, RUN_KIND, SPEND_KIND, Record, Usage
 from ..kernel.replay import redecide
 from ..models import resolve_model
 from ..models.protocol import Model
@@ -46,14 +46,23 @@ from ..scheduling.control import BoardSummary
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
-from ..status import FAIL_PREFIX, with_lost_work
+from ..status import (
+    AGENDA_EMPTY,
+    BUDGET_PREFIX,
+    DONE_CONDITION,
+    FAIL_PREFIX,
+    MAX_COST,
+    MAX_STEPS,
+    MAX_TOKENS,
+    PAUSED_PREFIX,
+    with_lost_work,
+)
 from ..stores.base import AgendaChanges, ClaimRequest, Store
 from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
 from .accounting import Accounts
 from .boards import (
     RUN_ENDED,
-    RUN_RECORD_KIND,
     RunnerError,
     board_result,
     ends_run,
@@ -69,7 +78,6 @@ from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepE
 __all__ = [
     "MAX_CONFLICTS",
     "RUN_ENDED",
-    "RUN_RECORD_KIND",
     "BoardSession",
     "RunnerError",
     "StepOutcome",
@@ -82,9 +90,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("slateboard.runtime")
-
-SPEND_RECORD_KIND = "spend"
-"""Kind of the action records that log tokens spent outside proposals (``note_spend``)."""
 
 
 @dataclass(frozen=True)
@@ -328,21 +333,21 @@ class BoardSession:
         if accounts.halted:
             return accounts.halted
         if self.spend_guard is not None and self.spend_guard.exhausted is not None:
-            return f"budget:{self.spend_guard.exhausted}"
+            return f"{BUDGET_PREFIX}{self.spend_guard.exhausted}"
         limits = self.blueprint.spec.limits
         max_steps = self.max_steps_override or limits.max_steps
         if accounts.steps >= max_steps:
-            return "max_steps"
+            return MAX_STEPS
         if limits.max_tokens is not None and accounts.tokens >= limits.max_tokens:
-            return "max_tokens"
+            return MAX_TOKENS
         if limits.max_cost is not None and accounts.cost >= limits.max_cost:
-            return "max_cost"
+            return MAX_COST
         done = self.blueprint.done
         if done is not None:
             ctx = {"state": self.kernel.state} if done.uses("state") else {}
             res = done.test(ctx)
             if res.error is None and res.value is True:
-                return "done"
+                return DONE_CONDITION
         fail = self.blueprint.fail
         if fail is not None:
             ctx = {"state": self.kernel.state} if fail.uses("state") else {}
@@ -355,7 +360,7 @@ class BoardSession:
         """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed."""
         reason = self.limit_reason()
         if reason is None and not self.agenda and not self.agenda.claimed:
-            reason = "agenda_empty"
+            reason = AGENDA_EMPTY
         return reason
 
     def summary(self) -> BoardSummary:
@@ -380,7 +385,7 @@ class BoardSession:
     async def _approved_first(self) -> str | None:
         waiting = self.accounts.waiting()
         if waiting:
-            return f"paused: awaiting approval of record {waiting[0].seq}"
+            return f"{PAUSED_PREFIX}: awaiting approval of record {waiting[0].seq}"
         tried: set[tuple[str, str]] = set()
         picked: list[tuple[str, str]] = []
         while True:
@@ -445,7 +450,7 @@ class BoardSession:
             if not action.logged:
                 return None
             taken[:] = [action]
-            return self.kernel.action(RECORD_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
+            return self.kernel.action(CIRCUIT_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
 
         def changes(decision: Decision, _pushed: Sequence[Invocation]) -> AgendaChanges:
             action = taken[0]
@@ -488,9 +493,7 @@ class BoardSession:
             return None
         async with self.lock:
             done = await self.engine.transact(
-                lambda: self.kernel.action(
-                    SPEND_RECORD_KIND, reason, meta={"event": event, "model": model}, usage=usage
-                )
+                lambda: self.kernel.action(SPEND_KIND, reason, meta={EVENT_META: event, MODEL_META: model}, usage=usage)
             )
         return None if isinstance(done, Dropped) else done.record
 
@@ -557,7 +560,7 @@ class BoardSession:
             first = False
             # The end reason names the work this run lost (failed invocations), never silently.
             ending[0] = with_lost_work(ending[0], self.accounts.lost) if ending[0] else ending[0]
-            return self.kernel.action(RUN_RECORD_KIND, ending[0], meta={"event": RUN_ENDED})
+            return self.kernel.action(RUN_KIND, ending[0], meta={EVENT_META: RUN_ENDED})
 
         done = await self.engine.transact(prepare)
         if isinstance(done, Dropped):

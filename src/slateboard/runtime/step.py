@@ -36,7 +36,7 @@ from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision, Kernel, Proposal
-from ..kernel.record import Record, Usage
+from ..kernel.record import EVENT_META, INVOCATION_KIND, STAGE_KIND, Record, Usage
 from ..scheduling.agenda import Agenda
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
 from ..scheduling.rules import Scheduled, Scheduler
@@ -70,12 +70,6 @@ ONCE_KEY = "once"
 """Key in an invocation's ``meta``: when true, a rejected (not stale) proposal completes the
 invocation instead of re-queuing it for a retry: its control unit decides what runs next
 (``Team.blackboard``'s rounds)."""
-STAGE_RECORD_KIND = "stage"
-"""Kind of the action records of a stage's lifecycle (``meta.event`` is ``stage.changed``,
-``meta.transition`` one of entered, completed, terminated)."""
-FAILED_RECORD_KIND = "invocation"
-"""Kind of the action record that says an invocation failed (``meta.event`` is
-``invocation.failed``): its work is lost, and the run's end reason names it."""
 
 T = TypeVar("T")
 
@@ -483,9 +477,9 @@ class StepEngine:
         )
 
         def prepare() -> Decision:
-            meta: dict[str, JSON] = {"event": STAGE_CHANGED, "stage": stage, "transition": transition}
+            meta: dict[str, JSON] = {EVENT_META: STAGE_CHANGED, "stage": stage, "transition": transition}
             meta["cancelled"] = list(queued)
-            return self.kernel.action(STAGE_RECORD_KIND, reason, meta=meta)
+            return self.kernel.action(STAGE_KIND, reason, meta=meta)
 
         done = await self.transact(prepare, lambda _d, _p: AgendaChanges(cancel=queued))
         if isinstance(done, Transacted):
@@ -499,11 +493,11 @@ class StepEngine:
 
         def prepare() -> Decision:
             return self.kernel.action(
-                FAILED_RECORD_KIND,
+                INVOCATION_KIND,
                 reason,
                 worker=inv.worker,
                 invocation=inv.id,
-                meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+                meta={EVENT_META: INVOCATION_FAILED, "attempts": inv.attempts + 1},
             )
 
         done = await self.transact(prepare)
