@@ -286,3 +286,56 @@ def test_the_capability_check_sees_class_and_url_tests() -> None:
     )
     found = list(_store_class_or_url_tests(sample, "sample"))
     assert [line.split(" ", 1)[0] for line in found] == ["sample:2", "sample:3", "sample:4"]
+
+
+# Properties of runtime/ that only hand on another object's attribute (``return self.a.b``):
+# public API (Runner's) and the accounts' figures team/ reads off the session. Shrink it, never grow it.
+ALLOWED_FORWARDING = frozenset(
+    {
+        "runner.Runner.kernel",
+        "runner.Runner.blueprint",
+        "runner.Runner.agenda",
+        "runner.Runner.workers",
+        "session.BoardSession.last_record",
+        "session.BoardSession.halted",
+        "session.BoardSession.ended_at_head",
+        "session.BoardSession.steps",
+        "session.BoardSession.tokens",
+        "step.Transacted.record",  # a result's shorthand for its decision's record
+    }
+)
+
+
+def _forwarding_properties(source: str, module: str) -> Iterator[str]:
+    """``module.Class.name`` of each property in ``source`` whose body is ``return self.a.b``."""
+    for cls in ast.parse(source).body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, ast.FunctionDef) or not any(
+                isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list
+            ):
+                continue
+            body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if len(body) != 1 or not isinstance(body[0], ast.Return):
+                continue
+            value = body[0].value
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Attribute)
+                and isinstance(value.value.value, ast.Name)
+                and value.value.value.id == "self"
+            ):
+                yield f"{module}.{cls.name}.{fn.name}"
+
+
+def test_runtime_adds_no_forwarding_property() -> None:
+    # BoardSession is the board's step engine (issue 35): a property that only passes another
+    # object's attribute on is a layer a reader must see through.
+    found = set()
+    for module, (path, _) in MODULES.items():
+        if module.startswith("slateboard.runtime."):
+            found |= set(_forwarding_properties(path.read_text(encoding="utf-8"), module.rsplit(".", 1)[1]))
+    assert found - ALLOWED_FORWARDING == set()
+    sample = "class A:\n    @property\n    def k(self):\n        '''doc'''\n        return self.engine.kernel\n"
+    assert list(_forwarding_properties(sample, "m")) == ["m.A.k"]
