@@ -180,8 +180,8 @@ async def submit(
 async def wait(store: Store, board_id: str, *, timeout: float | None = None) -> RunResult:
     """Follow a board until its status is no longer ``running`` and return its result (state,
     answer, end reason; counts over the whole log). A store that ``WatchesBoards`` wakes it
-    when the status changes (PostgreSQL: ``NOTIFY``); other stores: the status is read every 0.2 s. Raises BoardNotFound, or
-    WaitTimeout when ``timeout`` seconds pass first."""
+    when the status changes (PostgreSQL: ``NOTIFY``); with another store the status is read
+    every 0.2 s. Raises BoardNotFound, or WaitTimeout when ``timeout`` seconds pass first."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     while True:

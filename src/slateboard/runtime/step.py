@@ -18,10 +18,11 @@ after catching up with the store.
 
 Who drives it: the single-board ``Runner``, ``RunnerProcess`` (many processes on PostgreSQL),
 and ``Team.blackboard``, each through a ``BoardSession`` (the engine with the board's loading
-and end around it). What differs between them is a strategy object, the ``Concurrency``: ``Solo`` (this process is the board's only writer; its agenda mirror is exact,
-a lost compare-and-set or a refused commit is an error) or ``Shared`` (other processes append
-to the same board: the engine catches up and decides again, drops a result another runner
-already committed, and stops once the board has ended).
+and end around it). What differs between them is a strategy object, the ``Concurrency``:
+``Solo`` (this process is the board's only writer; its agenda mirror is exact, a lost
+compare-and-set or a refused commit is an error) or ``Shared`` (other processes append to the
+same board: the engine catches up and decides again, drops a result another runner already
+committed, and stops once the board has ended).
 
 After every successful append the engine applies the same agenda changes to its in-memory
 mirror and notes the record in the board's ``Accounts`` (``runtime.accounting``), so what this
