@@ -135,6 +135,21 @@ MODEL_META: Final = "model"
 """The ``meta`` member naming the model string (a board's meta: the one its LLM workers use;
 a record's: the model that spent its tokens)."""
 
+# An approval record's meta (``runtime.approval`` writes it; the kernel, the runtime and teams
+# read it): which held record it decides, the decision, and the held worker and patch.
+APPROVAL_RECORD_META: Final = "record"
+"""The seq of the held record an approval decides."""
+APPROVAL_DECISION_META: Final = "decision"
+"""``APPROVED`` or ``REFUSED``."""
+APPROVAL_WORKER_META: Final = "worker"
+"""The worker whose proposal was held."""
+APPROVAL_PATCH_META: Final = "patch"
+"""The patch approved (committed by the board's next run) or refused (never committed)."""
+APPROVED: Final = "approved"
+"""An approval's decision: commit the held patch."""
+REFUSED: Final = "refused"
+"""An approval's decision: never commit the held patch."""
+
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 STAGES: tuple[Stage, ...] = get_args(Stage)
 RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)

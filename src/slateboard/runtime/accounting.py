@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, TIGHTEN_BUDGET
-from ..kernel.record import APPROVAL_KIND, CIRCUIT_KIND, EVENT_META, PROPOSAL_KIND, Record
+from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, CIRCUIT_KIND, EVENT_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
 from ..status import CIRCUIT_PREFIX, PAUSED_PREFIX
 from .boards import Held, ends_run, held_of
@@ -114,7 +114,7 @@ class Accounts:
         elif rec.outcome == "held" and rec.seq not in self.decided:
             self.held[rec.seq] = rec
         if rec.kind == APPROVAL_KIND:
-            decided = rec.meta.get("record")
+            decided = rec.meta.get(APPROVAL_RECORD_META)
             if not isinstance(decided, (list, dict)):  # JSON scalars are hashable
                 self.decided.add(decided)
                 self.held.pop(decided, None)  # type: ignore[arg-type]

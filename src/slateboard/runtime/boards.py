@@ -17,7 +17,7 @@ from ..errors import RunError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
 from ..kernel.pointer import MISSING, parse_pointer, resolve
-from ..kernel.record import APPROVAL_KIND, EVENT_META, PROPOSAL_KIND, RUN_KIND, Record
+from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, EVENT_META, PROPOSAL_KIND, RUN_KIND, Record
 from ..kernel.replay import replay
 from ..status import PAUSED_PREFIX
 from ..stores.base import LoadedBoard, Store
@@ -52,7 +52,9 @@ def waiting_approvals(records: Sequence[Record]) -> list[Held]:
     """Held proposals among ``records`` that have no approval decision yet, oldest first."""
     # A malformed approval (its "record" a list or object) decides nothing, and must not crash this.
     decided = {
-        d for r in records if r.kind == APPROVAL_KIND and not isinstance(d := r.meta.get("record"), (list, dict))
+        d
+        for r in records
+        if r.kind == APPROVAL_KIND and not isinstance(d := r.meta.get(APPROVAL_RECORD_META), (list, dict))
     }
     return [held_of(r) for r in records if r.outcome == "held" and r.seq not in decided]
 
