@@ -11,6 +11,8 @@ What it guards:
   written at module level, i.e. none that dodges a cycle;
 - the core never imports the evaluation distribution (``slateboard_eval``, eval/): that one
   depends on the core and plugs its commands in through an entry point.
+- the runtime tells stores apart by their declared capabilities (``supports``), never by class,
+  backend module or URL.
 """
 
 from __future__ import annotations
@@ -253,3 +255,103 @@ def test_the_core_never_imports_the_evaluation_distribution() -> None:
             bad += [f"{module}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "slateboard_eval"]
     assert bad == []
     assert "slateboard.cli._plugins" in MODULES  # the walk covers the CLI, where a plugin import would be
+
+
+BACKEND_MODULES = frozenset({"slateboard.stores.memory", "slateboard.stores.postgres", "slateboard.stores.sqlite"})
+BACKEND_CLASSES = frozenset({"MemoryStore", "PostgresStore", "SqliteStore"})
+
+
+def _store_class_or_url_tests(source: str, where: str) -> Iterator[str]:
+    """The places ``source`` tells stores apart by class or URL instead of by capability."""
+    for node in ast.walk(ast.parse(source, where)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} if len(node.args) > 1 else set()
+            if named & BACKEND_CLASSES:
+                yield f"{where}:{node.lineno} isinstance(..., {', '.join(sorted(named & BACKEND_CLASSES))})"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("startswith", "endswith") and "url" in ast.unparse(node.func.value).lower():
+                yield f"{where}:{node.lineno} {ast.unparse(node.func)}(...)"
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(n, ast.Attribute) and n.attr == "url" for side in sides for n in ast.walk(side)):
+                yield f"{where}:{node.lineno} compares a store URL: {ast.unparse(node)}"
+
+
+def test_runtime_asks_stores_for_capabilities() -> None:
+    # The runtime serves any backend that declares what it needs (``supports(store, ...)``):
+    # a test of a store's class, module or URL would tie it to today's three backends.
+    bad = [
+        f"{i.importer}:{i.line} imports {i.name or i.target} from {i.target}"
+        for i in IMPORTS
+        if i.importer.startswith("slateboard.runtime") and (i.target in BACKEND_MODULES or i.name in BACKEND_CLASSES)
+    ]
+    for module, (path, _) in MODULES.items():
+        if module.startswith("slateboard.runtime"):
+            bad.extend(_store_class_or_url_tests(path.read_text(encoding="utf-8"), module))
+    assert bad == []
+
+
+def test_the_capability_check_sees_class_and_url_tests() -> None:
+    # The check above must be able to fail: the shapes it forbids, and one it allows.
+    sample = (
+        "def f(store):\n"
+        "    if isinstance(store, PostgresStore): pass\n"
+        "    if store.url.lower().startswith('sqlite'): pass\n"
+        "    if store.url == 'memory://': pass\n"
+        "    if supports(store, WatchesBoards) and isinstance(store, Store): pass\n"
+    )
+    found = list(_store_class_or_url_tests(sample, "sample"))
+    assert [line.split(" ", 1)[0] for line in found] == ["sample:2", "sample:3", "sample:4"]
+
+
+# Properties of runtime/ that only hand on another object's attribute (``return self.a.b``):
+# public API (Runner's) and the accounts' figures team/ reads off the session. Shrink it, never grow it.
+ALLOWED_FORWARDING = frozenset(
+    {
+        "runner.Runner.kernel",
+        "runner.Runner.blueprint",
+        "runner.Runner.agenda",
+        "runner.Runner.workers",
+        "session.BoardSession.last_record",
+        "session.BoardSession.halted",
+        "session.BoardSession.ended_at_head",
+        "session.BoardSession.steps",
+        "session.BoardSession.tokens",
+        "step.Transacted.record",  # a result's shorthand for its decision's record
+    }
+)
+
+
+def _forwarding_properties(source: str, module: str) -> Iterator[str]:
+    """``module.Class.name`` of each property in ``source`` whose body is ``return self.a.b``."""
+    for cls in ast.parse(source).body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, ast.FunctionDef) or not any(
+                isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list
+            ):
+                continue
+            body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if len(body) != 1 or not isinstance(body[0], ast.Return):
+                continue
+            value = body[0].value
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Attribute)
+                and isinstance(value.value.value, ast.Name)
+                and value.value.value.id == "self"
+            ):
+                yield f"{module}.{cls.name}.{fn.name}"
+
+
+def test_runtime_adds_no_forwarding_property() -> None:
+    # BoardSession is the board's step engine (issue 35): a property that only passes another
+    # object's attribute on is a layer a reader must see through.
+    found = set()
+    for module, (path, _) in MODULES.items():
+        if module.startswith("slateboard.runtime."):
+            found |= set(_forwarding_properties(path.read_text(encoding="utf-8"), module.rsplit(".", 1)[1]))
+    assert found - ALLOWED_FORWARDING == set()
+    sample = "class A:\n    @property\n    def k(self):\n        '''doc'''\n        return self.engine.kernel\n"
+    assert list(_forwarding_properties(sample, "m")) == ["m.A.k"]

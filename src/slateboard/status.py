@@ -23,10 +23,20 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "AGENDA_EMPTY",
+    "BUDGET_PREFIX",
+    "CIRCUIT_PREFIX",
+    "DONE_CONDITION",
     "END_STATUSES",
     "FAIL_PREFIX",
     "INTERRUPTED",
     "LOST_WORK",
+    "MAX_COST",
+    "MAX_ROUNDS",
+    "MAX_STEPS",
+    "MAX_TOKENS",
+    "PAUSED_PREFIX",
+    "TERMINATED",
     "EndStatus",
     "base_reason",
     "end_status",
@@ -41,8 +51,27 @@ INTERRUPTED = "interrupted"
 """The end reason of a board whose run was stopped mid-way (its store status stays ``running``,
 so ``resume`` takes it up)."""
 
+# -- end reasons: what a run writes as its end (the runtime and team write them, this module
+# reads them; the constants are the one spelling both sides use).
+DONE_CONDITION = "done"
+"""The blueprint's ``done`` condition held."""
+AGENDA_EMPTY = "agenda_empty"
+"""No invocation was pending or claimed any more."""
+MAX_STEPS, MAX_TOKENS, MAX_COST = "max_steps", "max_tokens", "max_cost"
+"""A limit of the blueprint (or a run's override) was reached."""
+TERMINATED = "terminated"
+"""A team's coordinator ended the run."""
+MAX_ROUNDS = "max_rounds"
+"""A team played all its rounds."""
 FAIL_PREFIX = "failed: "
 """The end reason a blueprint's ``fail`` condition leaves: ``failed: <the condition>``."""
+CIRCUIT_PREFIX = "circuit"
+"""How the end reason of a board the circuit policy halted starts: ``circuit: <its reason>``."""
+PAUSED_PREFIX = "paused"
+"""How the end reason of a board waiting for a human starts: ``paused: awaiting approval of
+record N``."""
+BUDGET_PREFIX = "budget:"
+"""The end reason of a run its spend guard stopped: ``budget:<what ran out>``."""
 LOST_WORK = "; lost work: "
 """What separates an end reason from the invocations the run lost (``with_lost_work``)."""
 
@@ -60,8 +89,8 @@ def base_reason(reason: str | None) -> str:
     return (reason or "").split(LOST_WORK, 1)[0].strip()
 
 
-_SOLVED = ("done", "terminated", "terminate")
-_EXHAUSTED = ("max_steps", "max_tokens", "max_cost", "stuck")
+_SOLVED = (DONE_CONDITION, TERMINATED, "terminate")
+_EXHAUSTED = (MAX_STEPS, MAX_TOKENS, MAX_COST, "stuck")
 
 
 def failure_kind(reason: str | None) -> str | None:
@@ -73,7 +102,7 @@ def failure_kind(reason: str | None) -> str | None:
         return "condition"
     if "model unavailable" in text:
         return "model"
-    if text.startswith("circuit") and "budget exhausted" not in text:
+    if text.startswith(CIRCUIT_PREFIX) and "budget exhausted" not in text:
         return "circuit"
     if text.startswith("the run raised"):
         return "error"
@@ -92,7 +121,7 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
         return "interrupted"
     if board_status == "running" or (board_status is None and not text):
         return "running"
-    if board_status == "paused" or text.startswith("paused"):
+    if board_status == "paused" or text.startswith(PAUSED_PREFIX):
         return "paused"
     if failure_kind(text) is not None:
         return "failed"
@@ -102,10 +131,10 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
         return "failed"
     if text in _SOLVED:
         return "solved"
-    if text == "max_rounds":
+    if text == MAX_ROUNDS:
         # A team's rounds ran out: the decider answers after them (answered=None: not known here).
         return "exhausted" if answered is False else "solved"
-    if text in _EXHAUSTED or text.startswith(("circuit", "max_", "budget:")):
+    if text in _EXHAUSTED or text.startswith((CIRCUIT_PREFIX, "max_", BUDGET_PREFIX)):
         return "exhausted"
     # agenda_empty, control, or a reason this mapping does not know: the answer decides.
     return "solved" if answered else "exhausted"

@@ -45,11 +45,6 @@ class CliError(UsageError):
         self.details = list(details)
 
 
-def not_supported(what: str, hint: str = "") -> CliError:
-    """The error of a command that exists but is not built yet (exit code 2, never a fake success)."""
-    return CliError(f"{what} is not supported yet{': ' + hint if hint else ''}", code=EXIT_USAGE)
-
-
 def one_line(text: str) -> str:
     """``text`` with every run of whitespace (newlines included) collapsed to one space."""
     return " ".join(str(text).split())

@@ -48,7 +48,7 @@ from itertools import pairwise
 from ..errors import InvalidInput
 from .canonical import JSON
 from .protocol import CircuitTerms, KernelBlueprint, KernelLimits
-from .record import Record
+from .record import CIRCUIT_KIND, PROPOSAL_KIND, Record
 
 CONTINUE = "continue"
 RETRY_WITH_FEEDBACK = "retry_with_feedback"
@@ -56,8 +56,9 @@ SWITCH_WORKER = "switch_worker"
 TIGHTEN_BUDGET = "tighten_budget"
 HALT = "halt"
 ACTION_KINDS = (CONTINUE, RETRY_WITH_FEEDBACK, SWITCH_WORKER, TIGHTEN_BUDGET, HALT)
-RECORD_KIND = "circuit"
-"""The ``kind`` of the kernel action records that log circuit actions."""
+RECORD_KIND = CIRCUIT_KIND
+"""The ``kind`` of the kernel action records that log circuit actions (``record.CIRCUIT_KIND``;
+this name stays for its importers)."""
 
 _ON_INVALID = {"retry": RETRY_WITH_FEEDBACK, "switch": SWITCH_WORKER, "tighten": TIGHTEN_BUDGET, "halt": HALT}
 _MIN_VIEW_BUDGET = 64
@@ -106,7 +107,7 @@ class CircuitAction:
     @classmethod
     def from_record(cls, record: Record) -> CircuitAction | None:
         """The action a circuit record logged, or None for any other record."""
-        if record.outcome != "action" or record.kind != RECORD_KIND:
+        if record.outcome != "action" or record.kind != CIRCUIT_KIND:
             return None
         meta = record.meta or {}
         kind = meta.get("action")
@@ -158,7 +159,7 @@ class CircuitPolicy:
         for found in (self._model(tail), self._cycle(tail), self._stuck(tail), self._alternation(tail)):
             if found is not None:
                 return found
-        worker = next((r.worker for r in reversed(tail) if r.kind == "proposal"), None)
+        worker = next((r.worker for r in reversed(tail) if r.kind == PROPOSAL_KIND), None)
         if worker is None:
             return CONTINUE_ACTION
         for found in (self._invalid(tail, worker), self._noop(tail, worker)):
@@ -221,7 +222,7 @@ class CircuitPolicy:
         provider never answered): halt as "model unavailable" with the provider's error, rather
         than as invalid proposals (no retry can fix an unreachable or refusing provider)."""
         threshold = self.spec.max_consecutive_invalid
-        recent = [r for r in tail if r.kind == "proposal"][-threshold:]
+        recent = [r for r in tail if r.kind == PROPOSAL_KIND][-threshold:]
         if len(recent) < threshold or any(r.stage != "model" for r in recent):
             return None
         last = recent[-1]
@@ -238,7 +239,7 @@ class CircuitPolicy:
         count = 0
         first_seq = None
         for rec in reversed(tail):
-            if rec.kind != "proposal":
+            if rec.kind != PROPOSAL_KIND:
                 continue
             if rec.outcome == "accepted":
                 return None
@@ -266,7 +267,7 @@ class CircuitPolicy:
                 r = act.details.get("retry")
                 prior = r if isinstance(r, int) else self.spec.retries
                 break
-            if rec.kind == "proposal" and rec.outcome == "accepted" and len(recent) < n:
+            if rec.kind == PROPOSAL_KIND and rec.outcome == "accepted" and len(recent) < n:
                 recent.append(rec)
         if len(recent) < n:
             return None  # not enough accepted proposals since the last alternation action
@@ -314,7 +315,7 @@ class CircuitPolicy:
                     prior = r if isinstance(r, int) else self.spec.retries
                     break
                 continue
-            if rec.kind != "proposal" or rec.worker != worker:
+            if rec.kind != PROPOSAL_KIND or rec.worker != worker:
                 continue
             if (rec.outcome == "rejected" and rec.stage == "stale") or rec.stage == "decline":
                 continue  # neither counts nor breaks a streak: a decline is an answer, not a failure

@@ -40,7 +40,23 @@ from .pointer import (
 )  # fmt: skip
 from .protocol import KernelBlueprint
 from .readscope import ReadScope
-from .record import GENESIS, GENESIS_META, Outcome, Record, Stage, Usage, genesis_binding
+from .record import (
+    APPROVAL_DECISION_META,
+    APPROVAL_KIND,
+    APPROVAL_PATCH_META,
+    APPROVAL_RECORD_META,
+    APPROVAL_WORKER_META,
+    APPROVED,
+    GENESIS,
+    GENESIS_META,
+    PROPOSAL_KIND,
+    REFUSED,
+    Outcome,
+    Record,
+    Stage,
+    Usage,
+    genesis_binding,
+)
 from .statehash import StateHasher
 
 STALE_WINDOW = 4096
@@ -355,10 +371,12 @@ class Kernel:
         that uses it consumes it. One that refuses it makes that exact patch a no-op (stage
         ``approval``) whenever the worker proposes it again, instead of held for a person again.
         Rebuilding a kernel from a log calls this for every record."""
-        if record.kind == "approval" and record.meta.get("decision") in ("approved", "refused"):
-            worker, patch, held = record.meta.get("worker"), record.meta.get("patch"), record.meta.get("record")
+        meta = record.meta
+        if record.kind == APPROVAL_KIND and meta.get(APPROVAL_DECISION_META) in (APPROVED, REFUSED):
+            worker, patch = meta.get(APPROVAL_WORKER_META), meta.get(APPROVAL_PATCH_META)
+            held = meta.get(APPROVAL_RECORD_META)
             if isinstance(worker, str) and isinstance(patch, str) and isinstance(held, int):
-                kept = self._approved if record.meta.get("decision") == "approved" else self._refused
+                kept = self._approved if meta.get(APPROVAL_DECISION_META) == APPROVED else self._refused
                 kept[(worker, patch)] = held
         elif record.outcome == "accepted" and record.worker is not None and record.patch is not None:
             self._approved.pop((record.worker, record.patch), None)
@@ -634,7 +652,7 @@ class Kernel:
                 meta["patch_lossy"] = True  # replay adopts this rejection instead of re-deciding it
         return Record(
             seq=self.seq + 1,
-            kind="proposal",
+            kind=PROPOSAL_KIND,
             outcome=outcome,
             worker=p.worker,
             invocation=p.invocation,

@@ -24,7 +24,7 @@ from .canonical import JSON
 from .kernel import Kernel, Proposal
 from .patch import ApplyError, OpError, apply_ops, check_ops
 from .protocol import KernelBlueprint
-from .record import GENESIS, Record, genesis_problem, is_legacy_genesis
+from .record import GENESIS, PROPOSAL_KIND, Record, genesis_problem, is_legacy_genesis
 from .statehash import StateHasher
 
 
@@ -197,10 +197,10 @@ def redecide(kernel: Kernel, rec: Record) -> str | None:
     problem = _check_link(rec, kernel.seq, kernel.last_hash)
     if problem is not None:
         return problem
-    if rec.kind == "proposal" and rec.meta.get("patch_lossy") and rec.outcome == "rejected":
+    if rec.kind == PROPOSAL_KIND and rec.meta.get("patch_lossy") and rec.outcome == "rejected":
         # The log keeps only a lossy copy of what was proposed: adopt its verdict as logged.
         return _adopt(kernel, rec)
-    if rec.kind == "proposal":
+    if rec.kind == PROPOSAL_KIND:
         if not isinstance(rec.worker, str):
             return "malformed record: a proposal without a worker"
         viewed = rec.meta.get("viewed_version")

@@ -429,11 +429,6 @@ def _explained(err: Any, path: str) -> str:
     return f"{err.message} (closest: {details})"
 
 
-def pointer_for(tokens: Tokens) -> str:
-    """Pointer text for tokens (re-exported for callers building messages)."""
-    return format_pointer(tokens)
-
-
 def pattern_locations(schema: SchemaIndex, tokens: Tokens) -> list[Location]:
     """Every schema location a pattern can reach ('*' expands to all members); [] if none."""
     frontier: list[Location] = [schema.root]

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..kernel.canonical import JSON
-from ..kernel.circuit import HALT, RECORD_KIND, TIGHTEN_BUDGET
-from ..kernel.record import Record
+from ..kernel.circuit import HALT, TIGHTEN_BUDGET
+from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, CIRCUIT_KIND, EVENT_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
+from ..status import CIRCUIT_PREFIX, PAUSED_PREFIX
 from .boards import Held, ends_run, held_of
 from .events import INVOCATION_FAILED
 from .result import record_cost
@@ -99,7 +100,7 @@ class Accounts:
         if self.keep_history:
             self.history.append(rec)
         self.tail.append(rec)
-        if rec.kind == "proposal":
+        if rec.kind == PROPOSAL_KIND:
             self.steps += 1
         self.tokens += rec.usage.tokens_in + rec.usage.tokens_out
         if self.prices is not None and (rec.usage.tokens_in or rec.usage.tokens_out):
@@ -112,8 +113,8 @@ class Accounts:
             self.rejections[rec.worker].append(rec)
         elif rec.outcome == "held" and rec.seq not in self.decided:
             self.held[rec.seq] = rec
-        if rec.kind == "approval":
-            decided = rec.meta.get("record")
+        if rec.kind == APPROVAL_KIND:
+            decided = rec.meta.get(APPROVAL_RECORD_META)
             if not isinstance(decided, (list, dict)):  # JSON scalars are hashable
                 self.decided.add(decided)
                 self.held.pop(decided, None)  # type: ignore[arg-type]
@@ -121,15 +122,15 @@ class Accounts:
         if self.ended_at_head:
             self.halted = None  # a new run starts from a clean slate
             self.lost = []
-        elif rec.meta.get("event") == INVOCATION_FAILED and rec.invocation:
+        elif rec.meta.get(EVENT_META) == INVOCATION_FAILED and rec.invocation:
             self.lost.append(rec.invocation)
-        elif rec.kind == RECORD_KIND and rec.meta.get("action") == HALT:
-            self.halted = f"circuit: {rec.reason}"
+        elif rec.kind == CIRCUIT_KIND and rec.meta.get("action") == HALT:
+            self.halted = f"{CIRCUIT_PREFIX}: {rec.reason}"
         elif rec.outcome == "held":
-            self.halted = f"paused: awaiting approval of record {rec.seq}"
-        elif rec.kind == "approval" and (self.halted or "").startswith("paused"):
+            self.halted = f"{PAUSED_PREFIX}: awaiting approval of record {rec.seq}"
+        elif rec.kind == APPROVAL_KIND and (self.halted or "").startswith(PAUSED_PREFIX):
             self.halted = None
-        if rec.kind == RECORD_KIND and rec.meta.get("action") == TIGHTEN_BUDGET and rec.worker:
+        if rec.kind == CIRCUIT_KIND and rec.meta.get("action") == TIGHTEN_BUDGET and rec.worker:
             details = rec.meta.get("details")
             budget = details.get("view_budget") if isinstance(details, dict) else None
             if isinstance(budget, int):

@@ -23,12 +23,23 @@ from ..errors import UsageError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel, Proposal
 from ..kernel.pointer import Pattern, parse_pointer, region_contains
-from ..kernel.record import Record
+from ..kernel.record import (
+    APPROVAL_DECISION_META,
+    APPROVAL_KIND,
+    APPROVAL_PATCH_META,
+    APPROVAL_RECORD_META,
+    APPROVAL_WORKER_META,
+    APPROVED,
+    EVENT_META,
+    INVOCATION_KIND,
+    REFUSED,
+    Record,
+)
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..stores.base import AgendaChanges, LoadedBoard, Store
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
-from .step import FAILED_RECORD_KIND, append_decision, cas_retry
+from .step import append_decision, cas_retry
 
 __all__ = ["REFUSALS_KEY", "ApprovalError", "Held", "approve", "approve_edited", "held_proposals", "refuse"]
 
@@ -48,12 +59,12 @@ async def held_proposals(store: Store, board_id: str) -> list[Held]:
 
 async def approve(store: Store, board_id: str, seq: int, *, by: str = "human", note: str = "") -> Record:
     """Approve held record ``seq``: log the decision; the board's next run commits the patch."""
-    return await _decide(store, board_id, seq, "approved", by, note)
+    return await _decide(store, board_id, seq, APPROVED, by, note)
 
 
 async def refuse(store: Store, board_id: str, seq: int, *, by: str = "human", note: str = "") -> Record:
     """Refuse held record ``seq``: log the decision; its patch is never committed."""
-    return await _decide(store, board_id, seq, "refused", by, note)
+    return await _decide(store, board_id, seq, REFUSED, by, note)
 
 
 async def _held(
@@ -80,17 +91,23 @@ async def _held(
 async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str, note: str) -> Record:
     _loaded, records, held, blueprint, kernel = await _held(store, board_id, seq)
     reason = f"{by} {decision} record {seq}" + (f": {note}" if note else "")
-    meta: dict[str, JSON] = {"record": seq, "decision": decision, "by": by, "worker": held.worker, "patch": held.patch}
+    meta: dict[str, JSON] = {
+        APPROVAL_RECORD_META: seq,
+        APPROVAL_DECISION_META: decision,
+        "by": by,
+        APPROVAL_WORKER_META: held.worker,
+        APPROVAL_PATCH_META: held.patch,
+    }
     changes = AgendaChanges()
     failed: Invocation | None = None
-    if decision == "refused":
+    if decision == REFUSED:
         invocation = next((r.invocation for r in records if r.seq == seq), None)
         changes, failed, count = await _after_refusal(
             store, board_id, held, invocation, reason, kernel.version, blueprint.spec.limits.max_refusals
         )
         meta[REFUSALS_KEY] = count
         meta["asked_again"] = failed is None and bool(changes)
-    prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
+    prepared = kernel.action(APPROVAL_KIND, reason, worker=held.worker, meta=meta)
     # The same append as every step (one compare-and-set, then commit or abort); a lost
     # compare-and-set means the board moved while we decided: the caller may simply retry.
     await append_decision(store, board_id, kernel, prepared, changes)
@@ -143,11 +160,11 @@ async def _log_failed(store: Store, board_id: str, inv: Invocation, why: str) ->
         loaded = await store.load_board(board_id)
         kernel: Kernel = kernel_from(compile_blueprint(loaded.blueprint), loaded)
         prepared = kernel.action(
-            FAILED_RECORD_KIND,
+            INVOCATION_KIND,
             reason,
             worker=inv.worker,
             invocation=inv.id,
-            meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+            meta={EVENT_META: INVOCATION_FAILED, "attempts": inv.attempts + 1},
         )
         await append_decision(store, board_id, kernel, prepared, AgendaChanges())
 
@@ -192,15 +209,15 @@ async def approve_edited(
         )
     reason = f"{by} approved record {seq} with an edited patch" + (f": {note}" if note else "")
     meta: dict[str, JSON] = {
-        "record": seq,
-        "decision": "approved",
+        APPROVAL_RECORD_META: seq,
+        APPROVAL_DECISION_META: APPROVED,
         "by": by,
-        "worker": held.worker,
-        "patch": outcome.patch,
+        APPROVAL_WORKER_META: held.worker,
+        APPROVAL_PATCH_META: outcome.patch,
         "edited": True,
         "held_patch": held.patch,
     }
-    prepared = kernel.action("approval", reason, worker=held.worker, meta=meta)
+    prepared = kernel.action(APPROVAL_KIND, reason, worker=held.worker, meta=meta)
     await append_decision(store, board_id, kernel, prepared, AgendaChanges())
     await store.set_status(board_id, "running", reason)
     return prepared.record

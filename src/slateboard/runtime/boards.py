@@ -17,12 +17,14 @@ from ..errors import RunError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
 from ..kernel.pointer import MISSING, parse_pointer, resolve
-from ..kernel.record import Record
+from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, EVENT_META, PROPOSAL_KIND, RUN_KIND, Record
 from ..kernel.replay import replay
+from ..status import PAUSED_PREFIX
 from ..stores.base import LoadedBoard, Store
 from .result import RunResult, cost_by, cost_of, price_table, usage_by
 
-RUN_RECORD_KIND = "run"
+RUN_RECORD_KIND = RUN_KIND
+"""``kernel.record.RUN_KIND`` under the name its importers use."""
 RUN_ENDED = "run.ended"
 
 
@@ -49,7 +51,11 @@ class Held:
 def waiting_approvals(records: Sequence[Record]) -> list[Held]:
     """Held proposals among ``records`` that have no approval decision yet, oldest first."""
     # A malformed approval (its "record" a list or object) decides nothing, and must not crash this.
-    decided = {d for r in records if r.kind == "approval" and not isinstance(d := r.meta.get("record"), (list, dict))}
+    decided = {
+        d
+        for r in records
+        if r.kind == APPROVAL_KIND and not isinstance(d := r.meta.get(APPROVAL_RECORD_META), (list, dict))
+    }
     return [held_of(r) for r in records if r.outcome == "held" and r.seq not in decided]
 
 
@@ -87,7 +93,7 @@ def kernel_from(blueprint: CompiledBlueprint, loaded: LoadedBoard) -> Kernel:
 
 def ends_run(record: Record) -> bool:
     """True for the record a runner appends when a board's run ends."""
-    return record.kind == RUN_RECORD_KIND and record.meta.get("event") == RUN_ENDED
+    return record.kind == RUN_KIND and record.meta.get(EVENT_META) == RUN_ENDED
 
 
 def status_for(reason: str) -> str:
@@ -95,7 +101,7 @@ def status_for(reason: str) -> str:
     condition: ``failed: ...``), paused (awaiting approval) or done (anything else)."""
     if reason.startswith(("circuit", "failed")):
         return "failed"
-    return "paused" if reason.startswith("paused") else "done"
+    return "paused" if reason.startswith(PAUSED_PREFIX) else "done"
 
 
 def answer_of(blueprint: CompiledBlueprint, state: JSON) -> JSON:
@@ -111,7 +117,7 @@ def make_result(
 ) -> RunResult:
     """The RunResult of a board from its state and its whole log (counts and cost are over the log)."""
     table = price_table(blueprint.spec.limits.prices)
-    proposals = [r for r in records if r.kind == "proposal"]
+    proposals = [r for r in records if r.kind == PROPOSAL_KIND]
     return RunResult(
         board_id=board_id,
         state=state,
@@ -121,7 +127,7 @@ def make_result(
         records=len(records),
         accepted=sum(r.outcome == "accepted" for r in records),
         rejected=sum(r.outcome == "rejected" for r in records),
-        steps=sum(r.kind == "proposal" for r in records),
+        steps=sum(r.kind == PROPOSAL_KIND for r in records),
         usage=usage_by(records, "component"),
         usage_by_worker=usage_by(proposals, "worker"),
         cost_usd=cost_of(records, table),

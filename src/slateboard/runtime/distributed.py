@@ -58,18 +58,30 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
 from ..errors import InvalidInput, RunError
 from ..kernel.canonical import JSON
-from ..kernel.record import Usage
+from ..kernel.record import MODEL_META, Usage
 from ..models import Model, ModelError, resolve_model
 from ..models.errors import ModelConfigError
 from ..scheduling.control import AgendaOrder, ControlUnit, restore_control
 from ..scheduling.invocation import PENDING, Invocation
 from ..scheduling.units import CONTROL_UNITS, make_control
-from ..stores.base import BoardInfo, Claim, LeaseLost, Store, StoreError, StoreUnavailable
+from ..stores.base import (
+    BoardInfo,
+    Claim,
+    LeaseLost,
+    ScansStalledBoards,
+    ServesManyRunners,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    WatchesBoards,
+    WatchesWork,
+    supports,
+)
 from ..workers.base import WorkerConfigError
 from ..workers.factory import make_workers
 from .boards import RunnerError, board_result
@@ -77,9 +89,6 @@ from .events import PROPOSAL_DECIDED
 from .result import RunResult
 from .runner import create_board
 from .session import BoardSession
-
-if TYPE_CHECKING:
-    from ..stores.postgres import PostgresStore
 
 log = logging.getLogger("slateboard.runtime.distributed")
 
@@ -156,7 +165,7 @@ async def submit(
     make_workers(compiled, model=resolve_runner_model(model))
     meta_out: dict[str, JSON] = {**(meta or {}), "submitted_at": time.time()}
     if model is not None:
-        meta_out["model"] = model
+        meta_out[MODEL_META] = model
     if control is not None:
         if control not in CONTROL_UNITS:
             raise InvalidInput(f"unknown control unit {control!r}; expected one of {', '.join(CONTROL_UNITS)}")
@@ -172,16 +181,16 @@ async def submit(
 
 async def wait(store: Store, board_id: str, *, timeout: float | None = None) -> RunResult:
     """Follow a board until its status is no longer ``running`` and return its result (state,
-    answer, end reason; counts over the whole log). PostgreSQL: woken by ``NOTIFY`` on status
-    changes; other stores: the board's status is read every 0.2 s. Raises BoardNotFound, or
-    WaitTimeout when ``timeout`` seconds pass first."""
+    answer, end reason; counts over the whole log). A store that ``WatchesBoards`` wakes it
+    when the status changes (PostgreSQL: ``NOTIFY``); with another store the status is read
+    every 0.2 s. Raises BoardNotFound, or WaitTimeout when ``timeout`` seconds pass first."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
-    pg = _postgres(store)
     while True:
         left = 3600.0 if deadline is None else deadline - loop.time()
-        if pg is not None:
-            info = await pg.wait_for_board(board_id, max(left, 0.0))
+        # The declared capability decides (``supports``); the isinstance only narrows the type.
+        if supports(store, WatchesBoards) and isinstance(store, WatchesBoards):
+            info = await store.wait_for_board(board_id, max(left, 0.0))
         else:
             info = await store.board_info(board_id)
             if info.status == "running" and left > 0:
@@ -191,14 +200,6 @@ async def wait(store: Store, board_id: str, *, timeout: float | None = None) -> 
             return await board_result(store, board_id)
         if deadline is not None and loop.time() >= deadline:
             raise WaitTimeout(board_id, timeout or 0.0, info)
-
-
-def _postgres(store: Store) -> PostgresStore | None:
-    try:
-        from ..stores.postgres import PostgresStore
-    except ImportError:  # psycopg is an optional extra
-        return None
-    return store if isinstance(store, PostgresStore) else None
 
 
 # -- the runner process ---------------------------------------------------------------------------
@@ -274,7 +275,7 @@ class RunnerProcess:
             raise InvalidInput("lease_s must be > 0")
         if worker_names is not None and not list(worker_names):
             raise InvalidInput("worker_names is empty: name at least one worker (or None for all)")
-        if store.url.lower().startswith("sqlite"):
+        if not supports(store, ServesManyRunners):
             raise RunnerError(f"{SCALE_OUT_NEEDS_POSTGRES} (got {store.url}); run a board in one process with Runner")
         self.store = store
         self.concurrency = concurrency
@@ -364,9 +365,9 @@ class RunnerProcess:
         return self.stats
 
     async def _wait_for_work(self) -> bool:
-        pg = _postgres(self.store)
-        if pg is not None:
-            return await pg.wait_for_work(self.idle_s, worker_names=self.worker_names)
+        store = self.store
+        if supports(store, WatchesWork) and isinstance(store, WatchesWork):
+            return await store.wait_for_work(self.idle_s, worker_names=self.worker_names)
         return await self.store.wait_for_work(self.idle_s)
 
     async def _shutdown(self, in_flight: dict[asyncio.Task[None], Claim]) -> None:
@@ -605,7 +606,7 @@ class RunnerProcess:
         return None if isinstance(unit, AgendaOrder) else unit
 
     def _model_for(self, meta: Mapping[str, JSON]) -> Model | None:
-        chosen = self.model if self.model is not None else meta.get("model")
+        chosen = self.model if self.model is not None else meta.get(MODEL_META)
         if chosen is None or isinstance(chosen, Model):
             return chosen
         if not isinstance(chosen, str):
@@ -628,9 +629,9 @@ class RunnerProcess:
 
     async def _sweep(self) -> None:
         """End the running boards that have no pending or claimed invocation left."""
-        pg = _postgres(self.store)
-        if pg is not None:
-            stalled = await pg.stalled_boards()
+        store = self.store
+        if supports(store, ScansStalledBoards) and isinstance(store, ScansStalledBoards):
+            stalled = await store.stalled_boards()
         else:
             stalled = [b.board_id for b in await self.store.list_boards(status="running")]
             stalled = [b for b in stalled if not await self.store.agenda(b)]

@@ -295,17 +295,13 @@ def ledger_for(store: object) -> Ledger:
     """The ledgers that live in ``store``: an ``SqliteLedger`` on an SQLite store's file, a
     ``PostgresLedger`` on a PostgreSQL store's database. ``InvalidInput`` for any other store
     (an in-memory store lives in one process: use a ``MemoryLedger`` there)."""
-    from ..stores.sqlite import SqliteStore
+    from ..stores.base import KeepsLedgers, supports
 
-    if isinstance(store, SqliteStore):
-        return SqliteLedger(store.path, busy_timeout_ms=store.busy_timeout_ms)
-    try:
-        from ..stores.postgres import PostgresStore
-    except ImportError:  # psycopg not installed: no store can be a PostgreSQL one
-        pass
-    else:
-        if isinstance(store, PostgresStore):
-            return PostgresLedger(store.dsn)
+    if supports(store, KeepsLedgers) and isinstance(store, KeepsLedgers):  # isinstance: for the type
+        home = store.ledger_home()
+        if home.kind == "sqlite":
+            return SqliteLedger(home.target, busy_timeout_ms=home.busy_timeout_ms)
+        return PostgresLedger(home.target)
     raise InvalidInput(
         f"spend ledgers live in an SQLite or PostgreSQL store, not in a {type(store).__name__} "
         "(use a MemoryLedger in this process)"

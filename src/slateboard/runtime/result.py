@@ -8,7 +8,7 @@ from typing import Protocol, TypeVar
 
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
-from ..kernel.record import Record
+from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
 
 
@@ -35,7 +35,7 @@ def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
     out: dict[str, TokenUsage] = {}
     for rec in records:
         name = rec.usage.component if key == "component" else (rec.worker or "-")
-        if rec.kind != "proposal" and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
+        if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
         cur = out.get(name, TokenUsage())
         out[name] = TokenUsage(
@@ -71,7 +71,7 @@ def record_cost(rec: Record, table: PriceTable) -> float | None:
     ``None`` when no table knows the model). Derived from the log, so replay never changes it."""
     if not (rec.usage.tokens_in or rec.usage.tokens_out):
         return 0.0
-    model = rec.meta.get("model")
+    model = rec.meta.get(MODEL_META)
     return table.cost(model if isinstance(model, str) else None, rec.usage.tokens_in, rec.usage.tokens_out)
 
 
@@ -91,7 +91,7 @@ def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str,
     """``cost_of`` per ``"component"`` or ``"worker"``, over the same records ``usage_by`` counts."""
     groups: dict[str, list[Record]] = {}
     for rec in records:
-        if rec.kind != "proposal" and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
+        if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
         name = rec.usage.component if key == "component" else (rec.worker or "-")
         groups.setdefault(name, []).append(rec)

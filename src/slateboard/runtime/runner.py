@@ -44,6 +44,7 @@ from ..scheduling.invocation import Invocation
 from ..scheduling.parallel import conflict_map
 from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
+from ..status import AGENDA_EMPTY
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
 from ..streaming import StreamTap, streaming_to
 from ..workers.base import Worker
@@ -393,7 +394,7 @@ class Runner:
                     eligible = [i for i in eligible if not (self._conflicts.get(i.worker, busy) & busy)]
                 if not eligible or len(in_flight) >= self.parallel:
                     if not in_flight:
-                        end_reason = "agenda_empty"
+                        end_reason = AGENDA_EMPTY
                         break
                     done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
@@ -435,7 +436,7 @@ class Runner:
                 # The run ends with a lease it will not use: give it back, so a resume does not
                 # wait for it to expire.
                 await self._release(held)
-        reason = await session.finish(end_reason or "agenda_empty") or end_reason or "agenda_empty"
+        reason = await session.finish(end_reason or AGENDA_EMPTY) or end_reason or AGENDA_EMPTY
         result = await session.result(reason)
         self._emit(RUN_ENDED, reason=reason, version=result.version, records=result.records)
         for q in self._listeners:

@@ -1,11 +1,12 @@
 """One board's live runtime: loading it, catching up, approvals, the circuit policy, its end.
 
-A ``BoardSession`` loads a board from the store into a ``StepEngine`` (``runtime.step``: the one
-unit that takes a claimed invocation through view -> worker -> kernel.prepare -> one store
-append -> commit or abort) and drives what happens around steps:
+A ``BoardSession`` is the one façade of a board's runtime: it is the board's ``StepEngine``
+(``runtime.step``: the one unit that takes a claimed invocation through view -> worker ->
+kernel.prepare -> one store append -> commit or abort, then the circuit policy), loaded from the
+store, with what happens around steps:
 
     claim (the caller) -> begin (Shared: catch up, approved patches, end?) -> adopt the claim
-    -> engine.step -> circuit policy (under the same lock) -> settle / finish
+    -> step (the engine's: decide, append, circuit policy, under one lock) -> settle / finish
 
 Both runners use it in that order: the single-board ``Runner`` (``Solo``: one process drives
 the board) and ``RunnerProcess`` (``Shared``: many processes share every board of a PostgreSQL
@@ -31,14 +32,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
 from ..kernel.canonical import JSON
-from ..kernel.circuit import RECORD_KIND, RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, CircuitPolicy
+from ..kernel.circuit import CircuitPolicy
 from ..kernel.kernel import Decision, Kernel, Proposal
-from ..kernel.record import Record, Usage
+from ..kernel.record import EVENT_META, MODEL_META, RUN_KIND, SPEND_KIND, Record, Usage
 from ..kernel.replay import redecide
 from ..models import resolve_model
 from ..models.protocol import Model
@@ -47,14 +48,23 @@ from ..scheduling.control import BoardSummary
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
-from ..status import FAIL_PREFIX, with_lost_work
-from ..stores.base import AgendaChanges, ClaimRequest, Store
+from ..status import (
+    AGENDA_EMPTY,
+    BUDGET_PREFIX,
+    DONE_CONDITION,
+    FAIL_PREFIX,
+    MAX_COST,
+    MAX_STEPS,
+    MAX_TOKENS,
+    PAUSED_PREFIX,
+    with_lost_work,
+)
+from ..stores.base import Store
 from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
 from .accounting import Accounts
 from .boards import (
     RUN_ENDED,
-    RUN_RECORD_KIND,
     RunnerError,
     board_result,
     ends_run,
@@ -62,15 +72,14 @@ from .boards import (
     make_result,
     status_for,
 )
-from .events import CIRCUIT_ACTION, CONTROL_SPENT, PROPOSAL_DECIDED
+from .events import CONTROL_SPENT, PROPOSAL_DECIDED
 from .ledger import SpendGuard
 from .result import RunResult, price_table
-from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
+from .step import MAX_CONFLICTS, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
 
 __all__ = [
     "MAX_CONFLICTS",
     "RUN_ENDED",
-    "RUN_RECORD_KIND",
     "BoardSession",
     "RunnerError",
     "StepOutcome",
@@ -83,9 +92,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("slateboard.runtime")
-
-SPEND_RECORD_KIND = "spend"
-"""Kind of the action records that log tokens spent outside proposals (``note_spend``)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +122,9 @@ class WorkerSource:
         return built
 
 
-class BoardSession:
-    """One board's live runtime (see the module docstring).
+class BoardSession(StepEngine):
+    """One board's live runtime (see the module docstring): the step engine of the board, plus
+    loading, catching up, approvals, limits and the end of its run.
 
     ``model``, ``functions``, ``tools``, ``workers`` and ``serve`` say how workers are built
     (``WorkerSource``); ``max_steps`` overrides the blueprint's limit; ``emit(kind, **data)``
@@ -144,7 +151,14 @@ class BoardSession:
         compile: Callable[[Any], CompiledBlueprint] = compile_blueprint,
         keep_history: bool = True,
     ) -> None:
-        self.store = store
+        super().__init__(
+            store,
+            board_id,
+            concurrency=Shared() if shared else Solo(),
+            worker_timeout=worker_timeout,
+            emit=emit,
+            catch_up=self._refresh,
+        )
         self.spend_guard: SpendGuard | None = None
         """Set before ``load`` by a run with a spend cap: every LLM worker reserves each model
         call against it, and a refused reservation ends the board ``budget:<ledger>``."""
@@ -154,63 +168,19 @@ class BoardSession:
         # How the stored blueprint becomes the kernel's (Team.blackboard passes one that swaps
         # its built-in whole-state invariants for indexed checks with the same verdicts).
         self._compile = compile
-        self.board_id = board_id
         self.source = WorkerSource(
             model, functions, tools, dict(workers or {}), None if serve is None else tuple(serve)
         )
         self.max_steps_override = max_steps
-        self.concurrency: Concurrency = Shared() if shared else Solo()
-        self.engine = StepEngine(
-            store,
-            board_id,
-            concurrency=self.concurrency,
-            worker_timeout=worker_timeout,
-            emit=emit,
-            catch_up=self._refresh,
-        )
-        self.engine.after_step = self._circuit
         self.finished_here = False
-        self.circuit: CircuitPolicy  # set by load, from the board's blueprint
 
-    # -- the live pieces (held by the engine) ----------------------------------------------------
+    # -- what the board's records add up to (``accounts``) ----------------------------------------
     @property
-    def lock(self) -> Any:
-        """The lock every decision of this session is taken under."""
-        return self.engine.lock
-
-    @property
-    def kernel(self) -> Kernel:
-        """The board's kernel at its last record."""
-        return self.engine.kernel
-
-    @property
-    def blueprint(self) -> CompiledBlueprint:
-        """The board's compiled blueprint."""
-        return self.engine.blueprint
-
-    @property
-    def scheduler(self) -> Scheduler:
-        """The board's scheduler (rules -> invocations)."""
-        return self.engine.scheduler
-
-    @property
-    def agenda(self) -> Agenda:
-        """This session's mirror of the board's agenda."""
-        return self.engine.agenda
-
-    @agenda.setter
-    def agenda(self, agenda: Agenda) -> None:
-        self.engine.agenda = agenda
-
-    @property
-    def accounts(self) -> Accounts:
-        """What the board's records add up to."""
-        return self.engine.accounts
-
-    @property
-    def workers(self) -> dict[str, Worker]:
-        """The built workers, by blueprint worker name."""
-        return self.engine.workers
+    def engine(self) -> StepEngine:
+        """The step engine: this session itself (a ``BoardSession`` is a ``StepEngine`` with the
+        board's loading, approvals and end around it); kept for callers that still say
+        ``session.engine``."""
+        return self
 
     @property
     def history(self) -> list[Record]:
@@ -218,32 +188,32 @@ class BoardSession:
         otherwise ``RunnerError``; read the store's log, or ``last_record``, instead)."""
         if not self.keep_history:
             raise RunnerError(f"board {self.board_id}: this session keeps no record history (keep_history=False)")
-        return self.engine.accounts.history
+        return self.accounts.history
 
     @property
     def last_record(self) -> Record | None:
         """The board's last record (None for an empty log)."""
-        return self.engine.accounts.last
+        return self.accounts.last
 
     @property
     def halted(self) -> str | None:
         """Why the board is halted (circuit) or paused (approval), or None."""
-        return self.engine.accounts.halted
+        return self.accounts.halted
 
     @property
     def ended_at_head(self) -> bool:
         """True when the board's last record is a run-end record."""
-        return self.engine.accounts.ended_at_head
+        return self.accounts.ended_at_head
 
     @property
     def steps(self) -> int:
         """Proposal records in the board's log."""
-        return self.engine.accounts.steps
+        return self.accounts.steps
 
     @property
     def tokens(self) -> int:
         """Tokens of every record in the board's log."""
-        return self.engine.accounts.tokens
+        return self.accounts.tokens
 
     # -- loading --------------------------------------------------------------------------------
     async def load(self) -> None:
@@ -256,22 +226,20 @@ class BoardSession:
         history = await self.store.read_records(self.board_id)
         for rec in history:
             kernel.note_approval(rec)
-        self.circuit = CircuitPolicy.from_blueprint(blueprint)
+        circuit = CircuitPolicy.from_blueprint(blueprint)
         prices = price_table(blueprint.spec.limits.prices)
-        accounts = Accounts.of(
-            history, tail_size=max(self.circuit.tail, 64), keep_history=self.keep_history, prices=prices
-        )
+        accounts = Accounts.of(history, tail_size=max(circuit.tail, 64), keep_history=self.keep_history, prices=prices)
         scheduler, agenda = await self._load_agenda(blueprint, kernel)
-        self.engine.reset(blueprint, kernel, scheduler, agenda, accounts)
-        if not self.engine.workers:
-            self.engine.workers = self.source.build(blueprint, lambda: self.engine.kernel.state)
+        self.reset(blueprint, kernel, scheduler, agenda, accounts, circuit)
+        if not self.workers:
+            self.workers = self.source.build(blueprint, lambda: self.kernel.state)
         if self.spend_guard is not None:
             self.arm_spend(self.spend_guard)
 
     def arm_spend(self, guard: SpendGuard) -> None:
         """Make every LLM worker of the board reserve its model calls against ``guard``."""
         self.spend_guard = guard
-        for worker in self.engine.workers.values():
+        for worker in self.workers.values():
             if hasattr(worker, "spend"):  # LLM workers (function workers spend nothing)
                 worker.spend = guard
 
@@ -317,7 +285,7 @@ class BoardSession:
                 await self.load()
                 return True
             self.accounts.note(rec)
-        self.engine.scheduler, self.engine.agenda = await self._load_agenda(self.blueprint, kernel)
+        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel)
         return True
 
     # -- the board's condition ------------------------------------------------------------------
@@ -329,21 +297,21 @@ class BoardSession:
         if accounts.halted:
             return accounts.halted
         if self.spend_guard is not None and self.spend_guard.exhausted is not None:
-            return f"budget:{self.spend_guard.exhausted}"
+            return f"{BUDGET_PREFIX}{self.spend_guard.exhausted}"
         limits = self.blueprint.spec.limits
         max_steps = self.max_steps_override or limits.max_steps
         if accounts.steps >= max_steps:
-            return "max_steps"
+            return MAX_STEPS
         if limits.max_tokens is not None and accounts.tokens >= limits.max_tokens:
-            return "max_tokens"
+            return MAX_TOKENS
         if limits.max_cost is not None and accounts.cost >= limits.max_cost:
-            return "max_cost"
+            return MAX_COST
         done = self.blueprint.done
         if done is not None:
             ctx = {"state": self.kernel.state} if done.uses("state") else {}
             res = done.test(ctx)
             if res.error is None and res.value is True:
-                return "done"
+                return DONE_CONDITION
         fail = self.blueprint.fail
         if fail is not None:
             ctx = {"state": self.kernel.state} if fail.uses("state") else {}
@@ -356,7 +324,7 @@ class BoardSession:
         """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed."""
         reason = self.limit_reason()
         if reason is None and not self.agenda and not self.agenda.claimed:
-            reason = "agenda_empty"
+            reason = AGENDA_EMPTY
         return reason
 
     def summary(self) -> BoardSummary:
@@ -381,7 +349,7 @@ class BoardSession:
     async def _approved_first(self) -> str | None:
         waiting = self.accounts.waiting()
         if waiting:
-            return f"paused: awaiting approval of record {waiting[0].seq}"
+            return f"{PAUSED_PREFIX}: awaiting approval of record {waiting[0].seq}"
         tried: set[tuple[str, str]] = set()
         picked: list[tuple[str, str]] = []
         while True:
@@ -400,15 +368,15 @@ class BoardSession:
                                     None, Usage(component="human"), {"approved": held})  # fmt: skip
                 return kernel.prepare(proposal)
 
-            done = await self.engine.transact(prepare, schedule=True)
+            done = await self.transact(prepare, schedule=True)
             if isinstance(done, Dropped):
                 return None
             tried.add(picked[0])
-            await self.engine.log_stages()
+            await self.log_stages()
             rec = done.record
-            self.engine.emit(PROPOSAL_DECIDED, seq=rec.seq, worker=rec.worker, invocation=None, outcome=rec.outcome,
-                             stage=rec.stage, reason=rec.reason, version=self.kernel.version,
-                             tokens=self.accounts.tokens, requeued=False)  # fmt: skip
+            self.emit(PROPOSAL_DECIDED, seq=rec.seq, worker=rec.worker, invocation=None, outcome=rec.outcome,
+                      stage=rec.stage, reason=rec.reason, version=self.kernel.version,
+                      tokens=self.accounts.tokens, requeued=False)  # fmt: skip
 
     # -- one step -------------------------------------------------------------------------------
     def adopt(self, claimed: Invocation) -> Invocation | None:
@@ -419,63 +387,6 @@ class BoardSession:
         if claimed.id in self.agenda:
             self.agenda.take(claimed.id)
         return claimed
-
-    async def step(
-        self,
-        inv: Invocation,
-        reason: str,
-        *,
-        owner: str | None = None,
-        lease_s: float | None = None,
-        claim_next: ClaimRequest | None = None,
-    ) -> StepOutcome:
-        """Run claimed invocation ``inv`` through the step engine (``StepEngine.step``), then the
-        circuit policy. ``reason`` is why it was chosen (kept in the record's meta as
-        ``control``); ``owner``/``lease_s`` keep the claim's lease while the worker runs;
-        ``claim_next`` leases the next invocation with the step's record (one transaction)."""
-        return await self.engine.step(inv, reason, owner=owner, lease_s=lease_s, claim_next=claim_next)
-
-    async def _circuit(self, _rec: Record) -> None:
-        """The circuit policy after a step: log the action it calls for (with its agenda
-        changes) in one append; counts, halts and budgets follow from the record."""
-        taken: list[CircuitAction] = []
-
-        def prepare() -> Decision | None:
-            accounts = self.accounts
-            action = self.circuit.check(list(accounts.tail), tokens_used=accounts.tokens, steps=accounts.steps)
-            if not action.logged:
-                return None
-            taken[:] = [action]
-            return self.kernel.action(RECORD_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
-
-        def changes(decision: Decision, _pushed: Sequence[Invocation]) -> AgendaChanges:
-            action = taken[0]
-            worker = action.worker
-            if action.kind == SWITCH_WORKER and worker:
-                return AgendaChanges(cancel=[i.id for i in self.agenda.eligible() if i.worker == worker])
-            if action.kind == RETRY_WITH_FEEDBACK and worker is not None and worker in self.workers:
-                waiting = next((i for i in self.agenda.eligible() if i.worker == worker), None)
-                if waiting is None:
-                    # The worker's invocations are spent: give it one more, carrying the feedback.
-                    retry = Invocation(
-                        f"c{decision.record.seq}", worker, 0, self.scheduler.allocate_order(),
-                        {"op": "circuit", "path": "", "version": self.kernel.version}, "circuit",
-                        feedback=action.feedback,
-                    )  # fmt: skip
-                    return AgendaChanges(push=(retry,))
-                # Its next invocation carries the rejection reasons as feedback (in the store
-                # too, so whichever runner claims it sees them).
-                nudged = replace(waiting, feedback=action.feedback)
-                return AgendaChanges(requeue=(nudged,))
-            return AgendaChanges()
-
-        done = await self.engine.transact(prepare, changes)
-        if isinstance(done, Dropped):
-            return
-        action = taken[0]
-        self.engine.emit(
-            CIRCUIT_ACTION, action=action.kind, worker=action.worker, reason=action.reason, details=action.details
-        )
 
     async def note_spend(
         self, usage: Usage, reason: str, *, event: str = CONTROL_SPENT, model: str | None = None
@@ -488,10 +399,8 @@ class BoardSession:
         if usage.tokens_in == 0 and usage.tokens_out == 0:
             return None
         async with self.lock:
-            done = await self.engine.transact(
-                lambda: self.kernel.action(
-                    SPEND_RECORD_KIND, reason, meta={"event": event, "model": model}, usage=usage
-                )
+            done = await self.transact(
+                lambda: self.kernel.action(SPEND_KIND, reason, meta={EVENT_META: event, MODEL_META: model}, usage=usage)
             )
         return None if isinstance(done, Dropped) else done.record
 
@@ -546,7 +455,7 @@ class BoardSession:
         self.finished_here = False
         first = True
         ending = [reason]
-        meta: dict[str, JSON] = {"event": RUN_ENDED}
+        meta: dict[str, JSON] = {EVENT_META: RUN_ENDED}
         if self.spend_guard is not None:
             meta["ledgers"] = list(await self.spend_guard.lines())  # issue 33: the ledgers' state
 
@@ -561,9 +470,9 @@ class BoardSession:
             first = False
             # The end reason names the work this run lost (failed invocations), never silently.
             ending[0] = with_lost_work(ending[0], self.accounts.lost) if ending[0] else ending[0]
-            return self.kernel.action(RUN_RECORD_KIND, ending[0], meta=meta)
+            return self.kernel.action(RUN_KIND, ending[0], meta=meta)
 
-        done = await self.engine.transact(prepare)
+        done = await self.transact(prepare)
         if isinstance(done, Dropped):
             if not self.ended_at_head:
                 return None

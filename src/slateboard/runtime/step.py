@@ -4,18 +4,25 @@
          -> ONE store.append (record + agenda changes, compare-and-set on the board's log)
          -> kernel.commit + scheduler.commit, or kernel.abort + scheduler.abort
 
-``StepEngine.step`` is that path for an invocation; ``StepEngine.transact`` is its second half
-(decide, append, commit or abort) for any record: a proposal, an approved patch, a circuit
-action, a run-end record. ``transact`` is the only place the runtime appends to a board, and
-``cas_retry`` is the only compare-and-set retry loop: a lost compare-and-set (``Conflict``)
-is retried only by a ``Shared`` engine, after it has caught up with the store.
+``StepEngine.step`` is that path for an invocation, followed by the board's circuit policy
+(``check_circuit``, under the same lock); ``StepEngine.transact`` is its second half (decide,
+append, commit or abort) for any record: a proposal, an approved patch, a circuit action, a
+stage change, a run-end record. ``append_decision`` is the only place the runtime appends a
+record: a live board appends through ``transact``; the human-approval functions
+(``runtime.approval``: ``approve``, ``refuse``, ``approve_edited``) call ``append_decision``
+directly, because they act on a stored board with no live engine here (the CLI's ``approve``):
+building one would build the board's workers, model clients and keys included, to log one
+human decision. ``cas_retry`` is the only compare-and-set retry loop: a lost compare-and-set
+(``Conflict``) is retried only by a ``Shared`` engine (and by ``approval``'s failure record),
+after catching up with the store.
 
 Who drives it: the single-board ``Runner``, ``RunnerProcess`` (many processes on PostgreSQL),
-human approvals, and ``Team.blackboard``. What differs between them is a strategy object, the
-``Concurrency``: ``Solo`` (this process is the board's only writer; its agenda mirror is exact,
-a lost compare-and-set or a refused commit is an error) or ``Shared`` (other processes append
-to the same board: the engine catches up and decides again, drops a result another runner
-already committed, and stops once the board has ended).
+and ``Team.blackboard``, each through a ``BoardSession`` (the engine with the board's loading
+and end around it). What differs between them is a strategy object, the ``Concurrency``:
+``Solo`` (this process is the board's only writer; its agenda mirror is exact, a lost
+compare-and-set or a refused commit is an error) or ``Shared`` (other processes append to the
+same board: the engine catches up and decides again, drops a result another runner already
+committed, and stops once the board has ended).
 
 After every successful append the engine applies the same agenda changes to its in-memory
 mirror and notes the record in the board's ``Accounts`` (``runtime.accounting``), so what this
@@ -35,8 +42,9 @@ from typing import Protocol, TypeVar
 from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint
 from ..kernel.canonical import JSON
+from ..kernel.circuit import RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, CircuitPolicy
 from ..kernel.kernel import Decision, Kernel, Proposal
-from ..kernel.record import Record, Usage
+from ..kernel.record import CIRCUIT_KIND, EVENT_META, INVOCATION_KIND, STAGE_KIND, Record, Usage
 from ..scheduling.agenda import Agenda
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
 from ..scheduling.rules import Scheduled, Scheduler
@@ -57,7 +65,7 @@ from ..streaming import committed, invocation_scope
 from ..views import View, ViewCache, build_view, readable_state
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
-from .events import INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
+from .events import CIRCUIT_ACTION, INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
 
 log = logging.getLogger("slateboard.runtime")
 
@@ -71,12 +79,6 @@ ONCE_KEY = "once"
 """Key in an invocation's ``meta``: when true, a rejected (not stale) proposal completes the
 invocation instead of re-queuing it for a retry: its control unit decides what runs next
 (``Team.blackboard``'s rounds)."""
-STAGE_RECORD_KIND = "stage"
-"""Kind of the action records of a stage's lifecycle (``meta.event`` is ``stage.changed``,
-``meta.transition`` one of entered, completed, terminated)."""
-FAILED_RECORD_KIND = "invocation"
-"""Kind of the action record that says an invocation failed (``meta.event`` is
-``invocation.failed``): its work is lost, and the run's end reason names it."""
 
 T = TypeVar("T")
 
@@ -312,8 +314,8 @@ class StepEngine:
         self.workers: dict[str, Worker] = {}
         self.stage_events: list[tuple[str, str, int]] = []
         """Stage transitions (kind, stage, version) of committed records not logged yet."""
-        self.after_step: Callable[[Record], Awaitable[None]] | None = None
-        """Runs under the lock right after a step's record is appended (the circuit policy)."""
+        self.circuit: CircuitPolicy | None = None
+        """The board's circuit policy, run after every step (``check_circuit``); set by ``reset``."""
         self.view_cache = ViewCache()
         """What consecutive views of the board reuse; told every commit here (issue 14)."""
         # The board's live pieces, set by ``reset``:
@@ -324,7 +326,13 @@ class StepEngine:
         self.accounts: Accounts
 
     def reset(
-        self, blueprint: CompiledBlueprint, kernel: Kernel, scheduler: Scheduler, agenda: Agenda, accounts: Accounts
+        self,
+        blueprint: CompiledBlueprint,
+        kernel: Kernel,
+        scheduler: Scheduler,
+        agenda: Agenda,
+        accounts: Accounts,
+        circuit: CircuitPolicy | None = None,
     ) -> None:
         """(Re)load the board's live pieces (after a load or a reload from the store)."""
         self.blueprint = blueprint
@@ -332,6 +340,7 @@ class StepEngine:
         self.scheduler = scheduler
         self.agenda = agenda
         self.accounts = accounts
+        self.circuit = circuit
         self.view_cache.clear()
 
     # -- the second half: decide, append, commit or abort -----------------------------------------
@@ -406,7 +415,6 @@ class StepEngine:
         owner: str | None = None,
         lease_s: float | None = None,
         meta: dict[str, JSON] | None = None,
-        stored: bool = True,
         claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
         """Run claimed invocation ``inv``: view, propose, then ``decide``.
@@ -414,18 +422,14 @@ class StepEngine:
         ``reason`` is why it was chosen (kept in the record's meta as ``control`` unless ``meta``
         is given). With ``owner`` and ``lease_s`` the claim's lease is extended every
         ``lease_s / 3`` seconds while the worker runs. A worker that times out becomes a
-        ``parse`` rejection. ``stored=False`` is for an invocation a control unit made up that
-        is not on the store's agenda (``Team.blackboard``'s coordinator turns): nothing to
-        complete, and no re-queue. ``claim_next`` leases the next invocation in the same store
+        ``parse`` rejection. ``claim_next`` leases the next invocation in the same store
         transaction as the step's record (``StepOutcome.claimed``): one transaction per step."""
         # telemetry hook (issue 17): one span per step, the view / propose / decide / append below it
         with telemetry.span(
             "slateboard.step",
             {"slateboard.worker": inv.worker, "slateboard.invocation": inv.id, "slateboard.control": reason},
         ):
-            return await self._step(
-                inv, reason, owner=owner, lease_s=lease_s, meta=meta, stored=stored, claim_next=claim_next
-            )
+            return await self._step(inv, reason, owner=owner, lease_s=lease_s, meta=meta, claim_next=claim_next)
 
     def view(self, inv: Invocation) -> View:
         """The view ``inv``'s worker gets now: the committed state it may read, within its
@@ -453,7 +457,6 @@ class StepEngine:
         owner: str | None,
         lease_s: float | None,
         meta: dict[str, JSON] | None,
-        stored: bool,
         claim_next: ClaimRequest | None,
     ) -> StepOutcome:
         worker = self.workers[inv.worker]
@@ -467,7 +470,53 @@ class StepEngine:
         proposal = reply.to_proposal(
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
         )
-        return await self.decide(inv, proposal, stored=stored, reply=reply, claim_next=claim_next)
+        return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
+
+    async def check_circuit(self) -> None:
+        """The circuit policy after a step (call with ``lock`` held): log the action it calls
+        for (with its agenda changes) in one append; counts, halts and budgets follow from the
+        record. Nothing when the engine has no policy (``reset`` without one)."""
+        policy = self.circuit
+        if policy is None:
+            return
+        taken: list[CircuitAction] = []
+
+        def prepare() -> Decision | None:
+            accounts = self.accounts
+            action = policy.check(list(accounts.tail), tokens_used=accounts.tokens, steps=accounts.steps)
+            if not action.logged:
+                return None
+            taken[:] = [action]
+            return self.kernel.action(CIRCUIT_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
+
+        def changes(decision: Decision, _pushed: Sequence[Invocation]) -> AgendaChanges:
+            action = taken[0]
+            worker = action.worker
+            if action.kind == SWITCH_WORKER and worker:
+                return AgendaChanges(cancel=[i.id for i in self.agenda.eligible() if i.worker == worker])
+            if action.kind == RETRY_WITH_FEEDBACK and worker is not None and worker in self.workers:
+                waiting = next((i for i in self.agenda.eligible() if i.worker == worker), None)
+                if waiting is None:
+                    # The worker's invocations are spent: give it one more, carrying the feedback.
+                    retry = Invocation(
+                        f"c{decision.record.seq}", worker, 0, self.scheduler.allocate_order(),
+                        {"op": "circuit", "path": "", "version": self.kernel.version}, "circuit",
+                        feedback=action.feedback,
+                    )  # fmt: skip
+                    return AgendaChanges(push=(retry,))
+                # Its next invocation carries the rejection reasons as feedback (in the store
+                # too, so whichever runner claims it sees them).
+                nudged = replace(waiting, feedback=action.feedback)
+                return AgendaChanges(requeue=(nudged,))
+            return AgendaChanges()
+
+        done = await self.transact(prepare, changes)
+        if isinstance(done, Dropped):
+            return
+        action = taken[0]
+        self.emit(
+            CIRCUIT_ACTION, action=action.kind, worker=action.worker, reason=action.reason, details=action.details
+        )
 
     async def log_stages(self) -> None:
         """Log the stage transitions the last commits caused, one ``stage`` record each (call
@@ -490,9 +539,9 @@ class StepEngine:
         )
 
         def prepare() -> Decision:
-            meta: dict[str, JSON] = {"event": STAGE_CHANGED, "stage": stage, "transition": transition}
+            meta: dict[str, JSON] = {EVENT_META: STAGE_CHANGED, "stage": stage, "transition": transition}
             meta["cancelled"] = list(queued)
-            return self.kernel.action(STAGE_RECORD_KIND, reason, meta=meta)
+            return self.kernel.action(STAGE_KIND, reason, meta=meta)
 
         done = await self.transact(prepare, lambda _d, _p: AgendaChanges(cancel=queued))
         if isinstance(done, Transacted):
@@ -506,11 +555,11 @@ class StepEngine:
 
         def prepare() -> Decision:
             return self.kernel.action(
-                FAILED_RECORD_KIND,
+                INVOCATION_KIND,
                 reason,
                 worker=inv.worker,
                 invocation=inv.id,
-                meta={"event": INVOCATION_FAILED, "attempts": inv.attempts + 1},
+                meta={EVENT_META: INVOCATION_FAILED, "attempts": inv.attempts + 1},
             )
 
         done = await self.transact(prepare)
@@ -584,7 +633,6 @@ class StepEngine:
         inv: Invocation,
         proposal: Proposal,
         *,
-        stored: bool = True,
         reply: WorkerReply | None = None,
         claim_next: ClaimRequest | None = None,
     ) -> StepOutcome:
@@ -594,8 +642,9 @@ class StepEngine:
         past that the invocation fails: an ``invocation.failed`` action record follows the stale
         record, so the loss is in the log and the run's end reason names it. An invalid one is
         retried with its rejection as feedback until the circuit policy's threshold takes over
-        (unless its ``meta`` sets ``ONCE_KEY``); anything else completes the invocation. ``reply``
-        (the worker's) is passed through to the outcome. ``claim_next`` is leased in the same
+        (unless its ``meta`` sets ``ONCE_KEY``); anything else completes the invocation. Then
+        the circuit policy runs (``check_circuit``, same lock). ``reply`` (the worker's) is
+        passed through to the outcome. ``claim_next`` is leased in the same
         transaction as the record; when more records follow it in this step (stage changes, a
         failure, a circuit action), the lease is still returned: the caller checks it against
         its agenda mirror before using it."""
@@ -608,17 +657,11 @@ class StepEngine:
             nonlocal requeued
             rec = decision.record
             stale = rec.stage == "stale"
-            requeued = stored and (
-                (stale and stale_count < stale_limit)
-                or (
-                    rec.outcome == "rejected"
-                    and not stale
-                    and not inv.meta.get(ONCE_KEY)
-                    and inv.attempts + 1 < retries
-                )
+            requeued = (stale and stale_count < stale_limit) or (
+                rec.outcome == "rejected" and not stale and not inv.meta.get(ONCE_KEY) and inv.attempts + 1 < retries
             )
             if not requeued:
-                return AgendaChanges(push=pushed, complete=(inv.id,) if stored else ())
+                return AgendaChanges(push=pushed, complete=(inv.id,))
             meta = {**inv.meta, STALE_KEY: stale_count + 1} if stale else inv.meta
             retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason, meta=meta)
             if stale:
@@ -640,7 +683,7 @@ class StepEngine:
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
             await self.log_stages()
-            if stored and rec.stage == "stale" and not requeued:
+            if rec.stage == "stale" and not requeued:
                 await self._fail(inv, f"its proposal was stale {stale_count + 1} times (limit {stale_limit} re-queues)")
             self.emit(
                 PROPOSAL_DECIDED,
@@ -655,8 +698,7 @@ class StepEngine:
                 requeued=requeued,
             )
             committed(self.board_id, rec, self.kernel.version, self.kernel.state)  # a Team's streams (no-op unstreamed)
-            if self.after_step is not None:
-                await self.after_step(rec)
+            await self.check_circuit()
             return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply, claimed=done.claimed)
 
 

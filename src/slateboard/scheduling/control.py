@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
-from ..kernel.record import Record
+from ..kernel.record import PROPOSAL_KIND, Record
 from .invocation import Invocation
 
 CONTROL_META = "control"
@@ -33,7 +33,7 @@ def last_chosen(records: Sequence[Record], workers: Sequence[str]) -> str | None
     ``control``; an approved patch committed for a human does not count) among ``workers``."""
     names = set(workers)
     for rec in reversed(records):
-        if rec.kind == "proposal" and rec.worker in names and CONTROL_META in rec.meta:
+        if rec.kind == PROPOSAL_KIND and rec.worker in names and CONTROL_META in rec.meta:
             return rec.worker
     return None
 

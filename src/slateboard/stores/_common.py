@@ -118,17 +118,11 @@ def decode_json(data: bytes | memoryview | None, where: str) -> JSON:
         raise detached(StoreCorrupt(where, f"stored JSON does not parse ({exc})")) from None
 
 
-def encode_record(record: Record) -> bytes:
-    """The persisted form of a record: its canonical bytes, deflated with the record dictionary
-    when that is smaller (about half the size for a typical record)."""
-    return pack_small(record.to_bytes(), DICT_RECORD)
-
-
 _EVENT_PREFIX = b'{"event":'
 
 
 def sealed_bytes(record: Record) -> bytes:
-    """``record.to_bytes()`` after checking the record is sealed (``check_record``), with one
+    """``record.to_bytes()`` after checking the record is sealed (its hash matches its content), with one
     canonical encoding of the record instead of two: the hashed body's bytes are checked against
     ``record.hash``, and the ``hash`` member is spliced in where canonical key order puts it
     (right after ``event``, the first key). ``StoreError`` when the record is not sealed."""
@@ -220,12 +214,6 @@ def check_position(
             f"board {board_id}: record {record.seq} ({record.outcome}) carries version {record.version}, "
             f"expected {want} after version {version}"
         )
-
-
-def check_record(record: Record) -> None:
-    """Refuse records that are not sealed (their hash must match their content)."""
-    if not record.hash or record.compute_hash() != record.hash:
-        raise StoreError(f"record {record.seq} is not sealed (its hash does not match its content)")
 
 
 def check_changes(board_id: str, changes: AgendaChanges | None) -> None:

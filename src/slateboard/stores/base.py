@@ -12,7 +12,9 @@ The protocol is layered by capability (like eventsourcing's recorders):
   (``wait_for_board``: wake when a board leaves ``running``), ``ScansStalledBoards``
   (``stalled_boards``), ``ReportsCommits`` (``commit_stats``: appends and durable flushes, for
   group commit), ``ReportsLeases`` (``leases``: who holds a board's claimed invocations, and
-  until when). ``supports(store, WatchesBoards)`` tells whether a store has one.
+  until when), ``ServesManyRunners`` (many runner processes may share it), ``KeepsLedgers``
+  (``ledger_home``: spend ledgers live in its database).
+  ``supports(store, WatchesBoards)`` tells whether a store has one.
 
 Every backend (memory, sqlite, postgresql) gives the same guarantees, checked by one conformance
 suite shipped in the package (``slateboard.testing``; ``tests/stores/test_conformance.py`` runs it):
@@ -51,7 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import StoreError as StoreError  # re-exported: the stores raise it
 from ..kernel.canonical import JSON
@@ -484,7 +486,43 @@ class ReportsLeases(Protocol):
         ...
 
 
-CAPABILITIES: tuple[type, ...] = (WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases)
+@runtime_checkable
+class ServesManyRunners(Protocol):
+    """Many runner processes may share the store (``RunnerProcess``): their claims never wait
+    for each other (PostgreSQL: ``FOR UPDATE SKIP LOCKED``; memory: one event loop). A store
+    without it serialises every claim behind one write lock (SQLite's file lock), so it serves
+    one runner process: run its boards with ``Runner``. A marker: it adds no method."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerHome:
+    """Where a store keeps spend ledgers (``slateboard.runtime.ledger``): ``kind`` is ``sqlite``
+    (``target`` the database file) or ``postgresql`` (``target`` the connection string)."""
+
+    kind: Literal["sqlite", "postgresql"]
+    target: str
+    busy_timeout_ms: int = 30_000
+
+
+@runtime_checkable
+class KeepsLedgers(Protocol):
+    """Spend ledgers shared by boards live in the store's own database, so processes that share
+    the store share them (issue 33)."""
+
+    def ledger_home(self) -> LedgerHome:
+        """Where this store's ledgers live."""
+        ...
+
+
+CAPABILITIES: tuple[type, ...] = (
+    WatchesWork,
+    WatchesBoards,
+    ScansStalledBoards,
+    ReportsCommits,
+    ReportsLeases,
+    ServesManyRunners,
+    KeepsLedgers,
+)
 """The optional capability protocols a backend may declare."""
 
 

@@ -23,13 +23,12 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
+from . import _tx as shared
 from .backend import SnapshotSource, StoreBackend
 from .base import (
-    BOARD_STATUSES,
     DEFAULT_LEASE_S,
     DEFAULT_SNAPSHOT_EVERY,
     AgendaChanges,
-    AgendaError,
     AppendResult,
     BoardExists,
     BoardInfo,
@@ -37,13 +36,13 @@ from .base import (
     Claim,
     ClaimRequest,
     Conflict,
-    DuplicateInvocationCommit,
     Lease,
     LeaseLost,
     LoadedBoard,
     ReportsCommits,
     ReportsLeases,
     ScansStalledBoards,
+    ServesManyRunners,
     Snapshot,
     Store,
     StoreError,
@@ -120,7 +119,16 @@ class _Board:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users subclass it; compiled too (hatch_build.py)
-class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
+class MemoryStore(
+    StoreBackend,
+    Store,
+    WatchesWork,
+    WatchesBoards,
+    ScansStalledBoards,
+    ReportsCommits,
+    ReportsLeases,
+    ServesManyRunners,
+):
     """A Store kept in process memory (see module docstring)."""
 
     compresses = False  # nothing persists: deflating would only cost CPU
@@ -200,8 +208,7 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
         """See Store.set_status."""
-        if status not in BOARD_STATUSES:
-            raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
+        shared.check_status(status)
         with self._lock:
             board = self._board(board_id)
             board.status, board.reason, board.updated_at = status, reason, c.now()
@@ -297,23 +304,19 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     @staticmethod
     def _check_agenda(board: _Board, changes: AgendaChanges) -> None:
+        bid = board.board_id
         for inv_id in changes.complete:
             row = board.invs.get(inv_id)
             if row is None:
-                raise AgendaError(f"board {board.board_id}: cannot complete unknown invocation {inv_id!r}")
-            if row.status == DONE:
-                raise DuplicateInvocationCommit(board.board_id, inv_id, row.done_seq)
-            if row.status == CANCELLED:
-                raise AgendaError(f"board {board.board_id}: cannot complete cancelled invocation {inv_id!r}")
+                shared.check_complete(bid, inv_id, None, None)
+            elif row.status not in shared.LIVE:
+                shared.check_complete(bid, inv_id, row.status, row.done_seq)
         for inv_id in changes.cancel:
-            if inv_id not in board.invs:
-                raise AgendaError(f"board {board.board_id}: cannot cancel unknown invocation {inv_id!r}")
+            row = board.invs.get(inv_id)
+            shared.check_cancel(bid, inv_id, None if row is None else row.status)
         for inv in changes.requeue:
             row = board.invs.get(inv.id)
-            if row is None:
-                raise AgendaError(f"board {board.board_id}: cannot re-queue unknown invocation {inv.id!r}")
-            if row.status in (DONE, CANCELLED) and inv.id not in changes.complete:
-                raise AgendaError(f"board {board.board_id}: cannot re-queue {row.status} invocation {inv.id!r}")
+            shared.check_requeue(bid, inv.id, None if row is None else row.status, changes)
 
     def _requeue(self, board: _Board, inv: Invocation, blob: bytes) -> None:
         row = board.invs[inv.id]
@@ -359,17 +362,8 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         if snap is not None:
             snapshot = Snapshot(c.decode_json(snap[0], where), snap[1], snap[2], snap[3], snap[4])
         records = [c.decode_record(b, where, start + i + 1) for i, b in enumerate(blobs)]
-        agenda = sorted((c.decode_invocation(d, s, a, where) for d, s, a in invs), key=c.agenda_sort_key)
-        blueprint = c.decode_json(bp, where)
-        return LoadedBoard(
-            info,
-            blueprint,
-            c.decode_json(init, where),
-            snapshot,
-            records,
-            [i for i in agenda if i.status == PENDING],
-            [i for i in agenda if i.status == CLAIMED],
-        )
+        agenda = sorted(shared.invocations_from(invs, where), key=c.agenda_sort_key)
+        return shared.loaded_board(info, bp, init, snapshot, records, agenda, where)
 
     async def write_snapshot(
         self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
@@ -381,8 +375,7 @@ class MemoryStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             if seq < 1 or seq > board.seq:
                 raise Conflict(board_id, f"snapshot at record {seq}, but the log ends at {board.seq}")
             rec = c.decode_record(board.records[seq - 1], f"memory board {board_id}", seq)
-            if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
-                raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
+            shared.check_logged(board_id, rec, version=version, last_hash=last_hash, state_hash=state_hash)
             if board.snapshot is None or board.snapshot[2] < seq:
                 board.snapshot = (blob, version, seq, last_hash, state_hash)
 

@@ -37,16 +37,15 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
-from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from ..scheduling.invocation import CANCELLED, CLAIMED, PENDING, Invocation
 from . import _common as c
+from . import _tx as shared
 from ._sql import BOARD_TABLES, POSTGRES
 from .backend import NewRecord, SnapshotSource, StoreBackend
 from .base import (
-    BOARD_STATUSES,
     DEFAULT_LEASE_S,
     DEFAULT_SNAPSHOT_EVERY,
     AgendaChanges,
-    AgendaError,
     AppendResult,
     BoardExists,
     BoardInfo,
@@ -54,14 +53,15 @@ from .base import (
     Claim,
     ClaimRequest,
     Conflict,
-    DuplicateInvocationCommit,
+    KeepsLedgers,
     Lease,
     LeaseLost,
+    LedgerHome,
     LoadedBoard,
     ReportsCommits,
     ReportsLeases,
     ScansStalledBoards,
-    SchemaTooNew,
+    ServesManyRunners,
     Snapshot,
     Store,
     StoreCorrupt,
@@ -71,7 +71,7 @@ from .base import (
     WatchesBoards,
     WatchesWork,
 )
-from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, SCHEMA_VERSION
+from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE
 
 OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
@@ -80,7 +80,17 @@ BATCH_MAX = 4
 """Appends per group-commit transaction (more batches then run side by side)."""
 
 
-class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
+class PostgresStore(
+    StoreBackend,
+    Store,
+    WatchesWork,
+    WatchesBoards,
+    ScansStalledBoards,
+    ReportsCommits,
+    ReportsLeases,
+    ServesManyRunners,
+    KeepsLedgers,
+):
     """A Store in a PostgreSQL schema (see module docstring)."""
 
     def __init__(
@@ -109,6 +119,10 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         # The commit queue: appends wait here while the previous batch commits.
         self._queue: list[tuple[NewRecord, asyncio.Future[tuple[int, Claim | None]]]] = []
         self._drainers: set[asyncio.Task[None]] = set()
+
+    def ledger_home(self) -> LedgerHome:
+        """Spend ledgers live in this database (``KeepsLedgers``)."""
+        return LedgerHome("postgresql", self.dsn)
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True) -> PostgresStore:
@@ -190,7 +204,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
     @contextlib.asynccontextmanager
     async def _conn(self) -> AsyncIterator[Conn]:
         if self._closed:
-            raise StoreError(f"{self._where}: the store is closed")
+            raise shared.closed(self._where)
         try:
             async with self._pool.connection() as conn:
                 yield conn
@@ -242,11 +256,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                     self._where,
                     f"not a slateboard store: schema {self.schema} holds other tables ({', '.join(sorted(tables)[:6])})",
                 )
-            if current > SCHEMA_VERSION:
-                raise SchemaTooNew(
-                    f"{self._where}: written by a newer slateboard (schema version {current}, this version knows "
-                    f"up to {SCHEMA_VERSION}); upgrade slateboard to open it"
-                )
+            shared.check_schema(current, self._where)
             for version, statements in POSTGRES_MIGRATIONS:
                 if version <= current:
                     continue
@@ -265,19 +275,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
 
     # -- boards -----------------------------------------------------------------------------------
     def _info(self, row: Sequence[Any]) -> BoardInfo:
-        meta = c.decode_json(row[9], f"{self._where} board {row[0]}")
-        return BoardInfo(
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            float(row[4]),
-            float(row[5]),
-            int(row[6]),
-            int(row[7]),
-            row[8],
-            meta if isinstance(meta, dict) else {},
-        )
+        return shared.board_info(row, self._where)
 
     async def _board_row(self, conn: Conn, board_id: str, *, lock: bool = False) -> Sequence[Any]:
         cur = await conn.execute(
@@ -327,8 +325,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
 
     async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
         """See Store.set_status."""
-        if status not in BOARD_STATUSES:
-            raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
+        shared.check_status(status)
         async with self._tx() as conn:
             cur = await conn.execute(POSTGRES.set_status, (status, reason, c.now(), board_id))
             if cur.rowcount == 0:
@@ -360,7 +357,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             board_id, record, agenda=agenda, expected_version=expected_version, state=state, claim=claim
         )
         if self._closed:
-            raise StoreError(f"{self._where}: the store is closed")
+            raise shared.closed(self._where)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[int, Claim | None]] = loop.create_future()
         self._queue.append((job, fut))
@@ -383,7 +380,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         while self._queue:
             batch = self._queue[:BATCH_MAX]
             del self._queue[:BATCH_MAX]
-            outcomes: list[tuple[bool, Any]] = []
+            outcomes: list[shared.Outcome] = []
             try:
                 # Pipeline mode: BEGIN, each SAVEPOINT/RELEASE and the COMMIT travel with the
                 # appends' statements; the connection waits only where a result is read.
@@ -410,13 +407,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                     self.count_flush()
             except Exception as exc:  # the transaction failed (translated by _conn): every append in it fails
                 outcomes = [(False, exc)] * len(batch)
-            for (_, fut), (ok, value) in zip(batch, outcomes, strict=False):
-                if fut.done():
-                    continue
-                if ok:
-                    fut.set_result(value)
-                else:
-                    fut.set_exception(value)
+            shared.deliver((fut, outcome) for (_, fut), outcome in zip(batch, outcomes, strict=False))
 
     async def _append_tx(self, conn: Conn, job: NewRecord) -> tuple[int, Claim | None]:
         board_id, record, changes = job.board_id, job.record, job.changes
@@ -489,8 +480,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 return None
             cur = await conn.execute(POSTGRES.records_between, (board_id, start, seq))
             rows = await cur.fetchall()
-        snap = None if srow is None else (bytes(srow[4]), int(srow[1]), int(srow[0]), srow[2], srow[3])
-        return SnapshotSource(snap, bytes(brow[0]), [(int(s), bytes(d)) for s, d in rows])
+        return shared.snapshot_source(brow[0], srow, rows)
 
     async def _put_snapshot(self, board_id: str, snap: Snapshot, blob: bytes) -> None:
         # No flush of its own (lease=True: synchronous_commit off): a lost snapshot is rebuilt.
@@ -514,19 +504,14 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 "SELECT status FROM invocations WHERE board_id = %s AND id = %s FOR UPDATE", (board_id, inv_id)
             )
             row = await cur.fetchone()
-            if row is None:
-                raise AgendaError(f"board {board_id}: cannot cancel unknown invocation {inv_id!r}")
-            if row[0] in (PENDING, CLAIMED):
+            if shared.check_cancel(board_id, inv_id, None if row is None else row[0]):
                 await conn.execute(POSTGRES.cancel, (board_id, inv_id))
         for inv, blob in requeues:
             cur = await conn.execute(
                 "SELECT status FROM invocations WHERE board_id = %s AND id = %s FOR UPDATE", (board_id, inv.id)
             )
             row = await cur.fetchone()
-            if row is None:
-                raise AgendaError(f"board {board_id}: cannot re-queue unknown invocation {inv.id!r}")
-            if row[0] in (DONE, CANCELLED) and inv.id not in changes.complete:
-                raise AgendaError(f"board {board_id}: cannot re-queue {row[0]} invocation {inv.id!r}")
+            shared.check_requeue(board_id, inv.id, None if row is None else row[0], changes)
             await _requeue_row(conn, board_id, inv.id, blob, inv.attempts)
 
     @staticmethod
@@ -551,13 +536,9 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             (board_id, list(missing)),
         )
         found = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
-        for inv_id in missing:
-            status, done_seq = found.get(inv_id, (None, None))
-            if status == DONE:
-                raise DuplicateInvocationCommit(board_id, inv_id, None if done_seq is None else int(done_seq))
-            if status == CANCELLED:
-                raise AgendaError(f"board {board_id}: cannot complete cancelled invocation {inv_id!r}")
-            raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
+        inv_id = missing[0]
+        status, done_seq = found.get(inv_id, (None, None))
+        shared.check_complete(board_id, inv_id, status, None if done_seq is None else int(done_seq))
 
     @staticmethod
     async def _send_push(conn: Conn, board_id: str, rows: Sequence[tuple[Invocation, bytes]], *, notify: str) -> None:
@@ -601,14 +582,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
 
     async def _records(self, conn: Conn, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
         cur = await conn.execute(POSTGRES.records_from, (board_id, from_seq, None if limit is None else max(limit, 0)))
-        where = f"{self._where} board {board_id}"
-        out = [c.decode_record(data, where, int(seq)) for seq, data in await cur.fetchall()]
-        expected = max(from_seq, 1)
-        for rec in out:
-            if rec.seq != expected:
-                raise StoreCorrupt(where, f"record {expected} is missing from the log")
-            expected += 1
-        return out
+        return shared.records_from(await cur.fetchall(), from_seq, f"{self._where} board {board_id}")
 
     async def load_board(self, board_id: str) -> LoadedBoard:
         """See Store.load_board."""
@@ -621,28 +595,12 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
             assert row is not None
             bp, init = row
             cur = await conn.execute(POSTGRES.select_snapshot, (board_id,))
-            srow = await cur.fetchone()
-            snapshot = None
-            if srow is not None:
-                snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
+            snapshot = shared.snapshot_of(await cur.fetchone(), where)
             start = snapshot.seq if snapshot else 0
             self.note_snapshot_seq(board_id, start)
             records = await self._records(conn, board_id, start + 1, None)
-            if (records[-1].seq if records else start) != info.seq:
-                raise StoreCorrupt(where, f"the log ends before record {info.seq}")
-            agenda = await _agenda(conn, board_id, (PENDING, CLAIMED), where)
-        blueprint = c.decode_json(bp, where)
-        if not isinstance(blueprint, dict):
-            raise StoreCorrupt(where, "the stored blueprint is not an object")
-        return LoadedBoard(
-            info,
-            blueprint,
-            c.decode_json(init, where),
-            snapshot,
-            records,
-            [i for i in agenda if i.status == PENDING],
-            [i for i in agenda if i.status == CLAIMED],
-        )
+            agenda = await _agenda(conn, board_id, shared.LIVE, where)
+        return shared.loaded_board(info, bp, init, snapshot, records, agenda, where)
 
     async def write_snapshot(
         self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
@@ -656,8 +614,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
                 await self._board_row(conn, board_id)
                 raise Conflict(board_id, f"snapshot at record {seq}, which is not in the log")
             rec = c.decode_record(row[0], f"{self._where} board {board_id}", seq)
-            if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
-                raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
+            shared.check_logged(board_id, rec, version=version, last_hash=last_hash, state_hash=state_hash)
             await _store_snapshot(conn, board_id, seq, version, last_hash, state_hash, blob)
 
     async def compact(self, board_id: str) -> Snapshot | None:
@@ -767,9 +724,7 @@ class PostgresStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalle
         """The claim a ``_claim_query`` statement made (its returned row), if any."""
         if row is None or query is None:
             return None
-        owner, until = query[1][0], query[1][1]
-        inv = c.decode_invocation(row[1], CLAIMED, int(row[2]), f"{self._where} board {row[0]}")
-        return Claim(row[0], inv, owner, until, int(row[3]))
+        return shared.claim_from(row, query[1][0], query[1][1], self._where)
 
     async def heartbeat(
         self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
@@ -900,7 +855,7 @@ async def _agenda(conn: Conn, board_id: str, statuses: tuple[str, ...], where: s
         f"{live} ORDER BY priority DESC, ord, created",
         (board_id, list(statuses)),
     )
-    return [c.decode_invocation(d, s, int(a), where) for d, s, a in await cur.fetchall()]
+    return shared.invocations_from(await cur.fetchall(), where)
 
 
 async def _store_snapshot(

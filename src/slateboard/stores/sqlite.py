@@ -47,16 +47,15 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
-from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from ..scheduling.invocation import CANCELLED, CLAIMED, PENDING, Invocation
 from . import _common as c
+from . import _tx as shared
 from ._sql import BOARD_TABLES, SQLITE
 from .backend import NewRecord, SnapshotSource, StoreBackend
 from .base import (
-    BOARD_STATUSES,
     DEFAULT_LEASE_S,
     DEFAULT_SNAPSHOT_EVERY,
     AgendaChanges,
-    AgendaError,
     AppendResult,
     BoardExists,
     BoardInfo,
@@ -64,14 +63,14 @@ from .base import (
     Claim,
     ClaimRequest,
     Conflict,
-    DuplicateInvocationCommit,
+    KeepsLedgers,
     Lease,
     LeaseLost,
+    LedgerHome,
     LoadedBoard,
     ReportsCommits,
     ReportsLeases,
     ScansStalledBoards,
-    SchemaTooNew,
     Snapshot,
     Store,
     StoreCorrupt,
@@ -80,7 +79,7 @@ from .base import (
     WatchesBoards,
     WatchesWork,
 )
-from .migrations import SCHEMA_TABLE, SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLITE_TABLES
+from .migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, SQLITE_TABLES
 
 T = TypeVar("T")
 
@@ -154,7 +153,9 @@ def check_file(path: Path) -> None:
 _Job = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
-class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases):
+class SqliteStore(
+    StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledBoards, ReportsCommits, ReportsLeases, KeepsLedgers
+):
     """A Store in one SQLite file (see module docstring)."""
 
     def __init__(
@@ -189,6 +190,10 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         self._queue: list[_Job] = []
         self._queue_lock = threading.Lock()
         self._draining = False
+
+    def ledger_home(self) -> LedgerHome:
+        """Spend ledgers live in this database file (``KeepsLedgers``)."""
+        return LedgerHome("sqlite", str(self.path), self.busy_timeout_ms)
 
     @classmethod
     async def open(cls, url: str) -> SqliteStore:
@@ -240,7 +245,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
     # -- plumbing ---------------------------------------------------------------------------------
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._closed and fn is not self._open:
-            raise StoreError(f"{self.path}: the store is closed")
+            raise shared.closed(str(self.path))
         if self._on_loop:
             return self._guard(fn, args)
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._guard, fn, args)
@@ -251,9 +256,9 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         returns only after that transaction committed. With ``writer=loop``: in a transaction
         of its own, at once, on this thread."""
         if self._closed:
-            raise StoreError(f"{self.path}: the store is closed")
+            raise shared.closed(str(self.path))
         if self._on_loop:
-            out: T = self._guard(self._write, (fn,))
+            out: T = self._guard(self._write_on, (self._db, fn))
             self.count_flush(flushes=0 if self.synchronous == "normal" else 1)
             return out
         loop = asyncio.get_running_loop()
@@ -274,7 +279,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         one transaction, each write in its own savepoint; results go back once committed."""
         with self._queue_lock:
             batch, self._queue = self._queue, []
-        outcomes: list[tuple[bool, Any]] = []
+        outcomes: list[shared.Outcome] = []
         try:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -307,12 +312,12 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             err = self._translate(exc) if isinstance(exc, sqlite3.Error) else exc
             outcomes = [(False, err)] * len(batch)
         finally:
-            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
-            for (_, fut, loop), (ok, value) in zip(batch, outcomes, strict=False):
-                by_loop.setdefault(loop, []).append((fut, ok, value))
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], shared.Outcome]]] = {}
+            for (_, fut, loop), outcome in zip(batch, outcomes, strict=False):
+                by_loop.setdefault(loop, []).append((fut, outcome))
             for loop, items in by_loop.items():
                 with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
-                    loop.call_soon_threadsafe(_deliver, items)
+                    loop.call_soon_threadsafe(shared.deliver, items)
             with self._queue_lock:
                 if self._queue and not self._closed:
                     # Behind the reads already submitted: a busy queue never starves them.
@@ -327,6 +332,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
         return out
 
     def _write_on(self, db: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in a BEGIN IMMEDIATE transaction on ``db`` (rolled back on any exception)."""
         db.execute("BEGIN IMMEDIATE")
         try:
             out = fn(db)
@@ -369,34 +375,21 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
     @property
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise StoreError(f"{self.path}: the store is closed")
+            raise shared.closed(str(self.path))
         return self._conn
 
     @property
     def _lease_db(self) -> sqlite3.Connection:
         if self._lease_conn is None:
-            raise StoreError(f"{self.path}: the store is closed")
+            raise shared.closed(str(self.path))
         return self._lease_conn
 
-    def _write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` in a BEGIN IMMEDIATE transaction (rolled back on any exception)."""
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            out = fn(db, *args)
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return out
-
-    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in one read transaction (a consistent snapshot under WAL)."""
         db = self._db
         db.execute("BEGIN")
         try:
-            return fn(db, *args)
+            return fn(db)
         finally:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("COMMIT")
@@ -408,22 +401,21 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreUnavailable(f"{self.path}: cannot create its directory ({exc.strerror})") from None
-        db = sqlite3.connect(
-            str(self.path), isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
-        )
-        self._conn = db
-        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        db = self._conn = self._connect(self.synchronous)
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
         if not mode or str(mode[0]).lower() != "wal":
             raise StoreUnavailable(f"{self.path}: cannot switch the database to WAL mode (got {mode!r})")
-        db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-        self._write(self._migrate)
-        lease = sqlite3.connect(
+        self._write_on(db, self._migrate)
+        self._lease_conn = self._connect("normal")
+
+    def _connect(self, synchronous: str) -> sqlite3.Connection:
+        """A connection in autocommit mode (transactions are explicit) with the store's busy timeout."""
+        db = sqlite3.connect(
             str(self.path), isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
         )
-        self._lease_conn = lease
-        lease.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-        lease.execute("PRAGMA synchronous = NORMAL")
+        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        return db
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -436,11 +428,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             found = ", ".join(sorted(tables)[:6])
             problem = "its schema table is missing" if mine else "it holds other tables"
             raise StoreCorrupt(str(self.path), f"not a slateboard store: {problem} (tables: {found})")
-        if current > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                f"{self.path}: written by a newer slateboard (schema version {current}, this version knows "
-                f"up to {SCHEMA_VERSION}); upgrade slateboard to open it"
-            )
+        shared.check_schema(current, str(self.path))
         for version, statements in SQLITE_MIGRATIONS:
             if version <= current:
                 continue
@@ -469,19 +457,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     # -- boards -----------------------------------------------------------------------------------
     def _info(self, row: Sequence[Any]) -> BoardInfo:
-        meta = c.decode_json(row[9], f"{self.path} board {row[0]}")
-        return BoardInfo(
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            float(row[4]),
-            float(row[5]),
-            int(row[6]),
-            int(row[7]),
-            row[8],
-            meta if isinstance(meta, dict) else {},
-        )
+        return shared.board_info(row, str(self.path))
 
     def _board_row(self, db: sqlite3.Connection, board_id: str) -> Sequence[Any]:
         row = db.execute(SQLITE.select_board, (board_id,)).fetchone()
@@ -536,8 +512,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
         """See Store.set_status."""
-        if status not in BOARD_STATUSES:
-            raise StoreError(f"unknown board status {status!r} (one of {', '.join(BOARD_STATUSES)})")
+        shared.check_status(status)
 
         def tx(db: sqlite3.Connection) -> BoardInfo:
             cur = db.execute(SQLITE.set_status, (status, reason, c.now(), board_id))
@@ -632,9 +607,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             start = int(srow[0]) if srow is not None else 0
             if start >= seq:
                 return None
-            rows = db.execute(SQLITE.records_between, (board_id, start, seq)).fetchall()
-            snap = None if srow is None else (bytes(srow[4]), int(srow[1]), int(srow[0]), srow[2], srow[3])
-            return SnapshotSource(snap, bytes(brow[0]), [(int(s), bytes(d)) for s, d in rows])
+            return shared.snapshot_source(brow[0], srow, db.execute(SQLITE.records_between, (board_id, start, seq)))
 
         return await self._r(q)
 
@@ -654,14 +627,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
 
     def _records(self, db: sqlite3.Connection, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
         rows = db.execute(SQLITE.records_from, (board_id, from_seq, -1 if limit is None else max(limit, 0))).fetchall()
-        where = f"{self.path} board {board_id}"
-        out = [c.decode_record(data, where, int(seq)) for seq, data in rows]
-        expected = max(from_seq, 1)
-        for rec in out:
-            if rec.seq != expected:
-                raise StoreCorrupt(where, f"record {expected} is missing from the log")
-            expected += 1
-        return out
+        return shared.records_from(rows, from_seq, f"{self.path} board {board_id}")
 
     async def load_board(self, board_id: str) -> LoadedBoard:
         """See Store.load_board."""
@@ -671,28 +637,12 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             info = self._info(self._board_row(db, board_id))
             where = f"{self.path} board {board_id}"
             bp, init = db.execute(SQLITE.select_blueprint, (board_id,)).fetchone()
-            srow = db.execute(SQLITE.select_snapshot, (board_id,)).fetchone()
-            snapshot = None
-            if srow is not None:
-                snapshot = Snapshot(c.decode_json(srow[4], where), int(srow[1]), int(srow[0]), srow[2], srow[3])
+            snapshot = shared.snapshot_of(db.execute(SQLITE.select_snapshot, (board_id,)).fetchone(), where)
             start = snapshot.seq if snapshot else 0
             self.note_snapshot_seq(board_id, start)
             records = self._records(db, board_id, start + 1, None)
-            if (records[-1].seq if records else start) != info.seq:
-                raise StoreCorrupt(where, f"the log ends before record {info.seq}")
-            agenda = _agenda(db, board_id, (PENDING, CLAIMED), where)
-            blueprint = c.decode_json(bp, where)
-            if not isinstance(blueprint, dict):
-                raise StoreCorrupt(where, "the stored blueprint is not an object")
-            return LoadedBoard(
-                info,
-                blueprint,
-                c.decode_json(init, where),
-                snapshot,
-                records,
-                [i for i in agenda if i.status == PENDING],
-                [i for i in agenda if i.status == CLAIMED],
-            )
+            agenda = _agenda(db, board_id, shared.LIVE, where)
+            return shared.loaded_board(info, bp, init, snapshot, records, agenda, where)
 
         return await self._r(q)
 
@@ -708,8 +658,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
                 self._board_row(db, board_id)
                 raise Conflict(board_id, f"snapshot at record {seq}, which is not in the log")
             rec = c.decode_record(row[0], f"{self.path} board {board_id}", seq)
-            if rec.hash != last_hash or rec.version != version or rec.state_after != state_hash:
-                raise Conflict(board_id, f"snapshot at record {seq} does not match the logged record")
+            shared.check_logged(board_id, rec, version=version, last_hash=last_hash, state_hash=state_hash)
             _store_snapshot(db, board_id, seq, version, last_hash, state_hash, blob)
 
         await self._w(tx)
@@ -822,10 +771,7 @@ class SqliteStore(StoreBackend, Store, WatchesWork, WatchesBoards, ScansStalledB
             " RETURNING board_id, data, attempts, claims",
             (owner, until, *params),
         ).fetchone()
-        if got is None:
-            return None
-        inv = c.decode_invocation(got[1], CLAIMED, int(got[2]), f"{self.path} board {got[0]}")
-        return Claim(got[0], inv, owner, until, int(got[3]))
+        return None if got is None else shared.claim_from(got, owner, until, str(self.path))
 
     async def heartbeat(
         self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
@@ -914,16 +860,6 @@ def _set_true(fut: asyncio.Future[bool]) -> None:
         fut.set_result(True)
 
 
-def _deliver(items: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for fut, ok, value in items:
-        if fut.done():
-            continue
-        if ok:
-            fut.set_result(value)
-        else:
-            fut.set_exception(value)
-
-
 def _has_work(db: sqlite3.Connection, worker_names: list[str] | None) -> bool:
     """Whether a running board has a claimable invocation (of ``worker_names`` when given)."""
     where = SQLITE.claimable()
@@ -982,23 +918,15 @@ def _apply_agenda(
         row = db.execute(
             "SELECT status, done_seq FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)
         ).fetchone()
-        if row is None:
-            raise AgendaError(f"board {board_id}: cannot complete unknown invocation {inv_id!r}")
-        if row[0] == DONE:
-            raise DuplicateInvocationCommit(board_id, inv_id, None if row[1] is None else int(row[1]))
-        raise AgendaError(f"board {board_id}: cannot complete {row[0]} invocation {inv_id!r}")
+        status, done_seq = (None, None) if row is None else row
+        shared.check_complete(board_id, inv_id, status, None if done_seq is None else int(done_seq))
     for inv_id in changes.cancel:
         row = db.execute("SELECT status FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv_id)).fetchone()
-        if row is None:
-            raise AgendaError(f"board {board_id}: cannot cancel unknown invocation {inv_id!r}")
-        if row[0] in (PENDING, CLAIMED):
+        if shared.check_cancel(board_id, inv_id, None if row is None else row[0]):
             db.execute(SQLITE.cancel, (board_id, inv_id))
     for inv, blob in requeues:
         row = db.execute("SELECT status FROM invocations WHERE board_id = ? AND id = ?", (board_id, inv.id)).fetchone()
-        if row is None:
-            raise AgendaError(f"board {board_id}: cannot re-queue unknown invocation {inv.id!r}")
-        if row[0] in (DONE, CANCELLED) and inv.id not in changes.complete:
-            raise AgendaError(f"board {board_id}: cannot re-queue {row[0]} invocation {inv.id!r}")
+        shared.check_requeue(board_id, inv.id, None if row is None else row[0], changes)
         _requeue_row(db, board_id, inv.id, blob, inv.attempts)
 
 
@@ -1012,7 +940,7 @@ def _agenda(db: sqlite3.Connection, board_id: str, statuses: tuple[str, ...], wh
         f"{live} ORDER BY priority DESC, ord, rowid",
         (board_id, *statuses),
     ).fetchall()
-    return [c.decode_invocation(d, s, int(a), where) for d, s, a in rows]
+    return shared.invocations_from(rows, where)
 
 
 def _store_snapshot(

@@ -20,7 +20,9 @@ Every backend passes the same tests; a third-party backend runs them from its ow
   compare-and-set fails alone);
 - optional, one per capability (``WatchesWork``, ``WatchesBoards``, ``ScansStalledBoards``,
   ``ReportsCommits``, ``ReportsLeases``): a test of a capability the backend does not declare is skipped, with the
-  reason printed.
+  reason printed. ``ServesManyRunners`` (claims that never wait for each other) is a promise
+  about contention with no test here: the required claim tests already hold every backend to
+  "two claimers never get the same invocation".
 
 ``open_another`` must return the same object every time for a store without connections (like
 ``memory://``), and a new handle on the same database otherwise.

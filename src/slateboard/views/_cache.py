@@ -26,7 +26,7 @@ drops the members from ``k`` on of ``Q``'s memo (they shifted) and every array m
 member of ``Q`` from ``k`` on. A change of the root, a skipped version or a pending decision
 (see ``StepEngine.view``) clears everything. Nothing else is kept: priorities, region shape,
 counts and the fill itself are computed afresh at each build, so a view built with a cache is
-byte-identical to one built without (tests/test_views_cache.py checks it on random patches).
+byte-identical to one built without (tests/views/test_views_cache.py checks it on random patches).
 
 Sizes enter the build through ``Meter.hints`` and ``Meter.walks`` (by object identity, valid for
 that one build): a hint answers exactly what ``_flat_size(node, room, work_left)`` would, a walk

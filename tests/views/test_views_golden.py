@@ -196,10 +196,10 @@ def _draw_corpus(count: int) -> list[dict[str, Any]]:
     """Draw ``count`` scenarios with hypothesis (derandomized) and record their inputs and views."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
+    from views_testkit import Boards, nodes
 
     from slateboard.kernel.pointer import format_pointer
     from slateboard.views import parse_expand_request
-    from views_testkit import Boards, nodes
 
     boards = Boards(
         key_names=("id", "t", "x", "y", "0", "é", "a~/b"),

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from views_testkit import Boards
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.canonical import JSON
@@ -22,7 +23,6 @@ from slateboard.kernel.kernel import Event, Kernel, Proposal
 from slateboard.views import ViewCache, build_view, parse_expand_request
 from slateboard.views._cache import _ListHint, _ListMemo, facts
 from slateboard.views._measure import Meter
-from views_testkit import Boards
 
 WORKERS: dict[str, dict[str, Any]] = {
     "all": {"reads": ["/**"]},
