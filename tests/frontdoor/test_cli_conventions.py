@@ -4,6 +4,7 @@ benchmark script, and ``--model`` advertises only model strings that ``run`` acc
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -46,6 +47,26 @@ def test_tables_are_not_cut_when_piped(tmp_path: Path) -> None:
     listed = piped("boards", "--store", store, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert LONG in listed.stdout and "…" not in listed.stdout
+
+
+def test_panels_fit_their_content_when_piped(tmp_path: Path) -> None:
+    """Piped, the console is as wide as a table needs (PIPED_WIDTH); a panel drawn at that width
+    wrote a 100,000-character border line around the run's answer and audit."""
+    path = tmp_path / "bp.json"
+    reply = json.dumps({"patch": [{"op": "add", "path": "/a", "value": "done"}]})
+    path.write_text(json.dumps({**BP, "done": "has(state.a)", "answer": "/a"}))
+    ran = piped(
+        "run",
+        str(path),
+        "--model",
+        "scripted:" + json.dumps([reply]),
+        "--store",
+        f"sqlite:///{tmp_path / 'b.db'}",
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "Audit" in ran.stdout
+    assert max(len(line) for line in ran.stdout.splitlines()) < 300, max(ran.stdout.splitlines(), key=len)[:200]
 
 
 def test_bench_name_help_reaches_the_script(tmp_path: Path) -> None:

@@ -160,7 +160,10 @@ class RunDisplay:
             ended = end_status(None, self.end_reason)
             style = {"failed": "red", "exhausted": "yellow", "paused": "yellow"}.get(ended, "bold")
             parts.append(cell(f"ended: {self.end_reason}", style=style))
-        return Panel(Group(*parts), title=f"slateboard run · {self.name} · board {self.board_id}", title_align="left")
+        # expand=False: piped, the console is PIPED_WIDTH wide and a panel would fill all of it
+        return Panel(
+            Group(*parts), title=f"slateboard run · {self.name} · board {self.board_id}", title_align="left", expand=False
+        )
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -607,7 +610,7 @@ def _summary(result: RunResult, records: list[Record], info: BoardInfo, store: s
         grid.add_row("rejections", Group(*shown, *([Text(f"... and {more} more reason(s)")] if more > 0 else [])))
     grid.add_row("tokens", f"{result.total_tokens:,}")
     grid.add_row("cost", format_cost(result.cost_usd))
-    out.print(Panel(grid, title="Audit", title_align="left"))
+    out.print(Panel(grid, title="Audit", title_align="left", expand=False))
     for title, usage, costs in (
         ("component", result.usage, result.cost_by_component),
         ("worker", result.usage_by_worker, result.cost_by_worker),
