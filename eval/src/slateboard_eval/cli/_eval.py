@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from slateboard.cli._common import (
+from slateboard.cli.plugin import (
+    CliError,
+    CliUsageError,
     JsonOption,
     StoreOption,
     cell,
@@ -19,7 +21,6 @@ from slateboard.cli._common import (
     run_async,
     store_hint,
 )
-from slateboard.cli._errors import EXIT_USAGE, CliError
 from slateboard.progress import progress
 
 from ._suites import (
@@ -114,12 +115,12 @@ def textworld_command(
     try:
         chosen = parse_systems(systems)
     except ValueError as exc:
-        raise CliError(f"--systems: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--systems: {exc}") from exc
     schedules = error_schedules(errors, error_seed, error_kinds)
     if verifier not in VERIFIERS:
-        raise CliError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})", code=EXIT_USAGE)
+        raise CliUsageError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
     if counting not in ("tokenizer", "estimate"):
-        raise CliError(f"--counting: unknown method {counting!r} (tokenizer, estimate)", code=EXIT_USAGE)
+        raise CliUsageError(f"--counting: unknown method {counting!r} (tokenizer, estimate)")
     if full:
         tier = "full"
     specs = textworld_specs(tier, games, "--games")

@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from slateboard.cli._common import JsonOption, StoreOption, console, console_err, print_json, run_async
-from slateboard.cli._errors import EXIT_USAGE, CliError
+from slateboard.cli.plugin import (
+    CliError,
+    CliUsageError,
+    JsonOption,
+    StoreOption,
+    console,
+    console_err,
+    print_json,
+    run_async,
+)
 from slateboard.progress import progress
 
 if TYPE_CHECKING:
@@ -117,11 +125,11 @@ def error_schedules(errors: str, seed: int, kinds: str) -> list[ErrorSchedule]:
     try:
         rates = parse_error_rates(errors)
     except ValueError as exc:
-        raise CliError(f"--errors: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--errors: {exc}") from exc
     try:
         chosen = parse_error_kinds(kinds)
     except ValueError as exc:
-        raise CliError(f"--error-kinds: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--error-kinds: {exc}") from exc
     if rates == (0.0,):
         return []
     return [ErrorSchedule(rate, seed=seed, kinds=chosen) for rate in rates]
@@ -209,7 +217,7 @@ def _ints(text: str, what: str) -> list[int]:
     try:
         return [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
-        raise CliError(f"{what}: a comma-separated list of integers, got {text!r}", code=EXIT_USAGE) from None
+        raise CliUsageError(f"{what}: a comma-separated list of integers, got {text!r}") from None
 
 
 def _names(text: str) -> list[str]:
@@ -225,7 +233,7 @@ def _settings(text: str) -> list[str]:
     try:
         return list(dict.fromkeys(parse_setting(n).name for n in names))
     except ValueError as exc:
-        raise CliError(f"--ablations: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--ablations: {exc}") from exc
 
 
 def _sources(text: str) -> list[str]:
@@ -236,9 +244,7 @@ def _sources(text: str) -> list[str]:
     names = [n.lower() for n in _names(text)] or [FIXED]
     unknown = [n for n in names if n not in BLUEPRINT_SOURCES]
     if unknown:
-        raise CliError(
-            f"--blueprint: unknown source {unknown[0]!r} (sources: {', '.join(BLUEPRINT_SOURCES)})", code=EXIT_USAGE
-        )
+        raise CliUsageError(f"--blueprint: unknown source {unknown[0]!r} (sources: {', '.join(BLUEPRINT_SOURCES)})")
     return [n for n in dict.fromkeys(names) if n != FIXED]
 
 
@@ -247,11 +253,11 @@ def _systems(text: str) -> list[str]:
 
     chosen = list(dict.fromkeys(n.lower() for n in _names(text)))
     if not chosen:
-        raise CliError("--systems: no system named", code=EXIT_USAGE)
+        raise CliUsageError("--systems: no system named")
     for name in chosen:
         why = missing_system(name)
         if why is not None:
-            raise CliError(f"--systems: {why}", code=EXIT_USAGE if why.startswith("unknown") else 1)
+            raise (CliUsageError if why.startswith("unknown") else CliError)(f"--systems: {why}")
     return chosen
 
 
@@ -264,7 +270,7 @@ def textworld_specs(tier: str, games: int | None, option: str) -> list[GameSpec]
     try:
         specs = game_set(tier=tier, games=games)
     except ValueError as exc:
-        raise CliError(f"{option}: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"{option}: {exc}") from exc
     if not textworld_available():
         raise CliError("TextWorld is not installed: pip install 'slateboard-eval[textworld]'")
     return specs
@@ -297,7 +303,7 @@ def _run(
             games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep, errors=schedules
         )
     except ValueError as exc:
-        raise CliError(str(exc), code=EXIT_USAGE) from exc
+        raise CliUsageError(str(exc)) from exc
     err = console_err()
     err.print(f"{suite}: {len(games)} game(s), {len(jobs)} episode(s); results in {path}")
 
@@ -470,7 +476,7 @@ def register(app: typer.Typer) -> None:
         try:
             specs = game_specs(full=full, only=_names(games))
         except ValueError as exc:
-            raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
+            raise CliUsageError(f"--games: {exc}") from exc
         refs = [GameRef("twx", s.name(seed), seed, s.to_json()) for s in specs for seed in _ints(seeds, "--seeds")]
         _run("twx", refs, model=model, steps=steps, matrix=matrix)
 
