@@ -62,5 +62,5 @@ def test_a_typer_app_is_added_as_a_group_under_its_name(capsys: pytest.CaptureFi
 
 
 def test_anything_else_is_refused() -> None:
-    with pytest.raises(TypeError, match="plugin x is a int, not a typer.Typer or a register"):
+    with pytest.raises(TypeError, match=r"plugin x is a int, not a typer\.Typer or a register"):
         run_plugin(42, ["x"], name="x")
