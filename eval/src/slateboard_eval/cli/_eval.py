@@ -21,13 +21,16 @@ from slateboard.cli.plugin import (
     run_async,
     store_hint,
 )
+from slateboard.models.pricing import format_cost
 from slateboard.progress import progress
 
 from ._suites import (
     ErrorKindsOption,
     ErrorSeedOption,
     ErrorsOption,
+    PricesOption,
     error_schedules,
+    price_table,
     print_error_table,
     textworld_specs,
 )
@@ -100,6 +103,7 @@ def textworld_command(
     errors: ErrorsOption = "0",
     error_seed: ErrorSeedOption = 0,
     error_kinds: ErrorKindsOption = "all",
+    prices: PricesOption = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", metavar="DIR", help="Also write report.json there (and errors.png for a sweep)."),
@@ -107,7 +111,7 @@ def textworld_command(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Play the TextWorld games with every system; report success, steps and tokens per system."""
+    """Play the TextWorld games with every system; report success, steps, tokens and cost per system."""
     from ..envs import VERIFIERS
     from ..envs.textworld import TextWorldMissing, existing_games, generate_games
     from ..textworld import check_systems, parse_systems, run_suite
@@ -117,6 +121,7 @@ def textworld_command(
     except ValueError as exc:
         raise CliUsageError(f"--systems: {exc}") from exc
     schedules = error_schedules(errors, error_seed, error_kinds)
+    table = price_table(prices)
     if verifier not in VERIFIERS:
         raise CliUsageError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
     if counting not in ("tokenizer", "estimate"):
@@ -167,7 +172,10 @@ def textworld_command(
             nonlocal played
             played += 1
             where = f" board {ep.board_id}" if ep.board_id else ""
-            line.print(f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens{where}")
+            line.print(
+                f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens,"
+                f" {format_cost(ep.cost_usd)}{where}"
+            )
             line.update(f"{what}: {played}/{total} episodes")
 
         runs: list[ErrorSchedule | None] = [*schedules] or [None]
@@ -186,6 +194,7 @@ def textworld_command(
                         verifier=verifier,  # checked against VERIFIERS above
                         tokenizer=tokenizer,
                         errors=schedule,
+                        prices=table,
                     )
                     for schedule in runs
                 ]
@@ -295,7 +304,18 @@ def _fmt_tps(value: float | None) -> str:
 def _print_tables(suite: SuiteResult, store: str | None) -> None:
     out = console()
     summary = Table(title=f"TextWorld: {len(suite.games)} games, model {suite.model}, budget {suite.steps} steps")
-    columns = ("system", "success", "wins", "mean steps", "calls", "total tokens", "tokens/success", "overhead")
+    columns = (
+        "system",
+        "success",
+        "wins",
+        "mean steps",
+        "calls",
+        "total tokens",
+        "tokens/success",
+        "cost",
+        "cost/success",
+        "overhead",
+    )
     for name in columns:
         summary.add_column(name, justify="left" if name == "system" else "right", no_wrap=True)
     for s in suite.summaries():
@@ -308,6 +328,8 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
             f"{s.calls:,}",
             f"{s.total_tokens:,}",
             _fmt_tps(s.tokens_per_success),
+            format_cost(s.cost_usd),
+            "-" if not s.wins else format_cost(s.cost_per_success),
             "-" if share is None else f"{share:.1%}",
         )
     out.print(summary)
@@ -320,7 +342,7 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
         parts.add_row(s.system, s.counting, comps or "-", replay)
     out.print(parts)
     episodes = Table(box=None, pad_edge=False)
-    for name in ("game", "system", "outcome", "steps", "walkthrough", "score", "tokens", "board"):
+    for name in ("game", "system", "outcome", "steps", "walkthrough", "score", "tokens", "cost", "board"):
         episodes.add_column(name, no_wrap=True)
     for e in suite.episodes:
         episodes.add_row(
@@ -331,6 +353,7 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
             str(e.walkthrough),
             f"{e.score}/{e.max_score}",
             f"{e.tokens:,}",
+            format_cost(e.cost_usd),
             e.board_id or "-",
         )
     out.print(episodes)

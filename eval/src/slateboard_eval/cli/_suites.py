@@ -28,6 +28,7 @@ from slateboard.progress import progress
 
 if TYPE_CHECKING:
     from slateboard.models.erring import ErrorSchedule
+    from slateboard.models.pricing import PriceTable
 
     from ..envs.textworld import GameSpec
     from ..suites import GameRef
@@ -36,7 +37,9 @@ __all__ = [
     "ErrorKindsOption",
     "ErrorSeedOption",
     "ErrorsOption",
+    "PricesOption",
     "error_schedules",
+    "price_table",
     "print_error_table",
     "register",
     "textworld_specs",
@@ -116,6 +119,33 @@ ErrorKindsOption = Annotated[
 ]
 
 
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help=(
+            'Price table (JSON: {"MODEL": {"input": $, "output": $}}, dollars per million tokens; "*": any model) '
+            "for the cost columns; default: local and walkthrough cost 0, other models genai-prices or unknown."
+        ),
+        show_default=False,
+    ),
+]
+
+
+def price_table(path: Path | None) -> PriceTable:
+    """The price table ``--prices`` names (the built-in rules without it); a usage CliError
+    naming the file and the bad entry for a table that cannot be read or is not accepted."""
+    from slateboard.errors import InvalidInput
+
+    from ..cost import load_prices
+
+    try:
+        return load_prices(path)
+    except InvalidInput as exc:
+        raise CliUsageError(f"--prices: {exc}") from None
+
+
 def error_schedules(errors: str, seed: int, kinds: str) -> list[ErrorSchedule]:
     """The error schedules the ``--errors``/``--error-seed``/``--error-kinds`` options ask for,
     one per rate; none (the model's replies passed through) for the default ``--errors 0``. A
@@ -169,6 +199,7 @@ class _Matrix:
     errors: str
     error_seed: int
     error_kinds: str
+    prices: Path | None
     store: str | None
     as_json: bool
 
@@ -186,6 +217,7 @@ _MATRIX_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("errors", ErrorsOption, "0"),
     ("error_seed", ErrorSeedOption, 0),
     ("error_kinds", ErrorKindsOption, "all"),
+    ("prices", PricesOption, None),
     ("store", StoreOption, None),
     ("as_json", JsonOption, False),
 )
@@ -291,6 +323,7 @@ def _run(
     settings = list(dict.fromkeys([*_settings(matrix.ablations), *_sources(matrix.blueprint)]))
     sweep = _ints(matrix.budgets, "--budgets")
     schedules = error_schedules(matrix.errors, matrix.error_seed, matrix.error_kinds)
+    table = price_table(matrix.prices)
     if model != "walkthrough":
         from slateboard.models import resolve_model
 
@@ -326,6 +359,7 @@ def _run(
             rows,
             root,
             plots=matrix.plots,
+            prices=table,
             meta={
                 "suite": suite,
                 "model": model,
@@ -381,9 +415,12 @@ def _iv(iv: dict[str, Any], fmt: str) -> str:
 
 def _print_report(report: dict[str, Any], root: Path) -> None:
     out = console()
-    table = Table(title="success (Wilson 95%), steps, tokens and tokens per success (bootstrap 95%)")
+    from slateboard.models.pricing import format_cost
+
+    table = Table(title="success (Wilson 95%), steps, tokens and tokens per success (bootstrap 95%), cost")
     rated = any(s.get("error_rate") for s in report["systems"])
-    for name in ("suite", "system", "setting", "wins", "success", "steps", "tokens/success", "verified"):
+    columns = ("suite", "system", "setting", "wins", "success", "steps", "tokens/success", "cost", "cost/success")
+    for name in (*columns, "verified"):
         table.add_column(name, no_wrap=True)
     for s in report["systems"]:
         table.add_row(
@@ -394,6 +431,8 @@ def _print_report(report: dict[str, Any], root: Path) -> None:
             _iv(s["success"], ".2f"),
             _iv(s["steps"], ".1f"),
             _iv(s["tokens_per_success"], ",.0f"),
+            format_cost(s.get("cost_usd")),
+            "-" if not s["wins"] else format_cost(s.get("cost_per_success")),
             "no" if s["unverified"] else "yes",
         )
     out.print(table)
@@ -515,17 +554,19 @@ def register(app: typer.Typer) -> None:
         results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results file (JSON lines).")],
         out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where report.json and the figures go.")],
         plots: PlotsOption = True,
+        prices: PricesOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Recompute the statistics and figures of a results file (of any suites)."""
+        """Recompute the statistics, costs and figures of a results file (of any suites)."""
         from ..report import write_report
         from ..suites import load_results
 
+        table = price_table(prices)
         rows = load_results(results)
         if not rows:
             raise CliError(f"no results in {results}")
         with progress(f"eval report: statistics and figures of {len(rows)} result(s) into {out}"):
-            report = write_report(rows, out, plots=plots, meta={"results": str(results)})
+            report = write_report(rows, out, plots=plots, meta={"results": str(results)}, prices=table)
         if as_json:
             print_json({k: v for k, v in report.items() if k != "rows"})
         else:
