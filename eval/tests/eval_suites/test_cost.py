@@ -15,6 +15,7 @@ from slateboard.cli import app
 from slateboard.errors import InvalidInput
 from slateboard.models.pricing import PriceTable
 from slateboard_eval.cost import cost_per_success, load_prices, row_cost, tokens_cost, total_cost
+from slateboard_eval.erring import error_sweep
 from slateboard_eval.statistics import summarise
 
 MINI = {"input": 0.15, "output": 0.60}
@@ -134,3 +135,21 @@ def test_load_prices_without_a_file_keeps_the_built_in_rules() -> None:
     assert load_prices(None) == PriceTable()
     with pytest.raises(InvalidInput):
         load_prices("/nonexistent/prices.json")
+
+
+def test_the_error_sweep_sums_costs_per_system_and_rate() -> None:
+    def ep(system: str, game: str, won: bool, cost: float | None) -> dict[str, Any]:
+        return {"system": system, "game": game, "won": won, "tokens": 100, "cost_usd": cost}
+
+    runs = [
+        (
+            0.0,
+            [ep("slateboard", "g1", True, 0.01), ep("slateboard", "g2", True, 0.03), ep("loomflow", "g1", True, None)],
+        ),
+        (0.3, [ep("slateboard", "g1", True, 0.02), ep("slateboard", "g2", False, 0.04)]),
+    ]
+    got = {(e["system"], e["error_rate"]): e for e in error_sweep(runs, resamples=20)["systems"]}
+    assert got[("slateboard", 0.0)]["cost_usd"] == pytest.approx(0.04)
+    assert got[("slateboard", 0.0)]["cost_per_success"] == pytest.approx(0.02)
+    assert got[("slateboard", 0.3)]["cost_per_success"] == pytest.approx(0.06)  # both games' cost over one win
+    assert got[("loomflow", 0.0)]["cost_usd"] is None and got[("loomflow", 0.0)]["cost_per_success"] is None

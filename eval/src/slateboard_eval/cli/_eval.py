@@ -267,8 +267,9 @@ def _print_errors(systems: list[dict[str, Any]]) -> None:
 
 def _print_sweep(report: dict[str, Any]) -> None:
     out = console()
-    table = Table(title="when the model errs: success (Wilson 95%), tokens per success (bootstrap 95%)")
-    for name in ("system", "p", "wins", "success", "tokens/success", "slateboard tps / this", "off-policy"):
+    table = Table(title="when the model errs: success (Wilson 95%), tokens per success (bootstrap 95%), cost")
+    columns = ("system", "p", "wins", "success", "tokens/success", "slateboard tps / this", "cost/success")
+    for name in (*columns, "off-policy"):
         table.add_column(name, no_wrap=True)
     for e in report["sweep"]["systems"]:
         ratio = e.get("reference_tps_ratio")
@@ -279,6 +280,7 @@ def _print_sweep(report: dict[str, Any]) -> None:
             _iv(e["success"], ".2f"),
             _iv(e["tokens_per_success"], ",.0f"),
             "-" if ratio is None else _iv(ratio, ".2f"),
+            "-" if not e["wins"] else format_cost(e.get("cost_per_success")),
             str(e["off_policy"]),
         )
     out.print(table)
