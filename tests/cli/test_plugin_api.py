@@ -64,3 +64,13 @@ def test_a_typer_app_is_added_as_a_group_under_its_name(capsys: pytest.CaptureFi
 def test_anything_else_is_refused() -> None:
     with pytest.raises(TypeError, match=r"plugin x is a int, not a typer\.Typer or a register"):
         run_plugin(42, ["x"], name="x")
+
+
+def test_only_the_plugins_own_commands_are_there(capsys: pytest.CaptureFixture[str]) -> None:
+    # slateboard-eval is importable in this checkout: the core would list its eval and faults
+    assert run_plugin(_register, ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("ok", "usage", "fail", "crash"))
+    assert "faults" not in out and "eval" not in out
+    assert run_plugin(_register, ["faults"]) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith("error: No such command 'faults'.")

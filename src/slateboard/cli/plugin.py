@@ -86,11 +86,23 @@ def run_plugin(plugin: Any, args: Sequence[str], *, name: str = "plugin") -> int
     stderr. Output goes to the current ``sys.stdout``/``sys.stderr``.
 
     It needs no installed entry point, so a plugin's tests (and docs/plugins.md) run its commands
-    exactly as ``slateboard`` would. Raises ``TypeError`` when ``plugin`` is neither kind."""
+    exactly as ``slateboard`` would; only ``plugin``'s commands are there (no installed plugin
+    is loaded beside it). Raises ``TypeError`` when ``plugin`` is neither kind."""
+    from typer.core import TyperGroup
+
     from ._app import SlateboardGroup
     from ._plugins import attach
 
-    holder = typer.Typer(cls=SlateboardGroup, name="slateboard", add_completion=False, pretty_exceptions_enable=False)
+    class Alone(SlateboardGroup):
+        # the core's error handling, but only this plugin's commands: no installed plugin is
+        # loaded or listed beside it
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            return TyperGroup.get_command(self, ctx, cmd_name)
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            return TyperGroup.list_commands(self, ctx)
+
+    holder = typer.Typer(cls=Alone, name="slateboard", add_completion=False, pretty_exceptions_enable=False)
     attach(holder, name, plugin, f"plugin {name}")
     group = typer.main.get_group(holder)
     code = group.main(args=list(args), prog_name="slateboard", standalone_mode=False)
