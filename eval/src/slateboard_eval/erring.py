@@ -328,7 +328,11 @@ def error_sweep(
     a bootstrap interval over games, the off-policy commands and the per-kind error tally; for
     every system but ``reference``, ``reference_tps_ratio``: the reference's tokens per success
     divided by this system's at the same rate, with a paired bootstrap interval over the games
-    both played (the same resampled games for both). Seeded: the same rows give the same report."""
+    both played (the same resampled games for both); ``cost_usd`` (the rows' ``cost_usd`` summed,
+    None when any is unknown or missing) and ``cost_per_success`` over the wins. Seeded: the same
+    rows give the same report."""
+    from .cost import cost_per_success, total_cost
+
     entries: list[dict[str, Any]] = []
     for rate, rows in runs:
         systems = list(dict.fromkeys(str(r["system"]) for r in rows))
@@ -348,6 +352,8 @@ def error_sweep(
                 "off_policy": sum(int(r.get("off_policy") or 0) for r in rs),
                 "model_errors": merge_tallies([r.get("model_errors") or {} for r in rs]),
             }
+            entry["cost_usd"] = total_cost(r.get("cost_usd") for r in rs)
+            entry["cost_per_success"] = cost_per_success(entry["cost_usd"], wins)
             if system != reference and ref:
                 pairs = [(ref[str(r["game"])], r) for r in rs if str(r["game"]) in ref]
                 a = [[float(bool(p[1]["won"])), float(p[1]["tokens"])] for p in pairs]

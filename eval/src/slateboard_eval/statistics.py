@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 
 from slateboard.errors import InvalidInput
+from slateboard.models.pricing import PriceTable
+
+from .cost import cost_per_success, row_cost, total_cost
 
 __all__ = [
     "Interval",
@@ -224,7 +227,13 @@ def merge_tallies(tallies: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[st
     return out
 
 
-def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+def summarise(
+    rows: Sequence[dict[str, Any]],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    prices: PriceTable | None = None,
+) -> dict[str, Any]:
     """The report of results-file rows: per (suite, system, setting) the games, wins, success
     with its Wilson interval, mean steps, mean tokens and tokens per success with bootstrap
     intervals over games, errors and unverified boards; and per suite, for every other
@@ -235,8 +244,11 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
     had no acceptable design (``no_blueprint``). Rows played with the erring model are grouped by
     their error rate too (``error_rate``; 0 for rows without one): each entry says its rate, its
     per-kind error tally (``model_errors``) and its off-policy commands, and a comparison pairs
-    with the reference at the same rate.
+    with the reference at the same rate. Each entry's ``cost_usd`` is its rows' tokens priced with
+    ``prices`` (default: the built-in rules; ``slateboard_eval.cost.row_cost``) and
+    ``cost_per_success`` that over its wins: None when any row's model has no price.
     """
+    table = prices if prices is not None else PriceTable()
     groups: dict[tuple[str, str, str, float], list[dict[str, Any]]] = {}
     for r in rows:
         key = (str(r["suite"]), str(r["system"]), str(r["setting"]), float(r.get("error_rate") or 0.0))
@@ -248,6 +260,7 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
         wins = int(x[:, 0].sum())
         budget, base = budget_of(setting)
         designs = [int(r.get("design_tokens") or 0) for r in rs]
+        cost = total_cost(row_cost(r, table) for r in rs)
         systems.append(
             {
                 "suite": suite,
@@ -270,6 +283,8 @@ def summarise(rows: Sequence[dict[str, Any]], *, resamples: int = DEFAULT_RESAMP
                 "error_rate": rate,
                 "model_errors": merge_tallies([r.get("model_errors") or {} for r in rs]),
                 "off_policy": sum(int(r.get("off_policy") or 0) for r in rs),
+                "cost_usd": cost,
+                "cost_per_success": cost_per_success(cost, wins),
             }
         )
     comparisons = []

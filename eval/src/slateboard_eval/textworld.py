@@ -10,7 +10,9 @@ system, as seed 000 (section 4.3) defines them: success rate (games won / games)
 steps (commands executed), model calls, total tokens (prompt + completion of every model call)
 and tokens per success (mean total tokens / success rate; undefined without a success), with
 how the tokens were counted (``provider``, ``tokenizer:NAME`` or ``estimate:chars/4``) and
-tokens per component (planner, actor, verifier, supervisor, repair/retry). For slateboard also
+tokens per component (planner, actor, verifier, supervisor, repair/retry), and what the tokens cost
+(``cost_usd``, cost per success: ``slateboard_eval.cost``; None when no price table knows the
+model). For slateboard also
 the protocol overhead inside its prompts (format, schema and view framing, apportioned from each
 prompt's characters) and whether each board's log verifies by replay.
 
@@ -23,14 +25,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slateboard.errors import InvalidInput
 from slateboard.models import Model, resolve_model
 from slateboard.models.erring import ErringModel, ErrorSchedule
+from slateboard.models.pricing import PriceTable
 from slateboard.stores.base import Store
 
+from .cost import cost_per_success, prices_json, tokens_cost, total_cost
 from .envs import WALKTHROUGH_MODEL, TextEnvironment, VerifierMode, WalkthroughModel, play_on_board
 from .envs.textworld import GameFile, TextWorldGame
 from .erring import WatchedEnvironment, format_for, merge_tallies, tally_board, tally_peer
@@ -119,6 +123,9 @@ class EpisodeResult:
     off_policy: int | None = None
     """Commands executed that the walkthrough would not have sent (steps the errors cost);
     None without ``--errors``."""
+    cost_usd: float | None = None
+    """The episode's tokens priced with the suite's price table (``slateboard_eval.cost``): 0 for
+    the local model and the walkthrough, None when no table prices the model."""
 
     @property
     def tokens(self) -> int:
@@ -152,6 +159,7 @@ class EpisodeResult:
             "verified": self.verified,
             "model_errors": self.model_errors,
             "off_policy": self.off_policy,
+            "cost_usd": self.cost_usd,
         }
 
 
@@ -175,6 +183,8 @@ class SystemSummary:
     """The episodes' ``model_errors`` summed per kind (empty without ``--errors``)."""
     off_policy: int | None = None
     """Off-policy commands over the episodes (None without ``--errors``)."""
+    cost_usd: float | None = None
+    """The episodes' costs summed; None when any of them is unknown."""
 
     @property
     def success(self) -> float:
@@ -190,6 +200,11 @@ class SystemSummary:
     def tokens_per_success(self) -> float | None:
         """Mean total tokens / success rate (= total tokens / wins); None without a win."""
         return self.mean_tokens / self.success if self.wins else None
+
+    @property
+    def cost_per_success(self) -> float | None:
+        """Total cost / wins (mean cost / success rate); None without a win or a known cost."""
+        return cost_per_success(self.cost_usd, self.wins)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form."""
@@ -212,6 +227,8 @@ class SystemSummary:
             "verified": self.verified,
             "model_errors": self.model_errors,
             "off_policy": self.off_policy,
+            "cost_usd": self.cost_usd,
+            "cost_per_success": self.cost_per_success,
         }
 
     @property
@@ -236,6 +253,8 @@ class SuiteResult:
     verifier: str = "none"
     errors: ErrorSchedule | None = None
     """The erring model's schedule (None: the model's replies are passed through)."""
+    prices: PriceTable = field(default_factory=PriceTable)
+    """The table the episodes' costs were priced with."""
 
     def summaries(self) -> list[SystemSummary]:
         """One summary per system, in the order the systems were asked."""
@@ -266,6 +285,7 @@ class SuiteResult:
                     verified=sum(checked) if checked else None,
                     model_errors=merge_tallies([e.model_errors for e in eps]),
                     off_policy=sum(watched) if watched else None,
+                    cost_usd=total_cost(e.cost_usd for e in eps),
                 )
             )
         return out
@@ -280,6 +300,7 @@ class SuiteResult:
             "errors": None
             if self.errors is None
             else {"rate": self.errors.rate, "seed": self.errors.seed, "kinds": list(self.errors.kinds)},
+            "prices": prices_json(self.prices),
             "systems": [s.to_json() for s in self.summaries()],
             "games": [g.to_json() for g in self.games],
             "episodes": [e.to_json() for e in self.episodes],
@@ -299,6 +320,7 @@ async def run_suite(
     verifier: VerifierMode = "none",
     tokenizer: TokenCounter | None = None,
     errors: ErrorSchedule | None = None,
+    prices: PriceTable | None = None,
 ) -> SuiteResult:
     """Play every game with every system (one fresh environment per episode) and measure.
 
@@ -311,7 +333,9 @@ async def run_suite(
     counts as not won); the others still run. With ``errors`` every system's model is an
     ErringModel on that schedule (episode ``textworld:GAME``: every system meets the same errors
     at the same call indices), and each episode says what became of them (``model_errors``)
-    and how many off-policy commands the game executed (``off_policy``).
+    and how many off-policy commands the game executed (``off_policy``). Each episode's tokens
+    are priced with ``prices`` (default: the built-in rules) under the model string
+    (``cost_usd``; ``slateboard_eval.cost``).
     """
     if steps < 1:
         raise InvalidInput(f"the command budget (steps) must be >= 1, got {steps}")
@@ -320,11 +344,13 @@ async def run_suite(
     shared: Model | None = None
     if not (isinstance(model, str) and model == WALKTHROUGH_MODEL):
         shared = resolve_model(model)
-    suite = SuiteResult(label, steps, seed, list(systems), list(games), verifier=verifier, errors=errors)
+    table = prices if prices is not None else PriceTable()
+    suite = SuiteResult(label, steps, seed, list(systems), list(games), verifier=verifier, errors=errors, prices=table)
     started = time.perf_counter()
     for game in games:
         for system in systems:
             result = await _episode(game, system, shared, steps, store, verifier, tokenizer, errors)
+            result = replace(result, cost_usd=tokens_cost(table, label, result.tokens_in, result.tokens_out))
             suite.episodes.append(result)
             if on_episode is not None:
                 on_episode(result)

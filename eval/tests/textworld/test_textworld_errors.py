@@ -119,6 +119,7 @@ def test_a_sweep_reports_intervals_and_a_figure(invoke: Invoke, tmp_path: Path) 
         if entry["system"] == "langgraph-lean":
             ratio = entry["reference_tps_ratio"]
             assert ratio["low"] <= ratio["value"] <= ratio["high"]
+        assert entry["cost_usd"] == 0.0 and entry["cost_per_success"] == 0.0  # the walkthrough is free
     calm = [e for e in data["sweep"]["systems"] if e["error_rate"] == 0.0]
     assert all(e["off_policy"] == 0 and not any(t["injected"] for t in e["model_errors"].values()) for e in calm)
     table = invoke(
@@ -127,6 +128,7 @@ def test_a_sweep_reports_intervals_and_a_figure(invoke: Invoke, tmp_path: Path) 
     )  # fmt: skip
     assert table.exit_code == 0, table.output
     assert "when the model errs" in table.stdout and "model errors per kind" in table.stdout
+    assert "cost/success" in table.stdout
 
 
 @pytest.mark.parametrize(

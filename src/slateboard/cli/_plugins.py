@@ -14,6 +14,9 @@ the entry point) or a callable ``register(app: typer.Typer) -> None`` that adds 
 ``PYTHONPATH``): when no entry point names ``slateboard_eval.cli``, that module is imported if it
 exists. Without it, ``slateboard eval`` and ``slateboard faults`` fail with one line naming the
 package to install (exit 2).
+
+What a plugin may import from the core's CLI is ``slateboard.cli.plugin`` (options, errors, output
+helpers, ``run_plugin`` for its tests); this module is the loader and is not part of that API.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class _Loaded:
 _loaded: _Loaded | None = None
 
 
-def _attach(holder: typer.Typer, name: str, obj: Any, where: str) -> None:
+def attach(holder: typer.Typer, name: str, obj: Any, where: str) -> None:
     """Add what an entry point named to ``holder``: a sub-app under ``name``, or a register function."""
     if isinstance(obj, typer.Typer):
         holder.add_typer(obj, name=name)
@@ -81,7 +84,7 @@ def _collect() -> _Loaded:
     for name, where, load in sources:
         holder = typer.Typer()
         try:
-            _attach(holder, name, load(), where)
+            attach(holder, name, load(), where)
             group = typer.main.get_group(holder)
         except Exception as exc:  # one broken plugin must not take the core's commands down
             found.errors[name] = f"{where}: {type(exc).__name__}: {one_line(str(exc))}"

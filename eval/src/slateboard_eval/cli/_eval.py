@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from slateboard.cli._common import (
+from slateboard.cli.plugin import (
+    CliError,
+    CliUsageError,
     JsonOption,
     StoreOption,
     cell,
@@ -19,14 +21,16 @@ from slateboard.cli._common import (
     run_async,
     store_hint,
 )
-from slateboard.cli._errors import EXIT_USAGE, CliError
+from slateboard.models.pricing import format_cost
 from slateboard.progress import progress
 
 from ._suites import (
     ErrorKindsOption,
     ErrorSeedOption,
     ErrorsOption,
+    PricesOption,
     error_schedules,
+    price_table,
     print_error_table,
     textworld_specs,
 )
@@ -99,6 +103,7 @@ def textworld_command(
     errors: ErrorsOption = "0",
     error_seed: ErrorSeedOption = 0,
     error_kinds: ErrorKindsOption = "all",
+    prices: PricesOption = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", metavar="DIR", help="Also write report.json there (and errors.png for a sweep)."),
@@ -106,7 +111,7 @@ def textworld_command(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Play the TextWorld games with every system; report success, steps and tokens per system."""
+    """Play the TextWorld games with every system; report success, steps, tokens and cost per system."""
     from ..envs import VERIFIERS
     from ..envs.textworld import TextWorldMissing, existing_games, generate_games
     from ..textworld import check_systems, parse_systems, run_suite
@@ -114,12 +119,13 @@ def textworld_command(
     try:
         chosen = parse_systems(systems)
     except ValueError as exc:
-        raise CliError(f"--systems: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--systems: {exc}") from exc
     schedules = error_schedules(errors, error_seed, error_kinds)
+    table = price_table(prices)
     if verifier not in VERIFIERS:
-        raise CliError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})", code=EXIT_USAGE)
+        raise CliUsageError(f"--verifier: unknown mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
     if counting not in ("tokenizer", "estimate"):
-        raise CliError(f"--counting: unknown method {counting!r} (tokenizer, estimate)", code=EXIT_USAGE)
+        raise CliUsageError(f"--counting: unknown method {counting!r} (tokenizer, estimate)")
     if full:
         tier = "full"
     specs = textworld_specs(tier, games, "--games")
@@ -166,7 +172,10 @@ def textworld_command(
             nonlocal played
             played += 1
             where = f" board {ep.board_id}" if ep.board_id else ""
-            line.print(f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens{where}")
+            line.print(
+                f"{ep.game} {ep.system}: {ep.outcome}, {ep.commands} steps, {ep.tokens} tokens,"
+                f" {format_cost(ep.cost_usd)}{where}"
+            )
             line.update(f"{what}: {played}/{total} episodes")
 
         runs: list[ErrorSchedule | None] = [*schedules] or [None]
@@ -185,6 +194,7 @@ def textworld_command(
                         verifier=verifier,  # checked against VERIFIERS above
                         tokenizer=tokenizer,
                         errors=schedule,
+                        prices=table,
                     )
                     for schedule in runs
                 ]
@@ -257,8 +267,9 @@ def _print_errors(systems: list[dict[str, Any]]) -> None:
 
 def _print_sweep(report: dict[str, Any]) -> None:
     out = console()
-    table = Table(title="when the model errs: success (Wilson 95%), tokens per success (bootstrap 95%)")
-    for name in ("system", "p", "wins", "success", "tokens/success", "slateboard tps / this", "off-policy"):
+    table = Table(title="when the model errs: success (Wilson 95%), tokens per success (bootstrap 95%), cost")
+    columns = ("system", "p", "wins", "success", "tokens/success", "slateboard tps / this", "cost/success")
+    for name in (*columns, "off-policy"):
         table.add_column(name, no_wrap=True)
     for e in report["sweep"]["systems"]:
         ratio = e.get("reference_tps_ratio")
@@ -269,6 +280,7 @@ def _print_sweep(report: dict[str, Any]) -> None:
             _iv(e["success"], ".2f"),
             _iv(e["tokens_per_success"], ",.0f"),
             "-" if ratio is None else _iv(ratio, ".2f"),
+            "-" if not e["wins"] else format_cost(e.get("cost_per_success")),
             str(e["off_policy"]),
         )
     out.print(table)
@@ -294,7 +306,18 @@ def _fmt_tps(value: float | None) -> str:
 def _print_tables(suite: SuiteResult, store: str | None) -> None:
     out = console()
     summary = Table(title=f"TextWorld: {len(suite.games)} games, model {suite.model}, budget {suite.steps} steps")
-    columns = ("system", "success", "wins", "mean steps", "calls", "total tokens", "tokens/success", "overhead")
+    columns = (
+        "system",
+        "success",
+        "wins",
+        "mean steps",
+        "calls",
+        "total tokens",
+        "tokens/success",
+        "cost",
+        "cost/success",
+        "overhead",
+    )
     for name in columns:
         summary.add_column(name, justify="left" if name == "system" else "right", no_wrap=True)
     for s in suite.summaries():
@@ -307,6 +330,8 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
             f"{s.calls:,}",
             f"{s.total_tokens:,}",
             _fmt_tps(s.tokens_per_success),
+            format_cost(s.cost_usd),
+            "-" if not s.wins else format_cost(s.cost_per_success),
             "-" if share is None else f"{share:.1%}",
         )
     out.print(summary)
@@ -319,7 +344,7 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
         parts.add_row(s.system, s.counting, comps or "-", replay)
     out.print(parts)
     episodes = Table(box=None, pad_edge=False)
-    for name in ("game", "system", "outcome", "steps", "walkthrough", "score", "tokens", "board"):
+    for name in ("game", "system", "outcome", "steps", "walkthrough", "score", "tokens", "cost", "board"):
         episodes.add_column(name, no_wrap=True)
     for e in suite.episodes:
         episodes.add_row(
@@ -330,6 +355,7 @@ def _print_tables(suite: SuiteResult, store: str | None) -> None:
             str(e.walkthrough),
             f"{e.score}/{e.max_score}",
             f"{e.tokens:,}",
+            format_cost(e.cost_usd),
             e.board_id or "-",
         )
     out.print(episodes)

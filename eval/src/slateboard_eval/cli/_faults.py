@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from slateboard.cli._common import JsonOption, run_async
-from slateboard.cli._errors import EXIT_USAGE, CliError
+from slateboard.cli.plugin import CliUsageError, JsonOption, run_async
 from slateboard.progress import progress
 
 
@@ -55,7 +54,7 @@ def faults_command(
         chosen_systems = parse_names(systems, SYSTEMS, "system")
         chosen_faults = parse_names(faults, FAULTS, "fault")
     except FaultsError as exc:
-        raise CliError(str(exc), code=EXIT_USAGE) from None
+        raise CliUsageError(str(exc)) from None
 
     what = f"faults: {n} injection(s) x {len(chosen_faults)} fault(s) on {', '.join(chosen_systems)}"
     with progress(what) as bar:

@@ -14,12 +14,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from slateboard.cli._common import JsonOption, StoreOption, console, console_err, print_json, run_async
-from slateboard.cli._errors import EXIT_USAGE, CliError
+from slateboard.cli.plugin import (
+    CliError,
+    CliUsageError,
+    JsonOption,
+    StoreOption,
+    console,
+    console_err,
+    print_json,
+    run_async,
+)
 from slateboard.progress import progress
 
 if TYPE_CHECKING:
     from slateboard.models.erring import ErrorSchedule
+    from slateboard.models.pricing import PriceTable
 
     from ..envs.textworld import GameSpec
     from ..suites import GameRef
@@ -28,7 +37,9 @@ __all__ = [
     "ErrorKindsOption",
     "ErrorSeedOption",
     "ErrorsOption",
+    "PricesOption",
     "error_schedules",
+    "price_table",
     "print_error_table",
     "register",
     "textworld_specs",
@@ -108,6 +119,33 @@ ErrorKindsOption = Annotated[
 ]
 
 
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help=(
+            'Price table (JSON: {"MODEL": {"input": $, "output": $}}, dollars per million tokens; "*": any model) '
+            "for the cost columns; default: local and walkthrough cost 0, other models genai-prices or unknown."
+        ),
+        show_default=False,
+    ),
+]
+
+
+def price_table(path: Path | None) -> PriceTable:
+    """The price table ``--prices`` names (the built-in rules without it); a usage CliError
+    naming the file and the bad entry for a table that cannot be read or is not accepted."""
+    from slateboard.errors import InvalidInput
+
+    from ..cost import load_prices
+
+    try:
+        return load_prices(path)
+    except InvalidInput as exc:
+        raise CliUsageError(f"--prices: {exc}") from None
+
+
 def error_schedules(errors: str, seed: int, kinds: str) -> list[ErrorSchedule]:
     """The error schedules the ``--errors``/``--error-seed``/``--error-kinds`` options ask for,
     one per rate; none (the model's replies passed through) for the default ``--errors 0``. A
@@ -117,11 +155,11 @@ def error_schedules(errors: str, seed: int, kinds: str) -> list[ErrorSchedule]:
     try:
         rates = parse_error_rates(errors)
     except ValueError as exc:
-        raise CliError(f"--errors: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--errors: {exc}") from exc
     try:
         chosen = parse_error_kinds(kinds)
     except ValueError as exc:
-        raise CliError(f"--error-kinds: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--error-kinds: {exc}") from exc
     if rates == (0.0,):
         return []
     return [ErrorSchedule(rate, seed=seed, kinds=chosen) for rate in rates]
@@ -161,6 +199,7 @@ class _Matrix:
     errors: str
     error_seed: int
     error_kinds: str
+    prices: Path | None
     store: str | None
     as_json: bool
 
@@ -178,6 +217,7 @@ _MATRIX_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("errors", ErrorsOption, "0"),
     ("error_seed", ErrorSeedOption, 0),
     ("error_kinds", ErrorKindsOption, "all"),
+    ("prices", PricesOption, None),
     ("store", StoreOption, None),
     ("as_json", JsonOption, False),
 )
@@ -209,7 +249,7 @@ def _ints(text: str, what: str) -> list[int]:
     try:
         return [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
-        raise CliError(f"{what}: a comma-separated list of integers, got {text!r}", code=EXIT_USAGE) from None
+        raise CliUsageError(f"{what}: a comma-separated list of integers, got {text!r}") from None
 
 
 def _names(text: str) -> list[str]:
@@ -225,7 +265,7 @@ def _settings(text: str) -> list[str]:
     try:
         return list(dict.fromkeys(parse_setting(n).name for n in names))
     except ValueError as exc:
-        raise CliError(f"--ablations: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"--ablations: {exc}") from exc
 
 
 def _sources(text: str) -> list[str]:
@@ -236,9 +276,7 @@ def _sources(text: str) -> list[str]:
     names = [n.lower() for n in _names(text)] or [FIXED]
     unknown = [n for n in names if n not in BLUEPRINT_SOURCES]
     if unknown:
-        raise CliError(
-            f"--blueprint: unknown source {unknown[0]!r} (sources: {', '.join(BLUEPRINT_SOURCES)})", code=EXIT_USAGE
-        )
+        raise CliUsageError(f"--blueprint: unknown source {unknown[0]!r} (sources: {', '.join(BLUEPRINT_SOURCES)})")
     return [n for n in dict.fromkeys(names) if n != FIXED]
 
 
@@ -247,11 +285,11 @@ def _systems(text: str) -> list[str]:
 
     chosen = list(dict.fromkeys(n.lower() for n in _names(text)))
     if not chosen:
-        raise CliError("--systems: no system named", code=EXIT_USAGE)
+        raise CliUsageError("--systems: no system named")
     for name in chosen:
         why = missing_system(name)
         if why is not None:
-            raise CliError(f"--systems: {why}", code=EXIT_USAGE if why.startswith("unknown") else 1)
+            raise (CliUsageError if why.startswith("unknown") else CliError)(f"--systems: {why}")
     return chosen
 
 
@@ -264,7 +302,7 @@ def textworld_specs(tier: str, games: int | None, option: str) -> list[GameSpec]
     try:
         specs = game_set(tier=tier, games=games)
     except ValueError as exc:
-        raise CliError(f"{option}: {exc}", code=EXIT_USAGE) from exc
+        raise CliUsageError(f"{option}: {exc}") from exc
     if not textworld_available():
         raise CliError("TextWorld is not installed: pip install 'slateboard-eval[textworld]'")
     return specs
@@ -285,6 +323,7 @@ def _run(
     settings = list(dict.fromkeys([*_settings(matrix.ablations), *_sources(matrix.blueprint)]))
     sweep = _ints(matrix.budgets, "--budgets")
     schedules = error_schedules(matrix.errors, matrix.error_seed, matrix.error_kinds)
+    table = price_table(matrix.prices)
     if model != "walkthrough":
         from slateboard.models import resolve_model
 
@@ -297,7 +336,7 @@ def _run(
             games, systems=chosen, model=model, steps=steps, settings=settings, budgets=sweep, errors=schedules
         )
     except ValueError as exc:
-        raise CliError(str(exc), code=EXIT_USAGE) from exc
+        raise CliUsageError(str(exc)) from exc
     err = console_err()
     err.print(f"{suite}: {len(games)} game(s), {len(jobs)} episode(s); results in {path}")
 
@@ -320,6 +359,7 @@ def _run(
             rows,
             root,
             plots=matrix.plots,
+            prices=table,
             meta={
                 "suite": suite,
                 "model": model,
@@ -375,9 +415,12 @@ def _iv(iv: dict[str, Any], fmt: str) -> str:
 
 def _print_report(report: dict[str, Any], root: Path) -> None:
     out = console()
-    table = Table(title="success (Wilson 95%), steps, tokens and tokens per success (bootstrap 95%)")
+    from slateboard.models.pricing import format_cost
+
+    table = Table(title="success (Wilson 95%), steps, tokens and tokens per success (bootstrap 95%), cost")
     rated = any(s.get("error_rate") for s in report["systems"])
-    for name in ("suite", "system", "setting", "wins", "success", "steps", "tokens/success", "verified"):
+    columns = ("suite", "system", "setting", "wins", "success", "steps", "tokens/success", "cost", "cost/success")
+    for name in (*columns, "verified"):
         table.add_column(name, no_wrap=True)
     for s in report["systems"]:
         table.add_row(
@@ -388,6 +431,8 @@ def _print_report(report: dict[str, Any], root: Path) -> None:
             _iv(s["success"], ".2f"),
             _iv(s["steps"], ".1f"),
             _iv(s["tokens_per_success"], ",.0f"),
+            format_cost(s.get("cost_usd")),
+            "-" if not s["wins"] else format_cost(s.get("cost_per_success")),
             "no" if s["unverified"] else "yes",
         )
     out.print(table)
@@ -470,7 +515,7 @@ def register(app: typer.Typer) -> None:
         try:
             specs = game_specs(full=full, only=_names(games))
         except ValueError as exc:
-            raise CliError(f"--games: {exc}", code=EXIT_USAGE) from exc
+            raise CliUsageError(f"--games: {exc}") from exc
         refs = [GameRef("twx", s.name(seed), seed, s.to_json()) for s in specs for seed in _ints(seeds, "--seeds")]
         _run("twx", refs, model=model, steps=steps, matrix=matrix)
 
@@ -509,17 +554,19 @@ def register(app: typer.Typer) -> None:
         results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results file (JSON lines).")],
         out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where report.json and the figures go.")],
         plots: PlotsOption = True,
+        prices: PricesOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Recompute the statistics and figures of a results file (of any suites)."""
+        """Recompute the statistics, costs and figures of a results file (of any suites)."""
         from ..report import write_report
         from ..suites import load_results
 
+        table = price_table(prices)
         rows = load_results(results)
         if not rows:
             raise CliError(f"no results in {results}")
         with progress(f"eval report: statistics and figures of {len(rows)} result(s) into {out}"):
-            report = write_report(rows, out, plots=plots, meta={"results": str(results)})
+            report = write_report(rows, out, plots=plots, meta={"results": str(results)}, prices=table)
         if as_json:
             print_json({k: v for k, v in report.items() if k != "rows"})
         else:
