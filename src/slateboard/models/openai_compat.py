@@ -68,7 +68,10 @@ def is_reasoning_model(model_id: str) -> bool:
 
 def is_openai_host(base_url: str) -> bool:
     """True when `base_url` is OpenAI's own API host (api.openai.com over https)."""
-    url = httpx.URL(base_url)
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:  # not a URL at all: the model's own check names it (JsonPoster)
+        return False
     return url.scheme == "https" and url.host == "api.openai.com"
 
 
