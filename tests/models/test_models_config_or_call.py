@@ -25,12 +25,10 @@ from slateboard.stores import open_store
 
 KEY = "sk-refused-" + uuid.uuid4().hex
 
+NOTES = {"type": "array", "items": {"type": "string"}}
 BLUEPRINT: dict[str, Any] = {
     "name": "notes",
-    "schema": {
-        "type": "object",
-        "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "answer": {"type": "string"}},
-    },
+    "schema": {"type": "object", "properties": {"notes": NOTES, "answer": {"type": "string"}}},
     "initial_state": {"notes": []},
     "workers": {"writer": {"reads": ["/notes"], "writes": ["/notes/-"]}},
     "rules": [{"on": {"op": "start"}, "invoke": "writer"}],
