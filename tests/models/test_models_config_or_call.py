@@ -19,7 +19,15 @@ from typer.testing import CliRunner
 
 from slateboard.cli import app
 from slateboard.errors import UsageError
-from slateboard.models import ModelConfigError, ModelError
+from slateboard.models import (
+    AnthropicModel,
+    Message,
+    ModelAuthError,
+    ModelConfigError,
+    ModelError,
+    OpenAICompatModel,
+    RetryPolicy,
+)
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
 
@@ -88,3 +96,17 @@ async def test_a_key_refused_during_a_run_is_a_rejection_at_stage_model(
     assert "HTTP 401" in shown.output
     for text in (json.dumps([r.to_json() for r in records]), result.end_reason, shown.output):
         assert KEY not in text
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_key_given_to_the_model_itself_is_masked_in_the_auth_error(
+    stub_server: StartStub, provider: str
+) -> None:
+    key = f"sk-direct-{provider}-" + uuid.uuid4().hex
+    server = await stub_server(StubReply(403, {"error": {"message": f"key {key} has no access"}}))
+    model: Any = (OpenAICompatModel if provider == "openai" else AnthropicModel)(
+        "m", base_url=f"{server.url}/v1", api_key=key, retry=RetryPolicy(max_attempts=1)
+    )
+    with pytest.raises(ModelAuthError, match=r"API key missing or rejected \(HTTP 403") as caught:
+        await model.generate([Message.user("hi")])
+    assert key not in str(caught.value) and "key *** has no access" in str(caught.value)

@@ -24,6 +24,7 @@ from slateboard.models.protocol import (
     Message,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.redaction import register_secret
 from slateboard.streaming import TokenSink, token_sink
 
 __all__ = [
@@ -211,6 +212,8 @@ class OpenAICompatModel:
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
         headers = {"accept": "application/json"}
+        # A key given here, not through a model string, is masked too: a gateway may echo it.
+        register_secret(api_key)
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self._poster = JsonPoster(self._name, base_url, headers, client=client)
