@@ -123,7 +123,7 @@ def test_every_exception_derives_from_slateboard_error() -> None:
 
 def test_the_three_branches() -> None:
     from slateboard.kernel.pointer import PointerError
-    from slateboard.models import ModelConfigError, ModelTimeout
+    from slateboard.models import ModelAuthError, ModelConfigError, ModelTimeout
     from slateboard.stores import Conflict
 
     assert issubclass(errors.UsageError, errors.SlateboardError)
@@ -135,9 +135,21 @@ def test_the_three_branches() -> None:
     )
     assert issubclass(PointerError, errors.UsageError) and issubclass(PointerError, ValueError)
     assert issubclass(ModelTimeout, errors.RunError) and issubclass(ModelTimeout, TimeoutError)
-    assert issubclass(ModelConfigError, errors.UsageError) and issubclass(ModelConfigError, slateboard.ModelError)
+    # Issue 35: found before any call, a usage error; refused during a call, a failed call.
+    assert issubclass(ModelConfigError, errors.UsageError) and not issubclass(ModelConfigError, slateboard.ModelError)
+    assert issubclass(ModelAuthError, slateboard.ModelError) and not issubclass(ModelAuthError, errors.UsageError)
     assert issubclass(Conflict, errors.StoreError)
     assert not issubclass(Conflict, errors.UsageError | errors.RunError)
+
+
+def test_no_exception_sits_in_two_branches() -> None:
+    branches = (errors.UsageError, errors.RunError, errors.StoreError)
+    both = sorted(
+        f"{c.__module__}.{c.__qualname__}"
+        for c in _exception_classes()
+        if sum(issubclass(c, branch) for branch in branches) > 1
+    )
+    assert both == []
 
 
 def test_invalid_input_is_a_usage_error_and_a_value_error() -> None:

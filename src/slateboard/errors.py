@@ -24,7 +24,7 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     │   │   └── UnknownTemplate       [blueprint.templates] no built-in blueprint of that name
     │   ├── AnchorError               [kernel.anchor] an unusable anchor key or anchor file
     │   ├── WorkerConfigError         [workers]       a worker that cannot be built
-    │   ├── ModelConfigError          [models]        a bad model string or missing API key
+    │   ├── ModelConfigError          [models]        a model unusable as configured (before any call)
     │   ├── ApprovalError             [runtime]       approving something that is not held
     │   ├── TextWorldMissing          [slateboard_eval.envs] the optional textworld package is absent
     │   ├── JvmMissing                [slateboard_eval.envs] a JVM suite's package or Java is absent
@@ -34,7 +34,7 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     ├── RunError                      a run could not go on; the inputs were fine
     │   ├── ModelError                [models]        a model call failed (one line: model, cause)
     │   │   └── ModelUnavailable, ModelTimeout, ModelRateLimited, ModelServerError,
-    │   │       ModelRequestError, ModelBadResponse, ModelScriptError
+    │   │       ModelAuthError, ModelNotFound, ModelRequestError, ModelBadResponse, ModelScriptError
     │   ├── ArchitectError            [architect]     no acceptable blueprint after the repairs
     │   ├── RunnerError               [runtime]       a board run stopped on an inconsistency
     │   ├── WaitTimeout               [runtime]       waiting for a board to finish timed out
@@ -46,6 +46,10 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
         ├── BoardNotFound, BoardExists, AgendaError, LeaseLost
         └── StoreCorrupt, StoreUnavailable, SchemaTooNew
 
+No class sits in two branches. A model string, key or weights file that cannot be used is a
+``ModelConfigError`` when it is found, before any call; once a call is under way every failure is
+a ``ModelError`` (a key refused during a call is ``ModelAuthError``), which workers, agents and
+the coordinator turn into a rejection at stage ``model`` instead of a crash.
 The kernel never raises for a bad proposal: such faults become rejections naming their stage.
 Where Python's own protocols call for them, the standard errors stay: ``KeyError`` for a missing
 key or pointer (``Kernel.value_at``), ``TypeError`` for an argument of the wrong type.

@@ -103,7 +103,7 @@ def test_bad_arguments(invoke: Invoke, args: tuple[str, ...], needle: str) -> No
 
 
 def test_bad_model_string(invoke: Invoke, notes_file: Path, db_path: Path) -> None:
-    line = one_line_error(invoke("run", str(notes_file), "--model", "nosuchprovider:x"))
+    line = one_line_error(invoke("run", str(notes_file), "--model", "nosuchprovider:x"), code=2)
     assert "model configuration" in line and "nosuchprovider" in line
     assert_no_boards(invoke, db_path)
 

@@ -113,4 +113,4 @@ def test_templates_are_listed_and_run_by_name(invoke: Invoke) -> None:
     assert names and all(name in result.stdout for name in names)
     # a template name resolves (the model string is checked before any board is made)
     bad_model = invoke("run", names[0], "--model", "bogus:model")
-    assert bad_model.exit_code == 1 and "model configuration" in bad_model.stderr
+    assert bad_model.exit_code == 2 and "model configuration" in bad_model.stderr

@@ -310,3 +310,19 @@ async def test_embeddings_find_what_shares_no_word(store_url: str) -> None:
         assert [f.seq for f in await memory.facts()] == [1]
     finally:
         await memory.close()
+
+
+def test_the_fact_store_has_one_name_and_the_old_one_warns() -> None:
+    """Issue 35: ``slateboard.memory.MemoryStore`` was a second public class of that name (the
+    board store is ``slateboard.stores.MemoryStore``); it is ``FactStore`` now, and the old name
+    stays importable for one release with a DeprecationWarning."""
+    import slateboard.memory as memory
+    import slateboard.stores as stores
+
+    assert "FactStore" in memory.__all__ and "MemoryStore" not in memory.__all__
+    with pytest.warns(DeprecationWarning, match=r"memory\.MemoryStore is deprecated.*memory\.FactStore"):
+        from slateboard.memory import MemoryStore
+    assert MemoryStore is memory.FactStore
+    assert stores.MemoryStore.__module__ == "slateboard.stores.memory"  # the board store keeps its name
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        memory.NoSuchName  # type: ignore[attr-defined]  # noqa: B018

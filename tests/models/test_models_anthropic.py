@@ -11,8 +11,8 @@ from models_testkit import ReceivedRequest, RecordingSleep, StartStub, StubReply
 from slateboard.models import (
     AnthropicModel,
     Message,
+    ModelAuthError,
     ModelBadResponse,
-    ModelConfigError,
     ModelServerError,
     RetryPolicy,
     resolve_model,
@@ -125,10 +125,10 @@ async def test_persistent_server_errors_surface_with_the_api_message(
     assert len(server.requests) == 2
 
 
-async def test_rejected_key_is_a_config_error(stub_server: StartStub, fast_retry: RetryPolicy) -> None:
+async def test_a_rejected_key_is_an_auth_error(stub_server: StartStub, fast_retry: RetryPolicy) -> None:
     error = {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
     server = await stub_server(StubReply(401, error))
-    with pytest.raises(ModelConfigError, match="invalid x-api-key"):
+    with pytest.raises(ModelAuthError, match="invalid x-api-key"):
         await anthropic_at(server.url, fast_retry).generate(ASK)
     assert len(server.requests) == 1
 

@@ -7,16 +7,21 @@ import email.utils
 import httpx
 import pytest
 
+from slateboard.errors import RunError, UsageError
 from slateboard.models import (
+    AnthropicModel,
+    ModelAuthError,
     ModelBadResponse,
     ModelConfigError,
     ModelError,
+    ModelNotFound,
     ModelRateLimited,
     ModelRequestError,
     ModelScriptError,
     ModelServerError,
     ModelTimeout,
     ModelUnavailable,
+    OpenAICompatModel,
 )
 from slateboard.models._http import error_for_status, parse_retry_after, reply_json
 
@@ -37,7 +42,8 @@ def _response(status: int, body: bytes = b"", headers: dict[str, str] | None = N
         ModelServerError,
         ModelRequestError,
         ModelBadResponse,
-        ModelConfigError,
+        ModelAuthError,
+        ModelNotFound,
         ModelScriptError,
     ],
 )
@@ -49,6 +55,26 @@ def test_every_error_is_a_model_error_with_a_one_line_message_naming_the_model(
     assert str(error) == f"{MODEL}: first line second line"
     assert "\n" not in str(error)
     assert error.model == MODEL
+
+
+def test_a_config_error_is_a_usage_error_and_no_model_error() -> None:
+    """Found before any call, a configuration error must not be caught as a failed call (the
+    workers' ``except ModelError`` would turn it into rejections); it is one redacted line too."""
+    error = ModelConfigError("openai:m@http://user:sk-secret-1@h/v1", "OPENAI_API_KEY is not set\n(needed)")
+    assert isinstance(error, UsageError) and not isinstance(error, ModelError | RunError)
+    assert str(error) == "openai:m@http://user:***@h/v1: OPENAI_API_KEY is not set (needed)"
+    assert "sk-secret-1" not in error.model
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["ftp://127.0.0.1/v1", "127.0.0.1:8080/v1", "http:///v1", "http://[::1/v1"],
+)
+def test_a_base_url_no_request_could_use_is_refused_before_any_call(base_url: str) -> None:
+    with pytest.raises(ModelConfigError, match="base URL"):
+        OpenAICompatModel("m", base_url=base_url)
+    with pytest.raises(ModelConfigError, match="base URL"):
+        AnthropicModel("m", base_url=base_url)
 
 
 def test_errors_also_subclass_the_matching_builtin() -> None:
@@ -69,9 +95,9 @@ def test_long_details_are_truncated() -> None:
         (500, ModelServerError),
         (503, ModelServerError),
         (529, ModelServerError),
-        (401, ModelConfigError),
-        (403, ModelConfigError),
-        (404, ModelConfigError),
+        (401, ModelAuthError),
+        (403, ModelAuthError),
+        (404, ModelNotFound),
         (400, ModelRequestError),
         (422, ModelRequestError),
     ],

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
-from slateboard.models import LocalModel, Message, ModelConfigError, ModelTimeout, resolve_model
+from slateboard.models import LocalModel, Message, ModelConfigError, ModelNotFound, ModelTimeout, resolve_model
 
 SCHEMA = {
     "type": "object",
@@ -109,12 +109,12 @@ def test_missing_weights_are_a_config_error(tmp_path: Path) -> None:
         resolve_model(f"local:{tmp_path / 'absent.gguf'}")
 
 
-async def test_unloadable_weights_are_a_config_error(tmp_path: Path) -> None:
+async def test_weights_that_do_not_load_fail_the_call(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="loading needs llama_cpp")
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"not a gguf file")
     model = LocalModel(bogus)
-    with pytest.raises(ModelConfigError, match="cannot load weights"):
+    with pytest.raises(ModelNotFound, match="cannot load weights"):
         await model.generate(ASK, max_tokens=4)
 
 

@@ -11,7 +11,7 @@ from models_testkit import RecordingSleep, StartStub, StubReply, chat_completion
 from slateboard.models import (
     Message,
     ModelBadResponse,
-    ModelConfigError,
+    ModelNotFound,
     ModelRateLimited,
     ModelRequestError,
     ModelServerError,
@@ -152,9 +152,9 @@ async def test_null_content_and_refusals_are_bad_responses(stub_server: StartStu
         await model.generate(ASK)
 
 
-async def test_unknown_model_is_a_config_error(stub_server: StartStub, fast_retry: RetryPolicy) -> None:
+async def test_an_unknown_model_is_not_found(stub_server: StartStub, fast_retry: RetryPolicy) -> None:
     server = await stub_server(StubReply(404, {"error": {"message": "The model `stub-model` does not exist"}}))
-    with pytest.raises(ModelConfigError, match="does not exist"):
+    with pytest.raises(ModelNotFound, match="does not exist"):
         await openai_at(server.url, fast_retry).generate(ASK)
 
 

@@ -17,7 +17,8 @@ from models_testkit import RecordingSleep, chat_completion
 
 from slateboard.models import (
     Message,
-    ModelConfigError,
+    ModelAuthError,
+    ModelNotFound,
     ModelRateLimited,
     ModelRequestError,
     ModelServerError,
@@ -86,7 +87,7 @@ async def test_success_after_failures_counts_the_retries(fast_retry: RetryPolicy
 
 @pytest.mark.parametrize(
     ("status", "error"),
-    [(400, ModelRequestError), (401, ModelConfigError), (404, ModelConfigError)],
+    [(400, ModelRequestError), (401, ModelAuthError), (403, ModelAuthError), (404, ModelNotFound)],
 )
 async def test_client_errors_are_not_retried(
     status: int, error: type[Exception], fast_retry: RetryPolicy, sleeps: RecordingSleep

@@ -42,3 +42,21 @@ def scripted_blueprint(replies: list[str], *, max_steps: int | None = None) -> s
         'rules:\n  - {"on": {op: start}, invoke: a}\n'
         '  - {"on": {op: add, path: /notes/-}, invoke: a}\n' + limits
     )
+
+
+NOTE_LONG = json.dumps([{"op": "add", "path": "/notes/-", "value": "far too long"}])
+"""A scripted reply that breaks ``guarded_blueprint``'s invariant (a note of 5 characters or more)."""
+
+
+def guarded_blueprint(replies: list[str]) -> str:
+    """YAML of a one-worker board, its worker a scripted model with ``replies``, whose invariant
+    ("notes are short": under 5 characters) rejects ``NOTE_LONG``; one invocation at start."""
+    model = json.dumps("scripted:" + json.dumps(replies))
+    return (
+        "name: guarded\n"
+        "schema: {type: object, properties: {task: {type: string}, notes: {type: array, items: {type: string}}}}\n"
+        'initial_state: {task: "", notes: []}\n'
+        f"workers:\n  a: {{model: {model}, reads: [/notes], writes: [/notes/-]}}\n"
+        'invariants:\n  - {at: "/notes/*", rule: "size(self) < 5", message: "notes are short"}\n'
+        'rules:\n  - {"on": {op: start}, invoke: a}\n'
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_testkit import Invoke
+from reliability_testkit import NOTE_LONG, Invoke, guarded_blueprint
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal, Record
@@ -22,19 +22,6 @@ from slateboard.kernel.replay import replay
 from slateboard.stores._common import decode_json, encode_json
 
 NOTE_OK = json.dumps([{"op": "add", "path": "/notes/-", "value": "ok"}])
-NOTE_LONG = json.dumps([{"op": "add", "path": "/notes/-", "value": "far too long"}])
-
-
-def _yaml(replies: list[str]) -> str:
-    model = json.dumps("scripted:" + json.dumps(replies))
-    return (
-        "name: guarded\n"
-        "schema: {type: object, properties: {task: {type: string}, notes: {type: array, items: {type: string}}}}\n"
-        'initial_state: {task: "", notes: []}\n'
-        f"workers:\n  a: {{model: {model}, reads: [/notes], writes: [/notes/-]}}\n"
-        'invariants:\n  - {at: "/notes/*", rule: "size(self) < 5", message: "notes are short"}\n'
-        'rules:\n  - {"on": {op: start}, invoke: a}\n'
-    )
 
 
 def _tamper(db: Path, column: str, change: Any) -> None:
@@ -51,7 +38,7 @@ def _tamper(db: Path, column: str, change: Any) -> None:
 
 def _run_board(invoke: Invoke, tmp_path: Path) -> str:
     path = tmp_path / "guarded.yaml"
-    path.write_text(_yaml([NOTE_LONG]))
+    path.write_text(guarded_blueprint([NOTE_LONG]))
     result = invoke("run", str(path), "--json")
     board = str(json.loads(result.stdout)["board_id"])
     records = invoke.json("log", board)

@@ -20,26 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_testkit import Invoke
+from reliability_testkit import NOTE_LONG, Invoke, guarded_blueprint
 
 from slateboard.kernel.record import GENESIS_META, board_genesis
 from slateboard.stores._common import decode_json, encode_json
 
-NOTE_LONG = json.dumps([{"op": "add", "path": "/notes/-", "value": "far too long"}])
 PG = os.environ.get("SLATEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _yaml() -> str:
-    model = json.dumps("scripted:" + json.dumps([NOTE_LONG]))
-    return (
-        "name: guarded\n"
-        "schema: {type: object, properties: {task: {type: string}, notes: {type: array, items: {type: string}}}}\n"
-        'initial_state: {task: "", notes: []}\n'
-        f"workers:\n  a: {{model: {model}, reads: [/notes], writes: [/notes/-]}}\n"
-        'invariants:\n  - {at: "/notes/*", rule: "size(self) < 5", message: "notes are short"}\n'
-        'rules:\n  - {"on": {op: start}, invoke: a}\n'
-    )
-
 
 Tamper = Callable[[str, Callable[[Any], None]], None]
 
@@ -99,7 +85,7 @@ def board_store(
 
 def _submit(invoke: Invoke, tmp_path: Path) -> str:
     path = tmp_path / "guarded.yaml"
-    path.write_text(_yaml())
+    path.write_text(guarded_blueprint([NOTE_LONG]))
     result = invoke("submit", str(path), "--json")
     assert result.exit_code == 0, result.output
     return str(json.loads(result.stdout)["board_id"])

@@ -79,6 +79,19 @@ class FailingAppends:
         return await self._store.append(board_id, record, agenda=agenda, **kw)
 
 
+def _everything_a_step_changes(session: BoardSession) -> tuple[Any, ...]:
+    """What one step moves: the kernel's version and state, the scheduler, the agenda, the
+    step count and the history (equal before and after means the step left no trace)."""
+    return (
+        session.kernel.version,
+        session.kernel.state_hash,
+        session.scheduler.to_json(),
+        session.agenda.to_json(),
+        session.steps,
+        len(session.history),
+    )
+
+
 async def test_a_failed_append_aborts_kernel_scheduler_mirror_and_accounts_together() -> None:
     inner = await open_store("memory://")
     board = await create_board(inner, CHAIN)
@@ -87,25 +100,11 @@ async def test_a_failed_append_aborts_kernel_scheduler_mirror_and_accounts_toget
     await session.load()
     inv = session.agenda.pop()
     assert inv is not None
-    before = (
-        session.kernel.version,
-        session.kernel.state_hash,
-        session.scheduler.to_json(),
-        session.agenda.to_json(),
-        session.steps,
-        len(session.history),
-    )
+    before = _everything_a_step_changes(session)
     store.fail = 1
     with pytest.raises(StoreUnavailable):
         await session.step(inv, "test")
-    after = (
-        session.kernel.version,
-        session.kernel.state_hash,
-        session.scheduler.to_json(),
-        session.agenda.to_json(),
-        session.steps,
-        len(session.history),
-    )
+    after = _everything_a_step_changes(session)
     assert after == before
     # The same invocation then steps normally: the rules' invocation and the record land together.
     outcome = await session.step(inv, "test")

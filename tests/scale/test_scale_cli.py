@@ -120,7 +120,7 @@ def test_worker_with_an_unreachable_store() -> None:
     ("args", "code", "needle"),
     [
         (("worker", "--store", "postgresql://x@127.0.0.1:1/db", "--workers", "a,,b"), 2, "--workers"),
-        (("worker", "--store", "postgresql://x@127.0.0.1:1/db", "--model", "nope:x"), 1, "model configuration"),
+        (("worker", "--store", "postgresql://x@127.0.0.1:1/db", "--model", "nope:x"), 2, "model configuration"),
         (("worker", "--store", "postgresql://x@127.0.0.1:1/db", "--concurrency", "0"), 2, "--concurrency"),
         (("wait", "nope", "--store", "memory://"), 1, "no board 'nope'"),
         (("wait", "x", "--store", "mysql://db"), 1, "unknown store URL"),
@@ -134,7 +134,7 @@ def test_bad_arguments_are_one_line_errors(args: tuple[str, ...], code: int, nee
 def test_submit_with_a_bad_model_creates_no_board(tmp_path: Path, blueprint_file: Path) -> None:
     url = f"sqlite:///{tmp_path / 'boards.db'}"
     line = one_line_error(
-        invoke("submit", str(blueprint_file), "--model", "python:no_such_module:x", "--store", url), 1
+        invoke("submit", str(blueprint_file), "--model", "python:no_such_module:x", "--store", url), 2
     )
     assert "model configuration" in line and "no_such_module" in line
     assert invoke("boards", "--store", url, "--json").stdout.strip() == "[]"

@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
 
 from slateboard.testing.kit import (
     WORKERS,
@@ -29,6 +33,7 @@ __all__ = [
     "pg_dsn",
     "pg_skip_reason",
     "pg_url",
+    "scratch_pg_schema",
 ]
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
@@ -60,3 +65,16 @@ def pg_url(schema: str, **opts: object) -> str:
     dsn = pg_dsn()
     extra = "&".join(f"{k}={v}" for k, v in {"schema": schema, **opts}.items())
     return f"{dsn}{'&' if '?' in dsn else '?'}{extra}"
+
+
+def scratch_pg_schema(prefix: str) -> Iterator[str]:
+    """A fixture's body: a fresh schema name ``PREFIX_<random>`` on the test server (the test
+    is skipped when the server does not answer), dropped with all it holds afterwards."""
+    if reason := pg_skip_reason():
+        pytest.skip(reason)
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    yield schema
+    import psycopg
+
+    with psycopg.connect(pg_dsn(), autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stores_testkit import WORKERS, Board, compiled, entry, pg_dsn, pg_skip_reason, pg_url
+from stores_testkit import WORKERS, Board, compiled, entry, pg_dsn, pg_url, scratch_pg_schema
 
 from slateboard.stores import (
     SchemaTooNew,
@@ -172,15 +172,8 @@ async def test_unopenable_path(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def pg_schema() -> object:
-    if reason := pg_skip_reason():
-        pytest.skip(reason)
-    schema = f"sbt_corrupt_{uuid.uuid4().hex[:12]}"
-    yield schema
-    import psycopg
-
-    with psycopg.connect(pg_dsn(), autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def pg_schema() -> Iterator[str]:
+    yield from scratch_pg_schema("sbt_corrupt")
 
 
 async def test_postgres_damaged_rows_and_tables(pg_schema: str) -> None:

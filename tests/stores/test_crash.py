@@ -17,12 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from stores_testkit import compiled, pg_dsn, pg_skip_reason, pg_url
+from stores_testkit import compiled, pg_url, scratch_pg_schema
 
 from slateboard.kernel import replay
 from slateboard.scheduling.invocation import Invocation
@@ -65,14 +64,8 @@ def crash_url(request: pytest.FixtureRequest, tmp_path: Path) -> object:
         writer = "&writer=loop" if request.param == "sqlite-loop" else ""
         yield f"sqlite:///{tmp_path / 'crash.db'}?snapshot_every=7{writer}"
         return
-    if reason := pg_skip_reason():
-        pytest.skip(reason)
-    schema = f"sbt_crash_{uuid.uuid4().hex[:12]}"
-    yield pg_url(schema, snapshot_every=7)
-    import psycopg
-
-    with psycopg.connect(pg_dsn(), autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    for schema in scratch_pg_schema("sbt_crash"):
+        yield pg_url(schema, snapshot_every=7)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stores_testkit import compiled, entry, inv, pg_dsn, pg_skip_reason, pg_url
+from stores_testkit import compiled, entry, inv, pg_dsn, pg_url, scratch_pg_schema
 
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, canonical_bytes
 from slateboard.stores import AgendaChanges, DuplicateInvocationCommit, open_store
@@ -143,14 +142,7 @@ async def test_sqlite_v1_store_opens(tmp_path: Path) -> None:
 
 @pytest.fixture
 def pg_schema() -> Iterator[str]:
-    if reason := pg_skip_reason():
-        pytest.skip(reason)
-    schema = f"sbt_mig_{uuid.uuid4().hex[:12]}"
-    yield schema
-    import psycopg
-
-    with psycopg.connect(pg_dsn(), autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    yield from scratch_pg_schema("sbt_mig")
 
 
 async def test_postgres_v1_store_opens(pg_schema: str) -> None:

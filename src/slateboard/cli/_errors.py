@@ -19,7 +19,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 """Something failed: a missing file, a rejected blueprint, an unknown board, a store or model error."""
 EXIT_USAGE = 2
-"""Bad arguments, or a command that is not supported yet."""
+"""Bad arguments (a model string that cannot be used among them: ``ModelConfigError``), or a
+command that is not supported yet."""
 EXIT_VERIFY_FAILED = 3
 """``slateboard replay --verify``: the log does not verify."""
 EXIT_INTERRUPTED = 130
@@ -87,7 +88,7 @@ def describe(exc: BaseException) -> CliError:
     if isinstance(exc, StoreError):
         return CliError(f"store error: {one_line(str(exc))}")
     if isinstance(exc, ModelConfigError):
-        return CliError(f"model configuration: {one_line(str(exc))}")
+        return CliError(f"model configuration: {one_line(str(exc))}", code=EXIT_USAGE)
     if isinstance(exc, ModelError):
         return CliError(f"model error: {one_line(str(exc))}")
     if isinstance(exc, WorkerConfigError):

@@ -16,7 +16,7 @@ from ..kernel.record import Record, Usage
 from ..stores.base import Store
 from ..workers.base import Feedback, WorkerReply
 from ._model import NewFact
-from ._store import MemoryStore
+from ._store import FactStore
 
 if TYPE_CHECKING:
     from ..views import View
@@ -106,7 +106,7 @@ def facts_from_records(
 async def distill_board(
     store: Store,
     board_id: str,
-    memory: MemoryStore,
+    memory: FactStore,
     *,
     paths: Sequence[str] = (),
     distiller: Distiller | None = None,
@@ -156,7 +156,7 @@ class RecallWorker:
     def __init__(
         self,
         name: str,
-        memory: MemoryStore,
+        memory: FactStore,
         *,
         query: str = "/question",
         into: str = "/memory",

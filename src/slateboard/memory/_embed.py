@@ -1,6 +1,6 @@
 """Embeddings as an option: dense retrieval fused with BM25, where an embedding model is installed.
 
-``EmbeddingMemory(inner, embed)`` wraps any ``MemoryStore``. ``embed(texts) -> vectors`` is the
+``EmbeddingMemory(inner, embed)`` wraps any ``FactStore``. ``embed(texts) -> vectors`` is the
 caller's embedding model (e.g. a sentence-transformers or llama.cpp embedding model loaded
 locally; slateboard ships none). Each fact's vector is kept in its ``meta["embedding"]`` (so it
 lives in the same table, and never enters a board: a retrieved section carries text and
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ._model import Fact, NewFact
-from ._store import MemoryStore
+from ._store import FactStore
 
 __all__ = ["Embed", "EmbeddingMemory"]
 
@@ -35,9 +35,9 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class EmbeddingMemory:
-    """A ``MemoryStore`` whose search fuses BM25 with embedding similarity (see the module)."""
+    """A ``FactStore`` whose search fuses BM25 with embedding similarity (see the module)."""
 
-    def __init__(self, inner: MemoryStore, embed: Embed, *, candidates: int = 50) -> None:
+    def __init__(self, inner: FactStore, embed: Embed, *, candidates: int = 50) -> None:
         self.inner = inner
         self.embed = embed
         self.candidates = candidates

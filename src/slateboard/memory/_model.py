@@ -73,7 +73,7 @@ def prune_where(
     unused_for_s: float | None,
     keep_last: int | None,
 ) -> tuple[str, list[Any]] | None:
-    """The SQL condition (and its arguments) selecting the facts ``MemoryStore.prune`` deletes
+    """The SQL condition (and its arguments) selecting the facts ``FactStore.prune`` deletes
     at time ``at``, written with ``mark`` as the driver's placeholder (``?`` for SQLite, ``%s``
     for PostgreSQL); None when no rule is given (nothing is deleted)."""
     clauses: list[str] = []

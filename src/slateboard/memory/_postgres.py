@@ -151,7 +151,7 @@ class PostgresMemory:
         keep_last: int | None = None,
         now: float | None = None,
     ) -> int:
-        """Apply the retention rules (see ``MemoryStore.prune``)."""
+        """Apply the retention rules (see ``FactStore.prune``)."""
         at = time.time() if now is None else now
         where = prune_where("%s", at=at, older_than_s=older_than_s, unused_for_s=unused_for_s, keep_last=keep_last)
         if where is None:

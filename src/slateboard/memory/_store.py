@@ -25,11 +25,13 @@ import orjson
 from ..errors import InvalidInput
 from ._model import COLUMNS, Fact, NewFact, fact_from_row, prune_where, query_terms, query_terms_all
 
-__all__ = ["InProcessMemory", "MemoryStore", "SqliteMemory", "open_memory"]
+__all__ = ["FactStore", "InProcessMemory", "SqliteMemory", "open_memory"]
 
 
-class MemoryStore(Protocol):
-    """Where distilled facts live. Guarantees: ``add`` returns the new facts' ids in order;
+class FactStore(Protocol):
+    """Where distilled facts live (long-term memory; the board store is ``slateboard.stores``).
+
+    Guarantees: ``add`` returns the new facts' ids in order;
     ``search`` returns at most ``k`` facts, best first, any of whose words match the query
     (BM25-style ranking), and marks them used at ``now``; ``prune`` deletes exactly the facts
     its rules select and returns how many."""
@@ -146,7 +148,7 @@ class SqliteMemory:
         keep_last: int | None = None,
         now: float | None = None,
     ) -> int:
-        """Apply the retention rules (see ``MemoryStore.prune``)."""
+        """Apply the retention rules (see ``FactStore.prune``)."""
         at = time.time() if now is None else now
         where = prune_where("?", at=at, older_than_s=older_than_s, unused_for_s=unused_for_s, keep_last=keep_last)
         if where is None:
@@ -244,7 +246,7 @@ class InProcessMemory:
         keep_last: int | None = None,
         now: float | None = None,
     ) -> int:
-        """Apply the retention rules (see ``MemoryStore.prune``)."""
+        """Apply the retention rules (see ``FactStore.prune``)."""
         at = time.time() if now is None else now
         keep_ids = {f.id for f in sorted(self._facts, key=lambda f: -f.id)[: max(0, keep_last)]} if keep_last else set()
 
@@ -263,7 +265,7 @@ class InProcessMemory:
         """Nothing to release."""
 
 
-async def open_memory(url: str) -> MemoryStore:
+async def open_memory(url: str) -> FactStore:
     """The memory beside the board store at ``url`` (see the module docstring). A ``sqlite:``
     URL names the file the board store reads (``stores.sqlite_path``, the one parser:
     ``sqlite:///rel.db`` is relative); a folder that does not exist raises ``StoreMissing``

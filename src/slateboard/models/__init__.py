@@ -8,9 +8,11 @@ Importing this package never imports llama_cpp; only using the `local` provider 
 
 from slateboard.models.anthropic import AnthropicModel
 from slateboard.models.errors import (
+    ModelAuthError,
     ModelBadResponse,
     ModelConfigError,
     ModelError,
+    ModelNotFound,
     ModelRateLimited,
     ModelRequestError,
     ModelSchemaRefused,
@@ -53,9 +55,11 @@ __all__ = [
     "LocalModel",
     "Message",
     "Model",
+    "ModelAuthError",
     "ModelBadResponse",
     "ModelConfigError",
     "ModelError",
+    "ModelNotFound",
     "ModelRateLimited",
     "ModelRequestError",
     "ModelSchemaRefused",

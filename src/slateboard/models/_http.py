@@ -14,9 +14,11 @@ import httpx
 import orjson
 
 from slateboard.models.errors import (
+    ModelAuthError,
     ModelBadResponse,
     ModelConfigError,
     ModelError,
+    ModelNotFound,
     ModelRateLimited,
     ModelRequestError,
     ModelSchemaRefused,
@@ -36,9 +38,10 @@ CONNECT_TIMEOUT_S = 30.0
 class JsonPoster:
     """POSTs JSON to one base URL and returns the raw response, mapping transport failures.
 
-    Guarantees: transport failures raise `ModelUnavailable` (connect errors, resets, connect
-    timeouts), `ModelTimeout` (read/write timeouts) or `ModelConfigError` (unusable URL); HTTP
-    statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
+    Guarantees: a base URL that is not http(s) with a host raises `ModelConfigError` here, before
+    any call; transport failures raise `ModelUnavailable` (connect errors, resets, connect
+    timeouts), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a URL httpx cannot
+    use); HTTP statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
     per event loop, because httpx connection pools cannot be shared across loops.
     """
 
@@ -52,6 +55,7 @@ class JsonPoster:
     ) -> None:
         self._model = model
         self.base_url = base_url.rstrip("/")
+        _check_base_url(model, self.base_url)
         self._headers = dict(headers)
         self._given_client = client
         self._client: httpx.AsyncClient | None = None
@@ -93,7 +97,7 @@ class JsonPoster:
         try:
             yield
         except httpx.UnsupportedProtocol as exc:
-            raise ModelConfigError(self._model, f"unusable URL {url}: {_describe(exc)}") from exc
+            raise ModelNotFound(self._model, f"unusable URL {url}: {_describe(exc)}") from exc
         except httpx.ConnectTimeout as exc:
             raise ModelUnavailable(self._model, f"could not connect to {url} within {CONNECT_TIMEOUT_S:g}s") from exc
         except httpx.TimeoutException as exc:
@@ -103,7 +107,7 @@ class JsonPoster:
         except httpx.TransportError as exc:
             raise ModelUnavailable(self._model, f"connection to {url} failed: {_describe(exc)}") from exc
         except httpx.InvalidURL as exc:
-            raise ModelConfigError(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
+            raise ModelNotFound(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
 
     async def aclose(self) -> None:
         """Close the client this poster created (an injected client is left to its owner)."""
@@ -114,6 +118,17 @@ class JsonPoster:
 
 def _describe(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _check_base_url(model: str, base_url: str) -> None:
+    """Refuse, before any call, a base URL no request could be sent to (the same URL would fail
+    every call the same way: a usage error, not a failure of one call)."""
+    try:
+        parsed = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise ModelConfigError(model, f"invalid base URL {base_url!r}: {_describe(exc)}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ModelConfigError(model, f"unusable base URL {base_url!r}: expected http(s)://HOST[:PORT][/PATH]")
 
 
 def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:
@@ -182,7 +197,7 @@ SCHEMA_ERROR_CODES = frozenset({"invalid_json_schema", "invalid_schema", "unsupp
 
 def error_for_status(model: str, response: httpx.Response) -> ModelError:
     """The typed error for a non-2xx `response` (429 → rate limited, 5xx → server error,
-    401/403/404 → configuration error, other 4xx → request error, classified by the provider's
+    401/403 → `ModelAuthError`, 404 → `ModelNotFound`, other 4xx → request error, classified by the provider's
     error code: `ModelSchemaRefused` only when the code or the offending parameter names the
     schema / `response_format`, never guessed from the status alone)."""
     status = response.status_code
@@ -195,9 +210,9 @@ def error_for_status(model: str, response: httpx.Response) -> ModelError:
     if status >= 500:
         return ModelServerError(model, f"server error ({where}): {message}", status=status)
     if status in (401, 403):
-        return ModelConfigError(model, f"API key missing or rejected ({where}): {message}", status=status)
+        return ModelAuthError(model, f"API key missing or rejected ({where}): {message}", status=status)
     if status == 404:
-        return ModelConfigError(model, f"unknown model or endpoint ({where}): {message}", status=status)
+        return ModelNotFound(model, f"unknown model or endpoint ({where}): {message}", status=status)
     tag = f" [{code}{f' {param}' if param else ''}]" if code else ""
     if code in SCHEMA_ERROR_CODES or (param or "").startswith("response_format"):
         return ModelSchemaRefused(

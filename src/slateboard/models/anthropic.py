@@ -21,6 +21,7 @@ from slateboard.models.protocol import (
     Message,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.redaction import register_secret
 from slateboard.streaming import TokenSink, token_sink
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicModel"]
@@ -91,6 +92,8 @@ class AnthropicModel:
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
         headers = {"accept": "application/json", "anthropic-version": version}
+        # A key given here, not through a model string, is masked too: a gateway may echo it.
+        register_secret(api_key)
         if api_key:
             headers["x-api-key"] = api_key
         self._poster = JsonPoster(self._name, base_url, headers, client=client)

@@ -24,6 +24,7 @@ from slateboard.models.errors import (
     ModelBadResponse,
     ModelConfigError,
     ModelError,
+    ModelNotFound,
     ModelRequestError,
     ModelTimeout,
 )
@@ -131,7 +132,8 @@ def _load(name: str, path: Path, n_ctx: int, n_threads: int, seed: int) -> _Load
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelConfigError(name, f"cannot load weights {path}: {exc}") from exc
+            # Found at the first call (loading is lazy): a failure of that call, not a usage error.
+            raise ModelNotFound(name, f"cannot load weights {path}: {exc}") from exc
         logger.info("loaded %s in %.2fs", path.name, time.perf_counter() - started)
         loaded = _LOADED[key] = _Loaded(llama, threading.Lock())
         return loaded

@@ -24,6 +24,7 @@ from slateboard.models.protocol import (
     Message,
 )
 from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.redaction import register_secret
 from slateboard.streaming import TokenSink, token_sink
 
 __all__ = [
@@ -68,7 +69,10 @@ def is_reasoning_model(model_id: str) -> bool:
 
 def is_openai_host(base_url: str) -> bool:
     """True when `base_url` is OpenAI's own API host (api.openai.com over https)."""
-    url = httpx.URL(base_url)
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:  # not a URL at all: the model's own check names it (JsonPoster)
+        return False
     return url.scheme == "https" and url.host == "api.openai.com"
 
 
@@ -208,6 +212,8 @@ class OpenAICompatModel:
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
         headers = {"accept": "application/json"}
+        # A key given here, not through a model string, is masked too: a gateway may echo it.
+        register_secret(api_key)
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self._poster = JsonPoster(self._name, base_url, headers, client=client)
