@@ -77,6 +77,8 @@ OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 Conn = AsyncConnection[Any]
 BATCH_MAX = 4
+APPEND_NOTE = "+"
+"""Prefix of the board id in the status channel's payload when the NOTIFY comes from an append."""
 """Appends per group-commit transaction (more batches then run side by side)."""
 
 
@@ -435,6 +437,9 @@ class PostgresStore(
                 " RETURNING (SELECT snapshot_seq FROM b)",
                 (*job.cas_args(c.now()), board_id, record.seq, job.data),
             )
+            # Watchers wake on the commit (sent in the pipeline: no round trip of its own; the
+            # server folds one board's repeats within a batch; a refused CAS rolls it back).
+            await conn.execute("SELECT pg_notify(%s, %s)", (self.status_channel, APPEND_NOTE + board_id))
             if simple:
                 done_cur = await self._complete(conn, board_id, record.seq, changes.complete)
                 await self._send_push(conn, board_id, job.pushes, notify=self.channel)  # rows: not needed
@@ -802,10 +807,13 @@ class PostgresStore(
             )
             return await cur.fetchone() is not None
 
-    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+    async def wait_for_board(self, board_id: str, timeout: float, *, after_seq: int | None = None) -> BoardInfo:
         """The board's header once its status is no longer ``running``, or after ``timeout``
-        seconds (then still running): ``LISTEN sb_status_<schema>`` (every ``set_status``
-        notifies it), listening before the status is read so no change is missed."""
+        seconds (then still running), or (with ``after_seq``) once the log has a record past
+        ``after_seq``: ``LISTEN sb_status_<schema>`` (every ``set_status`` notifies it with the
+        board id, every append with ``+`` and the board id, in its transaction), listening
+        before the header is read so no change is missed."""
+        woken_by = {board_id} if after_seq is None else {board_id, APPEND_NOTE + board_id}
         deadline = asyncio.get_running_loop().time() + timeout
         async with self._status_lock:
             try:
@@ -817,10 +825,19 @@ class PostgresStore(
                     left = deadline - asyncio.get_running_loop().time()
                     if info.status != "running" or left <= 0:
                         return info
+                    if after_seq is not None and info.seq > after_seq:
+                        return info
                     async for note in self._status_listener.notifies(timeout=left):
-                        if note.payload == board_id:
+                        if note.payload in woken_by:
                             break
             except StoreError:
+                raise
+            except asyncio.CancelledError:
+                # Cancelled inside notifies(): the connection may be mid-read; start a new one.
+                if self._status_listener is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        await self._status_listener.close()
+                    self._status_listener = None
                 raise
             except psycopg.Error as exc:
                 if self._status_listener is not None:
