@@ -143,3 +143,28 @@ def logged_boards(tmp_path: Path) -> int:
             await store.close()
 
     return asyncio.run(count())
+
+
+def test_resume_streams_updates_too(tmp_path: Path) -> None:
+    from slateboard.runtime import create_board
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+
+    async def make() -> str:
+        store = await open_store(url)
+        try:
+            return await create_board(store, BLUEPRINT)  # created, never run: resume drives it
+        finally:
+            await store.close()
+
+    board = asyncio.run(make())
+    res = CliRunner().invoke(app, ["resume", board, "--model", MODEL, "--store", url, "--stream", "updates", "--json"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(e["kind"], e["seq"], e["worker"]) for e in lines[:-1]] == [
+        ("state.update", 1, "writer"),
+        ("state.update", 3, "checker"),
+    ]
+    assert lines[-1]["board_id"] == board and lines[-1]["state"] == {"notes": ["a first note", "checked"]}
+    bad = CliRunner().invoke(app, ["resume", board, "--store", url, "--stream", "nope"])
+    assert bad.exit_code == 2 and bad.stderr.strip() == "error: --stream: expected one of tokens, updates, got 'nope'"

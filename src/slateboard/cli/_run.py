@@ -60,6 +60,15 @@ if TYPE_CHECKING:
 
 _RECENT = 6
 
+StreamOption = Annotated[
+    str | None,
+    typer.Option(
+        "--stream",
+        metavar="MODE",
+        help="Print as the run goes: 'tokens' (each model reply as it is generated, tagged by worker) or 'updates' (each committed patch). With --json: one JSON object per line, per event, then the result.",
+    ),
+]
+
 
 class RunDisplay:
     """What the live display shows, updated from run events (thread-safe: rich refreshes it
@@ -243,14 +252,7 @@ def run_command(
             help="Also reserve every LLM call against this named ledger of the store (slateboard ledger set NAME USD; shared by boards and processes).",
         ),
     ] = None,
-    stream: Annotated[
-        str | None,
-        typer.Option(
-            "--stream",
-            metavar="MODE",
-            help="Print as the run goes: 'tokens' (each model reply as it is generated, tagged by worker) or 'updates' (each committed patch). With --json: one JSON object per line, per event, then the result.",
-        ),
-    ] = None,
+    stream: StreamOption = None,
 ) -> None:
     """Create a board from a blueprint file or template and run it to its end.
 
@@ -454,13 +456,16 @@ def resume_command(
     parallel: ParallelOption = "auto",
     control: ControlOption = "agenda",
     as_json: JsonOption = False,
+    stream: StreamOption = None,
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
-    to its end. Committed records are never redone; approved patches are committed first."""
+    to its end. Committed records are never redone; approved patches are committed first.
+    --stream prints the streamed tokens or committed updates as the run goes (see run)."""
     from ..blueprint import compile_blueprint
     from ..status import INTERRUPTED
 
     _parallel(parallel)
+    mode = _stream_mode(stream)
     _scope_key(model, api_key_env)
 
     created: list[str] = []
@@ -489,9 +494,11 @@ def resume_command(
             steps = compiled.spec.limits.max_steps
             if info.reason == INTERRUPTED:
                 await st.set_status(info.board_id, "running", None)  # running again, no longer stopped
-            return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control)
+            return await _drive(
+                st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control, stream=mode
+            )
 
-    _finish_run(go, created, holder, store, as_json, ended)
+    _finish_run(go, created, holder, store, as_json, ended, lines=mode is not None)
 
 
 async def _check_genesis(
