@@ -75,3 +75,23 @@ async def test_eight_streams_each_get_every_record_once_in_order_while_a_runner_
             assert got[-1][1]["status"] == "done" and got[-1][1]["records"] == len(records)
     finally:
         await store.close()
+
+
+async def test_a_stream_says_gone_when_its_board_is_deleted(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'boards.db'}"
+    store = await open_store(url)
+    try:
+        board = await new_board(store)
+        with ThreadServer(create_app(url, poll_s=30.0)) as server:
+            async with (
+                httpx.AsyncClient(base_url=server.url, timeout=60) as http,
+                http.stream("GET", f"/api/boards/{board}/events") as res,
+            ):
+                events = sse_events(res)
+                first = await asyncio.wait_for(anext(events), 60)
+                assert first[0] == "board" and first[1]["status"] == "running"
+                await store.delete_board(board)
+                rest = [e async for e in events]  # the stream ends by itself
+        assert [k for k, _, _ in rest] == ["gone"] and board in rest[0][1]["error"]
+    finally:
+        await store.close()
