@@ -33,7 +33,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import orjson
@@ -79,6 +79,9 @@ class StreamTap:
     deliver: Deliver
     loop: asyncio.AbstractEventLoop
     wants: Callable[[str], bool]
+    calls: dict[tuple[str, str], int] = field(default_factory=dict, compare=False)
+    """Model calls made so far per (board, invocation): a proposal retried after a rejection
+    calls the model again under the same invocation, and its chunks must not share a ``call``."""
 
     @classmethod
     def of(cls, deliver: Deliver, loop: asyncio.AbstractEventLoop, modes: Iterable[str]) -> StreamTap:
@@ -111,13 +114,12 @@ class StreamTap:
 
 @dataclass(slots=True)
 class _Scope:
-    """One worker call of a streamed run: its tags and how many model calls it made."""
+    """One worker call of a streamed run: its tags (its model calls are counted by the tap)."""
 
     tap: StreamTap
     board_id: str
     worker: str
     invocation: str
-    calls: int = 0
 
 
 _TAP: ContextVar[StreamTap | None] = ContextVar("slateboard_stream_tap", default=None)
@@ -225,14 +227,15 @@ def token_sink() -> TokenSink | None:
 
 
 def open_sink(model: str) -> TokenSink | None:
-    """A sink for the next model call of the worker call in progress, numbered in call order,
-    when its run streams tokens; else None (``slateboard.models.streamed.generate`` uses it)."""
+    """A sink for the next model call of the worker call in progress, numbered in call order
+    within its invocation (retries of a rejected proposal included), when its run streams tokens; else None (``slateboard.models.streamed.generate`` uses it)."""
     scope = _SCOPE.get()
     if scope is None or not scope.tap.tokens:
         return None
-    sink = TokenSink(scope, scope.calls, model)
-    scope.calls += 1
-    return sink
+    key = (scope.board_id, scope.invocation)
+    call = scope.tap.calls.get(key, 0)
+    scope.tap.calls[key] = call + 1
+    return TokenSink(scope, call, model)
 
 
 @contextlib.contextmanager

@@ -60,6 +60,15 @@ if TYPE_CHECKING:
 
 _RECENT = 6
 
+StreamOption = Annotated[
+    str | None,
+    typer.Option(
+        "--stream",
+        metavar="MODE",
+        help="Print as the run goes: 'tokens' (each model reply as it is generated, tagged by worker) or 'updates' (each committed patch). With --json: one JSON object per line, per event, then the result.",
+    ),
+]
+
 
 class RunDisplay:
     """What the live display shows, updated from run events (thread-safe: rich refreshes it
@@ -246,16 +255,20 @@ def run_command(
             help="Also reserve every LLM call against this named ledger of the store (slateboard ledger set NAME USD; shared by boards and processes).",
         ),
     ] = None,
+    stream: StreamOption = None,
 ) -> None:
     """Create a board from a blueprint file or template and run it to its end.
 
     Shows live progress, then the answer and an audit summary (--json: the run result as JSON).
+    With --stream, prints the streamed tokens or committed updates instead of the live display
+    (what is logged is the same).
 
     Function workers (module:callable) are imported from installed packages, the working directory or the blueprint's.
 
     Exit code 1 when the circuit policy halted the run (the board is marked failed).
     """
     _parallel(parallel)  # a bad --parallel fails before a board is created
+    mode = _stream_mode(stream)
     cap = _max_cost(max_cost)
     compiled, path = load_blueprint_or_template(blueprint)
     add_import_paths(Path.cwd(), path.parent if path is not None else None)
@@ -289,6 +302,7 @@ def run_command(
                     as_json,
                     control=control,
                     spend=spend,
+                    stream=mode,
                 )
             from contextlib import AsyncExitStack
 
@@ -308,9 +322,85 @@ def run_command(
                     tools=tools,
                     control=control,
                     spend=spend,
+                    stream=mode,
                 )
 
-    _finish_run(go, created, compiled, store, as_json)
+    _finish_run(go, created, compiled, store, as_json, lines=mode is not None)
+
+
+_STREAM_MODES = ("tokens", "updates")
+"""What ``slateboard run --stream`` can print as the run goes."""
+
+
+def _stream_mode(value: str | None) -> str | None:
+    """``--stream``'s value, checked before any board is created (exit 2 on a bad one)."""
+    if value is None or value in _STREAM_MODES:
+        return value
+    raise CliError(f"--stream: expected one of {', '.join(_STREAM_MODES)}, got {value!r}", code=EXIT_USAGE)
+
+
+class _StreamPrinter:
+    """Prints ``slateboard run --stream`` events to stdout as they come. Text: a token chunk is
+    written as it arrives, after a ``[worker]`` tag whenever another model call (or attempt)
+    starts; an update is one line ``#seq v<version> worker: <patch>``. JSON: each event's
+    ``RunEvent.to_json()`` on one line."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self._call: tuple[Any, ...] | None = None
+
+    def __call__(self, event: RunEvent) -> None:
+        import sys
+
+        out = sys.stdout
+        if self.as_json:
+            out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+        elif event.kind == "model.tokens":
+            data = event.data
+            call = (data.get("worker"), data.get("invocation"), data.get("call"), data.get("attempt"))
+            if call != self._call:
+                attempt = _int(data.get("attempt"), 1)
+                retry = f" (attempt {attempt})" if attempt > 1 else ""
+                out.write(("\n" if self._call is not None else "") + f"[{data.get('worker')}]{retry} ")
+                self._call = call
+            out.write(str(data.get("text", "")))
+        else:
+            data = event.data
+            patch = json.dumps(data.get("patch"), ensure_ascii=False)
+            out.write(f"#{data.get('seq')} v{data.get('version')} {data.get('worker')}: {patch}\n")
+        out.flush()
+
+    def close(self) -> None:
+        """End the last token line (text mode)."""
+        if self._call is not None and not self.as_json:
+            import sys
+
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._call = None
+
+
+async def _run_streaming(runner: Any, mode: str, as_json: bool) -> RunResult:
+    """Run ``runner`` to its end, printing its ``mode`` stream (subscribed before the run, so
+    nothing is missed) as it goes."""
+    import asyncio
+
+    events = runner.events([mode])
+    printer = _StreamPrinter(as_json)
+
+    async def consume() -> None:
+        async for event in events:
+            printer(event)
+
+    consumer = asyncio.create_task(consume())
+    try:
+        result: RunResult = await runner.run()
+    except BaseException:
+        consumer.cancel()
+        raise
+    await consumer
+    printer.close()
+    return result
 
 
 def _max_cost(value: str | None) -> float | None:
@@ -369,13 +459,16 @@ def resume_command(
     parallel: ParallelOption = "auto",
     control: ControlOption = "agenda",
     as_json: JsonOption = False,
+    stream: StreamOption = None,
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
-    to its end. Committed records are never redone; approved patches are committed first."""
+    to its end. Committed records are never redone; approved patches are committed first.
+    --stream prints the streamed tokens or committed updates as the run goes (see run)."""
     from ..blueprint import compile_blueprint
     from ..status import INTERRUPTED
 
     _parallel(parallel)
+    mode = _stream_mode(stream)
     _scope_key(model, api_key_env)
 
     created: list[str] = []
@@ -404,9 +497,11 @@ def resume_command(
             steps = compiled.spec.limits.max_steps
             if info.reason == INTERRUPTED:
                 await st.set_status(info.board_id, "running", None)  # running again, no longer stopped
-            return await _drive(st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control)
+            return await _drive(
+                st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control, stream=mode
+            )
 
-    _finish_run(go, created, holder, store, as_json, ended)
+    _finish_run(go, created, holder, store, as_json, ended, lines=mode is not None)
 
 
 async def _check_genesis(
@@ -461,6 +556,7 @@ async def _drive(
     tools: Any = None,
     control: str = "agenda",
     spend: dict[str, Any] | None = None,
+    stream: str | None = None,
 ) -> tuple[RunResult, list[Record], BoardInfo]:
     from ..runtime import Runner
     from ..scheduling.units import CONTROL_UNITS
@@ -477,7 +573,9 @@ async def _drive(
         control=control,
         **(spend or {}),
     )
-    if as_json:
+    if stream is not None:
+        result = await _run_streaming(runner, stream, as_json)
+    elif as_json:
         result = await runner.run()
     else:
         result = await _run_with_display(runner, RunDisplay(board_id, label, steps_limit, parallel))
@@ -501,7 +599,14 @@ def _mark_interrupted(board_id: str, store: str | None) -> None:
 
 
 def _finish_run(
-    go: Any, created: list[str], compiled: Any, store: str | None, as_json: bool, ended: Sequence[BoardInfo] = ()
+    go: Any,
+    created: list[str],
+    compiled: Any,
+    store: str | None,
+    as_json: bool,
+    ended: Sequence[BoardInfo] = (),
+    *,
+    lines: bool = False,
 ) -> None:
     try:
         outcome = run_async(go)
@@ -520,7 +625,13 @@ def _finish_run(
     result, records, info = outcome
     if isinstance(compiled, list):
         compiled = compiled[0]
-    if as_json:
+    if as_json and lines:
+        # After streamed events, one object per line: the result is the last line.
+        import sys
+
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    elif as_json:
         print_json(result.to_json())
     else:
         _summary(result, records, info, store, has_answer=compiled.spec.answer is not None)

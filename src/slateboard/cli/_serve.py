@@ -84,7 +84,13 @@ def serve_command(
         bool, typer.Option("--open/--no-open", help="Open the dashboard in a web browser once it listens.")
     ] = False,
     poll: Annotated[
-        float, typer.Option("--poll", min=0.05, metavar="SECONDS", help="How often live views look for new records.")
+        float,
+        typer.Option(
+            "--poll",
+            min=0.05,
+            metavar="SECONDS",
+            help="How often the board list is read again (a board's records arrive as its store reports them).",
+        ),
     ] = 0.5,
     anchor: AnchorOption = None,
     key_file: KeyFileOption = None,

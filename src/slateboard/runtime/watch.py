@@ -6,10 +6,11 @@ is what makes the end exact: the runtime sets a board's final status only after 
 so when a header that is no longer ``running`` is followed by an empty read, nothing more will
 come. Resuming from any ``seq`` loses and repeats nothing, because ``seq`` is the log position.
 
-Between rounds the watcher waits up to ``poll`` seconds in the store's ``wait_for_board``
-(PostgreSQL: ``LISTEN`` on status changes; memory: woken in process; SQLite: its own 50 ms
-header reads), so the end of a board is seen at once. New records of a running board are found
-by the next read, at most ``poll`` seconds late (appends send no notification of their own).
+Between rounds the watcher waits up to ``poll`` seconds in ``wait_for_change``: the store's
+``wait_for_board(after_seq=...)`` where it has one, which returns as soon as the board gets a
+record or ends (PostgreSQL: ``LISTEN``, notified by every append and status change in their
+transactions; memory: woken in process; SQLite: its own 50 ms header reads, as another process
+may write the file). A store without it is read again every ``poll`` seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..errors import InvalidInput
 from ..kernel.record import Record
 from ..stores.base import Store, StoreCorrupt, WatchesBoards, supports
 
-__all__ = ["WatchPastEnd", "watch"]
+__all__ = ["WatchPastEnd", "wait_for_change", "watch"]
 
 DEFAULT_POLL_S = 0.1
 """Seconds between two reads of a running board that had nothing new."""
@@ -70,7 +71,14 @@ async def watch(
             continue
         if info.status != "running" or not follow:
             return
-        if isinstance(store, WatchesBoards) and supports(store, WatchesBoards):
-            await store.wait_for_board(board_id, poll)  # returns early when the board ends
-        else:
-            await asyncio.sleep(poll)
+        await wait_for_change(store, board_id, last, poll)
+
+
+async def wait_for_change(store: Store, board_id: str, after_seq: int, timeout: float) -> None:
+    """Return once ``board_id`` may have a record past ``after_seq`` or a new status, or after
+    ``timeout`` seconds: early through the store's own wake-up (``WatchesBoards``), else after
+    the whole ``timeout``. The caller reads the board again: a return promises nothing."""
+    if isinstance(store, WatchesBoards) and supports(store, WatchesBoards):
+        await store.wait_for_board(board_id, timeout, after_seq=after_seq)
+    else:
+        await asyncio.sleep(timeout)

@@ -9,7 +9,7 @@ The protocol is layered by capability (like eventsourcing's recorders):
 - ``Store`` = both: what the runtime needs from every backend.
 - Shared-runner capabilities, optional, each a Protocol a backend declares by inheriting it:
   ``WatchesWork`` (``wait_for_work`` filtered by worker names), ``WatchesBoards``
-  (``wait_for_board``: wake when a board leaves ``running``), ``ScansStalledBoards``
+  (``wait_for_board``: wake when a board leaves ``running``, or gets a new record), ``ScansStalledBoards``
   (``stalled_boards``), ``ReportsCommits`` (``commit_stats``: appends and durable flushes, for
   group commit), ``ReportsLeases`` (``leases``: who holds a board's claimed invocations, and
   until when), ``ServesManyRunners`` (many runner processes may share it), ``KeepsLedgers``
@@ -452,9 +452,10 @@ class WatchesWork(Protocol):
 class WatchesBoards(Protocol):
     """Waiting for a board to leave ``running`` without polling its header in a loop."""
 
-    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+    async def wait_for_board(self, board_id: str, timeout: float, *, after_seq: int | None = None) -> BoardInfo:
         """The board's header once its status is no longer ``running``, or after ``timeout``
-        seconds (then still running)."""
+        seconds (then still running); with ``after_seq``, also as soon as the board's log has a
+        record past ``after_seq`` (a watcher's wake-up on appends)."""
         ...
 
 

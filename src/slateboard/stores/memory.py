@@ -270,6 +270,8 @@ class MemoryStore(
             self.count_flush(flushes=0)
         if pushed or job.requeues:
             self._wake()
+        # Watchers (``wait_for_board(after_seq=...)``) see the record at once, not a poll later.
+        self._wake_status()
         result = self.finish_append(job, snap_seq, got)
         if result.snapshot_written:
             # Nothing above yields: let the snapshot task start its worker thread now, or a
@@ -527,8 +529,8 @@ class MemoryStore(
                     return True
         return False
 
-    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
-        """See WatchesBoards.wait_for_board (woken by ``set_status`` in this process)."""
+    async def wait_for_board(self, board_id: str, timeout: float, *, after_seq: int | None = None) -> BoardInfo:
+        """See WatchesBoards.wait_for_board (woken by ``set_status`` and ``append`` in this process)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -538,6 +540,8 @@ class MemoryStore(
                 info = await self.board_info(board_id)
                 left = deadline - loop.time()
                 if info.status != "running" or left <= 0 or self._closed:
+                    return info
+                if after_seq is not None and info.seq > after_seq:
                     return info
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(fut, left)

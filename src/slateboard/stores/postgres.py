@@ -15,7 +15,8 @@ Guarantees, on top of the Store protocol's:
   completes and the snapshot when due. ``NOTIFY slateboard_<schema>`` is sent (at commit) when
   the append made new pending work (so does ``create_board`` with start invocations), so idle
   runners blocked in ``wait_for_work`` wake up; ``set_status`` sends ``NOTIFY sb_status_<schema>``
-  with the board id, which ``wait_for_board`` listens for.
+  with the board id, and every append (in its transaction) ``+`` and the board id: one listening
+  connection per store object reads them and wakes the ``wait_for_board`` calls of that board.
 - ``claim`` picks with ``FOR UPDATE SKIP LOCKED``: concurrent claimers never block each other
   and never get the same invocation.
 - Connection failures raise ``StoreUnavailable`` and damaged data ``StoreCorrupt``; no psycopg
@@ -77,6 +78,8 @@ OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 Conn = AsyncConnection[Any]
 BATCH_MAX = 4
+APPEND_NOTE = "+"
+"""Prefix of the board id in the status channel's payload when the NOTIFY comes from an append."""
 """Appends per group-commit transaction (more batches then run side by side)."""
 
 
@@ -115,6 +118,9 @@ class PostgresStore(
         self._listen_lock = asyncio.Lock()
         self._status_listener: Conn | None = None
         self._status_lock = asyncio.Lock()
+        self._status_task: asyncio.Task[None] | None = None
+        self._board_waiters: dict[str, set[tuple[asyncio.Future[None], bool]]] = {}
+        """Who waits on which board (``wait_for_board``): a future, and whether appends wake it."""
         self._closed = False
         # The commit queue: appends wait here while the previous batch commits.
         self._queue: list[tuple[NewRecord, asyncio.Future[tuple[int, Claim | None]]]] = []
@@ -188,6 +194,10 @@ class PostgresStore(
         if self._drainers:
             await asyncio.gather(*self._drainers, return_exceptions=True)
         self._closed = True
+        if self._status_task is not None and not self._status_task.done():
+            self._status_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status_task  # it closes its connection and wakes every waiter
         for listener in (self._listener, self._status_listener):
             if listener is not None:
                 with contextlib.suppress(psycopg.Error):
@@ -435,6 +445,9 @@ class PostgresStore(
                 " RETURNING (SELECT snapshot_seq FROM b)",
                 (*job.cas_args(c.now()), board_id, record.seq, job.data),
             )
+            # Watchers wake on the commit (sent in the pipeline: no round trip of its own; the
+            # server folds one board's repeats within a batch; a refused CAS rolls it back).
+            await conn.execute("SELECT pg_notify(%s, %s)", (self.status_channel, APPEND_NOTE + board_id))
             if simple:
                 done_cur = await self._complete(conn, board_id, record.seq, changes.complete)
                 await self._send_push(conn, board_id, job.pushes, notify=self.channel)  # rows: not needed
@@ -802,32 +815,77 @@ class PostgresStore(
             )
             return await cur.fetchone() is not None
 
-    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+    async def wait_for_board(self, board_id: str, timeout: float, *, after_seq: int | None = None) -> BoardInfo:
         """The board's header once its status is no longer ``running``, or after ``timeout``
-        seconds (then still running): ``LISTEN sb_status_<schema>`` (every ``set_status``
-        notifies it), listening before the status is read so no change is missed."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        async with self._status_lock:
+        seconds (then still running), or (with ``after_seq``) once the log has a record past
+        ``after_seq``. One connection per store object listens on ``sb_status_<schema>`` (every
+        ``set_status`` notifies it with the board id, every append with ``+`` and the board id,
+        in its transaction) and wakes the waiters of the board a note names, so any number of
+        boards are waited on at once; a waiter registers before it reads the header, so no
+        change is missed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await self._status_listening()
+            fut: asyncio.Future[None] = loop.create_future()
+            entry = (fut, after_seq is not None)
+            waiting = self._board_waiters.setdefault(board_id, set())
+            waiting.add(entry)
             try:
-                if self._status_listener is None or self._status_listener.closed:
-                    self._status_listener = await AsyncConnection.connect(self.dsn, autocommit=True)
-                    await self._status_listener.execute(f'LISTEN "{self.status_channel}"')
-                while True:
-                    info = await self.board_info(board_id)
-                    left = deadline - asyncio.get_running_loop().time()
-                    if info.status != "running" or left <= 0:
-                        return info
-                    async for note in self._status_listener.notifies(timeout=left):
-                        if note.payload == board_id:
-                            break
-            except StoreError:
-                raise
+                info = await self.board_info(board_id)
+                left = deadline - loop.time()
+                if info.status != "running" or left <= 0 or self._closed:
+                    return info
+                if after_seq is not None and info.seq > after_seq:
+                    return info
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(fut, left)
+            finally:
+                waiting.discard(entry)
+                if not waiting and self._board_waiters.get(board_id) is waiting:
+                    del self._board_waiters[board_id]
+
+    async def _status_listening(self) -> None:
+        """Start the status channel's listener and its reader task unless they run."""
+        if self._status_task is not None and not self._status_task.done():
+            return
+        async with self._status_lock:
+            if self._status_task is not None and not self._status_task.done():
+                return
+            if self._closed:
+                raise shared.closed(self._where)
+            try:
+                conn = await AsyncConnection.connect(self.dsn, autocommit=True)
+                await conn.execute(f'LISTEN "{self.status_channel}"')
             except psycopg.Error as exc:
-                if self._status_listener is not None:
-                    with contextlib.suppress(psycopg.Error):
-                        await self._status_listener.close()
-                    self._status_listener = None
                 raise self._translate(exc) from None
+            self._status_listener = conn
+            self._status_task = asyncio.get_running_loop().create_task(self._status_reader(conn))
+
+    async def _status_reader(self, conn: Conn) -> None:
+        """Wake the waiters of each board the status channel names (appends: only those that
+        asked for them); on any end (an error, ``close``) wake every waiter: each reads its
+        board again and the next wait starts a new listener."""
+        try:
+            async for note in conn.notifies():
+                payload = note.payload
+                self._wake_board(payload, appends_only=False)
+                if payload.startswith(APPEND_NOTE):
+                    self._wake_board(payload[len(APPEND_NOTE) :], appends_only=True)
+        except (psycopg.Error, asyncio.CancelledError):
+            pass
+        finally:
+            if self._status_listener is conn:
+                self._status_listener = None
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+            for board_id in list(self._board_waiters):
+                self._wake_board(board_id, appends_only=False)
+
+    def _wake_board(self, board_id: str, *, appends_only: bool) -> None:
+        for fut, wants_appends in list(self._board_waiters.get(board_id, ())):
+            if (wants_appends or not appends_only) and not fut.done():
+                fut.set_result(None)
 
     async def stalled_boards(self) -> list[str]:
         """Ids of running boards with no pending or claimed invocation (oldest first): nothing

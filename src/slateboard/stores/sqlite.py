@@ -828,15 +828,18 @@ class SqliteStore(
         finally:
             self._waiters.discard(fut)
 
-    async def wait_for_board(self, board_id: str, timeout: float) -> BoardInfo:
+    async def wait_for_board(self, board_id: str, timeout: float, *, after_seq: int | None = None) -> BoardInfo:
         """See WatchesBoards.wait_for_board: the header is read every 50 ms (another process may
-        change the status; SQLite has no notifications)."""
+        change the status or append; SQLite has no notifications), so a change is seen within
+        about 50 ms."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
             info = await self.board_info(board_id)
             left = deadline - loop.time()
             if info.status != "running" or left <= 0:
+                return info
+            if after_seq is not None and info.seq > after_seq:
                 return info
             await asyncio.sleep(min(left, 0.05))
 

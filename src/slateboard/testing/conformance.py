@@ -661,6 +661,37 @@ class StoreConformance:
         with pytest.raises(BoardNotFound):
             await store.wait_for_board("nope", 0.1)
 
+    async def test_wait_for_board_after_seq_wakes_on_an_append(self, store: Store, open_another: OpenStore) -> None:
+        require(store, WatchesBoards)
+        assert isinstance(store, WatchesBoards)
+        other = await open_another()
+        board = await Board.create(other)
+        await board.step("w0", entry("w0", "first"))
+        assert (await store.wait_for_board(board.board_id, 0.05, after_seq=0)).seq == 1  # already past
+
+        async def append_later() -> None:
+            await asyncio.sleep(0.1)
+            await board.step("w1", entry("w1", "second"))
+
+        # A 60 s timeout: the wait can only have ended on the append (the board still runs).
+        info, _ = await asyncio.gather(store.wait_for_board(board.board_id, 60.0, after_seq=1), append_later())
+        assert (info.status, info.seq) == ("running", 2)
+
+    async def test_wait_for_board_waits_on_several_boards_at_once(self, store: Store, open_another: OpenStore) -> None:
+        require(store, WatchesBoards)
+        assert isinstance(store, WatchesBoards)
+        other = await open_another()
+        quiet, busy = await Board.create(other), await Board.create(other)
+        # Long timeouts: a wait can only end early on its own board's append.
+        wait_quiet = asyncio.create_task(store.wait_for_board(quiet.board_id, 60.0, after_seq=0))
+        wait_busy = asyncio.create_task(store.wait_for_board(busy.board_id, 60.0, after_seq=0))
+        await asyncio.sleep(0.1)  # both are waiting now
+        await busy.step("w0", entry("w0", "news"))
+        done, _ = await asyncio.wait({wait_quiet, wait_busy}, return_when=asyncio.FIRST_COMPLETED)
+        assert done == {wait_busy} and wait_busy.result().seq == 1  # not held up by the other wait
+        await quiet.step("w0", entry("w0", "news too"))
+        assert (await asyncio.wait_for(wait_quiet, 60)).seq == 1
+
     async def test_watch_follows_appends_of_another_store_object_to_the_end(
         self, store: Store, open_another: OpenStore
     ) -> None:

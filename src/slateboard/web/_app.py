@@ -72,7 +72,9 @@ def create_app(
     the default SQLite file) that the app opens at startup and closes at shutdown.
 
     ``token``: when set, every request must carry it (see the module docstring). ``poll_s``: how
-    often event streams look for new records; ``ping_s``: keep-alive comments on idle streams.
+    often the board list's stream reads the store, and the longest a board's stream waits on the
+    store's wake-up before reading the board again (its records and end arrive as the store
+    reports them: ``runtime.watch.wait_for_change``); ``ping_s``: keep-alive comments on idle streams.
     ``eval_dir``: where the evaluation page finds its reports (see ``slateboard.web._evaluation``).
     ``anchor``: (key, anchor file): each board says whether its log matches its signed
     checkpoints (see ``slateboard anchor``). Raises ValueError for a token shorter than

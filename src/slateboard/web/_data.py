@@ -13,6 +13,7 @@ to the cached one (a board deleted and created again with the same id) is read a
 from __future__ import annotations
 
 import asyncio
+import itertools
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
@@ -192,6 +193,9 @@ class Dashboard:
         self._boards: OrderedDict[str, _Board] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._states: OrderedDict[tuple[str, int, str], _State] = OrderedDict()
+        self._wakers: dict[str, _Waker] = {}
+        self._ticks = itertools.count()
+        """The boards some event stream follows now, each with its one store waiter."""
         self._costs: dict[str, _Cost] = {}
         """Each listed board's cost so far (a few numbers per board of the store)."""
 
@@ -515,16 +519,85 @@ class Dashboard:
             await stop.wait()
         return stop.is_set()
 
+    def _generation(self, board_id: str) -> int:
+        """The board's waker generation now (-1 when none): taken before a follower reads the
+        board, so a change seen by the waker after that read is never missed."""
+        waker = self._wakers.get(board_id)
+        return -1 if waker is None else waker.generation
+
+    async def _await_change(
+        self, board_id: str, generation: int, shown: tuple[Any, ...], stop: anyio.Event | None
+    ) -> bool:
+        """Wait until the board's header changes (a record, a status, a deletion) or ``stop`` is
+        set; True when it is time to stop. ``generation`` is ``_generation`` from before the
+        follower's last read and ``shown`` the header it read: it returns at once when the waker
+        woke since. Every follower of one board shares one waker (``_Waker``), so the store is
+        waited on once per board, however many streams follow it."""
+        waker = self._wakers.get(board_id)
+        if waker is None:
+            waker = self._wakers[board_id] = _Waker(next(self._ticks), shown)
+        if waker.generation != generation:
+            return stop is not None and stop.is_set()
+        changed = waker.changed
+        waker.users += 1
+        try:
+            if waker.task is None or waker.task.done():
+                waker.task = asyncio.get_running_loop().create_task(self._wake(board_id, waker))
+            if stop is None:
+                await changed.wait()
+                return False
+            async with anyio.create_task_group() as group:
+
+                async def on_stop() -> None:
+                    await stop.wait()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(on_stop)
+                await changed.wait()
+                group.cancel_scope.cancel()
+            return stop.is_set()
+        finally:
+            waker.users -= 1
+
+    async def _wake(self, board_id: str, waker: _Waker) -> None:
+        """The one store waiter of a followed board: ``runtime.watch.wait_for_change`` (the
+        store's own wake-up on appends and status changes; ``poll_s`` is only its timeout), then
+        one header read; followers are woken when the header differs from the last one seen.
+        Ends, within ``poll_s``, once no stream follows the board, or when the board cannot be
+        read (the followers then read it themselves and report what they find)."""
+        from ..runtime.watch import wait_for_change
+
+        sig = waker.sig
+        try:
+            while waker.users > 0:
+                if sig[0] == "running":
+                    await wait_for_change(self.store, board_id, sig[3], self.poll_s)
+                else:
+                    # An ended board wakes nobody (a waiter would return at once): read it again
+                    # now and then, in case it is resumed or deleted.
+                    await asyncio.sleep(self.poll_s)
+                now = _signature(await self.store.board_info(board_id))
+                if now != sig:
+                    sig = waker.sig = now
+                    waker.wake(next(self._ticks))
+        except Exception:  # the followers read the board again and report what failed
+            waker.wake(next(self._ticks))
+        finally:
+            if self._wakers.get(board_id) is waker:
+                del self._wakers[board_id]
+
     async def follow_board(
         self, board_id: str, after: int, stop: anyio.Event | None = None
     ) -> AsyncIterator[tuple[str, JSON, str | None]]:
         """Yield ``("record", record, seq)`` for every record after ``after`` as it is appended,
-        and ``("board", header, None)`` whenever the header changes (status, version, records);
-        polling the store every ``poll_s`` until ``stop`` is set; ends after ``("gone", message,
-        None)`` when the board is deleted."""
+        each once and in ``seq`` order, and ``("board", header, None)`` whenever the header
+        changes (status, version, records), until ``stop`` is set; ends after ``("gone",
+        message, None)`` when the board is deleted. New records and status changes arrive as
+        the store reports them (``runtime.watch.wait_for_change``), not a poll later."""
         last = max(0, after)
         shown: tuple[Any, ...] | None = None
         while True:
+            generation = self._generation(board_id)
             try:
                 info, entry = await self._board(board_id)
             except ApiError as exc:
@@ -533,11 +606,13 @@ class Dashboard:
             for rec in entry.records[last:]:
                 yield "record", record_json(rec, entry.prices), str(rec.seq)
                 last = rec.seq
-            sig = (info.status, info.reason, info.version, info.seq, info.updated_at)
+            sig = _signature(info)
             if sig != shown:
                 shown = sig
                 yield "board", board_json(info, cost_of(entry.records, entry.prices)), None
-            if await self._pause(stop):
+            if stop is not None and stop.is_set():
+                return
+            if await self._await_change(board_id, generation, sig, stop):
                 return
 
     async def follow_boards(self, stop: anyio.Event | None = None) -> AsyncIterator[list[dict[str, JSON]]]:
@@ -551,6 +626,29 @@ class Dashboard:
                 yield found
             if await self._pause(stop):
                 return
+
+
+def _signature(info: BoardInfo) -> tuple[Any, ...]:
+    """What a follower shows of a header: a change of any of it is worth an event."""
+    return (info.status, info.reason, info.version, info.seq, info.updated_at)
+
+
+@dataclass
+class _Waker:
+    """The shared wait of one followed board: ``sig`` is the header it last saw, ``changed`` is
+    set (and replaced, with a new ``generation``) whenever that changes, ``users`` counts the
+    waiting streams."""
+
+    generation: int
+    sig: tuple[Any, ...]
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    users: int = 0
+    task: asyncio.Task[None] | None = None
+
+    def wake(self, generation: int) -> None:
+        self.generation = generation
+        self.changed.set()
+        self.changed = asyncio.Event()
 
 
 @dataclass(frozen=True, slots=True)
