@@ -47,23 +47,23 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..blueprint.compile import compile_blueprint
 from ..blueprint.output_type import OutputType
-from ..errors import InvalidInput, StoreError, UsageError
+from ..errors import StoreError, UsageError
 from ..kernel.canonical import JSON
-from ..kernel.circuit import RECORD_KIND as CIRCUIT_KIND
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.pointer import escape_token
-from ..kernel.record import Record, Usage
+from ..kernel.record import CIRCUIT_KIND, CONTROL_KIND, QUARANTINE_KIND, RUN_KIND, Record, Usage
 from ..models import Model, resolve_model
 from ..models.pricing import PriceTable
 from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
-from ..runtime.boards import RUN_ENDED, RUN_RECORD_KIND, RunnerError, status_for, waiting_approvals
+from ..runtime.boards import RUN_ENDED, RunnerError, status_for, waiting_approvals
 from ..runtime.events import RunEvent, stream_modes
 from ..runtime.ledger import Ledger, SpendGuard, SpendLimits, spend_limits
 from ..runtime.result import TokenUsage, cost_by, cost_of, price_table, usage_by
 from ..runtime.session import BoardSession
 from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
+from ..status import BUDGET_PREFIX, MAX_ROUNDS, TERMINATED
 from ..stores import open_store
 from ..stores.base import AgendaChanges, Store
 from ..streaming import StreamTap, streaming_to
@@ -74,13 +74,11 @@ from ._board import (
     SYSTEM_WORKER,
     USER_AUTHOR,
     blackboard_blueprint,
-    check_agent_names,
     compile_blackboard,
     make_entry,
 )
-from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, check_model, refuse_unsupported, seed_budget
+from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, refuse_unsupported, seed_budget
 from ._control import (
-    CONTROL_KIND,
     CONTROL_WORKER,
     COORDINATOR_DECIDED,
     DECIDE_INVOCATION,
@@ -96,6 +94,7 @@ from ._control import (
     round_invocation,
 )
 from ._coordinate import DEFAULT_COORDINATOR_INSTRUCTIONS
+from ._options import TeamOptions
 from ._parallel import (
     PARALLEL_META,
     PARALLEL_RAW,
@@ -104,7 +103,7 @@ from ._parallel import (
     parallel_invocation,
     renumber,
 )
-from ._quarantine import QUARANTINE_KIND, RELEASED_KIND, QuarantineWorker, Sanitiser, quarantine_board
+from ._quarantine import RELEASED_KIND, QuarantineWorker, Sanitiser, quarantine_board
 
 __all__ = [
     "BLACKBOARD_EVENTS",
@@ -412,61 +411,27 @@ class Team:
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
-        if not isinstance(agents, Mapping):
-            raise TypeError(
-                f"agents must be a mapping of names to Agents (agents={{'name': Agent(...)}}), got {type(agents).__name__}"
-            )
-        if not agents:
-            raise InvalidInput("Blackboard requires at least one agent")
-        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int):
-            raise TypeError(f"max_rounds must be an integer, got {type(max_rounds).__name__}")
-        if max_rounds < 1:
-            raise InvalidInput("max_rounds must be >= 1")
-        check_agent_names(list(agents))
-        for n, a in agents.items():
-            if not isinstance(a, Agent):
-                raise TypeError(f"agent {n!r} must be an Agent, got {type(a).__name__}")
-        for role, member in (("coordinator", coordinator), ("decider", decider)):
-            if member is not None and not isinstance(member, Agent):
-                raise TypeError(f"{role} must be an Agent or None, got {type(member).__name__}")
-        check_model(model, "Team.blackboard")
-        for label, text in (
-            ("coordinator_instructions", coordinator_instructions),
-            ("decider_instructions", decider_instructions),
-        ):
-            if text is not None and not isinstance(text, str):
-                raise TypeError(f"{label} must be a string or None, got {type(text).__name__}")
-        if store is not None and not isinstance(store, str | Store):
-            raise TypeError(f"store must be a Store or a store URL, got {type(store).__name__}")
-        if on_event is not None and not callable(on_event):
-            raise TypeError(f"on_event must be callable, got {type(on_event).__name__}")
-        if clock is not None and not callable(clock):
-            raise TypeError(f"clock must be a zero-argument callable returning a datetime, got {type(clock).__name__}")
-        if isinstance(view_budget, bool) or not isinstance(view_budget, int) or view_budget < 1:
-            raise InvalidInput(f"view_budget must be a positive number of characters, got {view_budget!r}")
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInput(f"name must be a non-empty string, got {name!r}")
-        if not isinstance(parallel, bool):
-            raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
-        if parallel and coordinator is not None:
-            raise InvalidInput(
-                "parallel=True needs coordinator=None: a coordinator names one agent per round, and a "
-                "parallel round gives every agent a turn (drop the coordinator, or run with parallel=False)"
-            )
+        TeamOptions(
+            agents=agents,
+            coordinator=coordinator,
+            decider=decider,
+            model=model,
+            max_rounds=max_rounds,
+            coordinator_instructions=coordinator_instructions,
+            decider_instructions=decider_instructions,
+            store=store,
+            on_event=on_event,
+            clock=clock,
+            view_budget=view_budget,
+            name=name,
+            approval=approval,
+            approval_paths=approval_paths,
+            circuit=circuit,
+            parallel=parallel,
+            untrusted=untrusted,
+            sanitiser=sanitiser,
+        ).validate()
         self.parallel = parallel
-        if untrusted is not None and (isinstance(untrusted, str) or not all(isinstance(n, str) for n in untrusted)):
-            raise TypeError(f"untrusted must be a list of agent names, got {untrusted!r}")
-        strangers = [n for n in untrusted or () if n not in agents]
-        if strangers:
-            raise InvalidInput(
-                f"untrusted names agents the team does not have: {strangers!r} (agents: {list(agents)!r})"
-            )
-        if sanitiser is not None and not callable(sanitiser):
-            raise TypeError(
-                f"sanitiser must be a callable releasing a quarantined entry, got {type(sanitiser).__name__}"
-            )
-        if sanitiser is not None and not untrusted:
-            raise InvalidInput("sanitiser= needs untrusted=[...]: with no untrusted agent nothing is quarantined")
         self.untrusted: tuple[str, ...] = tuple(dict.fromkeys(untrusted or ()))
         self.sanitiser = sanitiser
         self.agents: dict[str, Agent] = dict(agents)
@@ -484,32 +449,16 @@ class Team:
         self.view_budget = view_budget
         self.constrain_coordinator = bool(constrain_coordinator)
         self.name = name
-        if approval is not None and not callable(approval):
-            raise TypeError(f"approval must be a callable deciding an ApprovalRequest, got {type(approval).__name__}")
-        if approval_paths is not None and (
-            isinstance(approval_paths, str) or not all(isinstance(p, str) for p in approval_paths)
-        ):
-            raise TypeError(f"approval_paths must be a list of path patterns, got {approval_paths!r}")
-        if circuit is not None and not isinstance(circuit, Mapping):
-            raise TypeError(f"circuit must be a mapping of circuit policy settings, got {type(circuit).__name__}")
         self.approval = approval
         # An approval policy without paths holds every public contribution.
         self.approval_paths: tuple[str, ...] = tuple(
             approval_paths if approval_paths is not None else (("/public/*",) if approval is not None else ())
         )
         settings = dict(circuit or {})
-        repeats = settings.pop("max_repeats", DEFAULT_MAX_REPEATS)
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
-            raise InvalidInput(f"circuit max_repeats must be an integer >= 0 (0: off), got {repeats!r}")
-        self.max_repeats: int = repeats
+        self.max_repeats: int = settings.pop("max_repeats", DEFAULT_MAX_REPEATS)
         self.circuit: dict[str, Any] = settings
         self._models: dict[str, Model] = {}
         self._listeners: list[asyncio.Queue[RunEvent | None]] = []
-        if coordinator is not None and coordinator.output_type is not None:
-            raise InvalidInput(
-                "the coordinator cannot have an output_type: its replies are the team's decisions; "
-                "give output_type to an agent or the decider"
-            )
         # Checked now (BlueprintError naming the agent when a type has no JSON Schema); their
         # schemas become the board's at /outputs/<agent> and /answer.
         self.outputs: dict[str, OutputType[Any]] = {
@@ -522,11 +471,6 @@ class Team:
             if decider is not None and decider.output_type is not None
             else None
         )
-        quarantined = [n for n in self.untrusted if n in self.outputs]
-        if quarantined:
-            raise InvalidInput(
-                f"untrusted agents {quarantined!r} cannot have an output_type: their replies go to quarantine as text"
-            )
         # Fail fast on bad names, circuit settings or approval paths: the board's blueprint
         # compiles now (BlueprintError naming the setting), not at the first run.
         compile_blueprint(self.board_spec())
@@ -906,7 +850,7 @@ class _BlackboardRun:
         self.session = BoardSession(
             self.store, self.board_id, workers=workers, serve=(), emit=_quiet, compile=compile_blackboard
         )
-        self.session.engine.worker_timeout = None
+        self.session.worker_timeout = None
         await self.session.load()
         self.echo = EchoTail(
             repeats=team.max_repeats, alternations=self.session.blueprint.spec.circuit.max_alternations
@@ -932,7 +876,7 @@ class _BlackboardRun:
     async def transact(self, prepare: Callable[[], Decision | None], changes: Any = None) -> Record:
         """One append through the engine (compare-and-set, then commit or abort)."""
         async with self.session.lock:
-            done = await self.session.engine.transact(prepare, changes)
+            done = await self.session.transact(prepare, changes)
         assert isinstance(done, Transacted)  # Solo: nothing is ever dropped
         return done.record
 
@@ -1008,7 +952,7 @@ class _BlackboardRun:
             started.update(resumed=True, round=progress.rounds)
         await self.emit(STARTED, **started)
         self.rounds = progress.rounds
-        end_reason = "terminated" if progress.terminated else "max_rounds"
+        end_reason = TERMINATED if progress.terminated else MAX_ROUNDS
         # A resumed run first finishes what the dead one left: an approved or held entry, the
         # error entry of an unknown agent's round, the turn its last decision pushed.
         stop = await self._settle_approvals()
@@ -1047,7 +991,7 @@ class _BlackboardRun:
                     raw=decision.raw[:_PREVIEW],
                 )
                 if decision.terminate:
-                    end_reason = "terminated"
+                    end_reason = TERMINATED
                     break
                 if decision.next_agent is None:
                     why = "no JSON decision could be read" if not decision.parsed else "the coordinator named no agent"
@@ -1072,7 +1016,7 @@ class _BlackboardRun:
         await self.emit(COMPLETED, final=final[:_PREVIEW], board_size=len(self.public()))
         if self.guard is not None and self.guard.exhausted is not None:
             # the decider's call was refused: the board has the fallback answer, the cap ended it
-            return await self._finish(f"budget:{self.guard.exhausted}", final, interrupted=True)
+            return await self._finish(f"{BUDGET_PREFIX}{self.guard.exhausted}", final, interrupted=True)
         return await self._finish(end_reason, final)
 
     def _halted(self) -> str | None:
@@ -1129,7 +1073,7 @@ class _BlackboardRun:
         """Claim and run one invocation through the step engine (then the circuit policy)."""
         claimed = await self._claim(inv)
         meta = {k: v for k, v in claimed.meta.items() if k != ONCE_KEY}
-        outcome = await self.session.engine.step(
+        outcome = await self.session.step(
             claimed, str(meta.get("control", claimed.id)), owner=self.owner, lease_s=_LEASE_S, meta=meta
         )
         assert outcome.record is not None and outcome.reply is not None  # Solo: never dropped
@@ -1219,10 +1163,10 @@ class _BlackboardRun:
         claimed = [await self._claim(t) for t in turns]
         for inv in claimed:
             await self.emit(INVOKING, round=round_num, agent=inv.worker)
-        views = [self.session.engine.view(inv) for inv in claimed]
+        views = [self.session.view(inv) for inv in claimed]
         keeper = asyncio.create_task(self._keep_leases([inv.id for inv in claimed]))
         calls = [
-            asyncio.ensure_future(self.session.engine.workers[inv.worker].propose(v, inv.event, feedback=inv.feedback))
+            asyncio.ensure_future(self.session.workers[inv.worker].propose(v, inv.event, feedback=inv.feedback))
             for inv, v in zip(claimed, views, strict=True)
         ]
         try:
@@ -1249,7 +1193,7 @@ class _BlackboardRun:
             proposal = dataclasses.replace(
                 reply.to_proposal(view, invocation=inv.id, event=inv.event, meta=meta), viewed_version=None
             )
-            outcome = await self.session.engine.decide(inv, proposal, reply=reply)
+            outcome = await self.session.decide(inv, proposal, reply=reply)
             assert outcome.record is not None  # Solo: never dropped
             await self._taken(inv.worker, round_num, outcome.record, reply)
 
@@ -1514,7 +1458,7 @@ class _BlackboardRun:
         return typed_text(answer)
 
     async def _interrupt(self, round_num: int, status: BudgetStatus) -> TeamResult:
-        reason = f"budget:{status.reason}"
+        reason = f"{BUDGET_PREFIX}{status.reason}"
         spent = self.spend()
         await self.emit(
             BUDGET_EXCEEDED,
@@ -1542,7 +1486,7 @@ class _BlackboardRun:
         }
         if self.guard is not None:
             meta["ledgers"] = list(await self.guard.lines())
-        await self.transact(lambda: self.kernel.action(RUN_RECORD_KIND, end_reason, meta=meta))
+        await self.transact(lambda: self.kernel.action(RUN_KIND, end_reason, meta=meta))
         await self.store.set_status(self.board_id, status_for(end_reason), end_reason)
         return await self._result(end_reason, final, interrupted=interrupted)
 
