@@ -7,11 +7,14 @@ import inspect
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any, Protocol
 
+from ..blueprint.output_type import OutputType
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import CIRCUIT_KIND, Record, Usage
+from ..models import Model
 from ..runtime.boards import RunnerError
 from ..runtime.events import RunEvent
 from ..runtime.ledger import SpendGuard
@@ -20,14 +23,62 @@ from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
 from ..stores.base import Store
 from ..workers.base import WorkerReply
-from ._agent import DeciderWorker
+from ._agent import Agent, DeciderWorker
 from ._board import SYSTEM_AUTHOR, SYSTEM_WORKER, make_entry
 from ._control import EchoTail, Tally, TeamControl, echo_check, round_id
 from ._events import EventCallback
-from ._result import Spend
+from ._quarantine import Sanitiser
+from ._result import ApprovalPolicy, BudgetPolicy, Spend
 
-if TYPE_CHECKING:
-    from ._team import Team
+
+class TeamSettings(Protocol):
+    """What a run reads of its ``Team`` (the run depends on this, not on the class, so the
+    team's module can import the run without a cycle)."""
+
+    @property
+    def agents(self) -> dict[str, Agent]: ...
+    @property
+    def coordinator(self) -> Agent | None: ...
+    @property
+    def decider(self) -> Agent | None: ...
+    @property
+    def coordinator_instructions(self) -> str: ...
+    @property
+    def decider_instructions(self) -> str | None: ...
+    @property
+    def constrain_coordinator(self) -> bool: ...
+    @property
+    def max_rounds(self) -> int: ...
+    @property
+    def max_repeats(self) -> int: ...
+    @property
+    def parallel(self) -> bool: ...
+    @property
+    def view_budget(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+    @property
+    def budget(self) -> BudgetPolicy: ...
+    @property
+    def outputs(self) -> dict[str, OutputType[Any]]: ...
+    @property
+    def answer_type(self) -> OutputType[Any] | None: ...
+    @property
+    def untrusted(self) -> tuple[str, ...]: ...
+    @property
+    def sanitiser(self) -> Sanitiser | None: ...
+    @property
+    def approval(self) -> ApprovalPolicy | None: ...
+    def model_for(self, agent: Agent) -> Model:
+        """The model ``agent`` calls (its own, else the team's)."""
+        ...
+
+    def board_spec(self, prompt: str | None = None, *, at: datetime | None = None) -> dict[str, Any]:
+        """The board's blueprint spec for ``prompt``."""
+        ...
+
 
 LEASE_S = 60.0
 """The lease a run holds on the turn it is taking (extended while the agent's model runs)."""
@@ -42,7 +93,7 @@ class _RunBase:
 
     def __init__(
         self,
-        team: Team,
+        team: TeamSettings,
         store: Store,
         listeners: list[asyncio.Queue[RunEvent | None]],
         callbacks: list[EventCallback],
