@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from team_testkit import Events, decision
 
-from slateboard.errors import SlateboardError, UsageError
+from slateboard.errors import InvalidInput, SlateboardError, UsageError
 from slateboard.models import ModelConfigError, ModelUnavailable, ScriptedModel
 from slateboard.models.anthropic import AnthropicModel
 from slateboard.models.openai_compat import OpenAICompatModel
@@ -172,6 +172,25 @@ def test_team_arguments_are_checked(kwargs: dict[str, Any], error: type[Exceptio
         Team.blackboard({"a": Agent("x", model=ScriptedModel(["hi"]))}, **kwargs)
     with pytest.raises(TypeError, match="mapping"):
         Team.blackboard([Agent("x")])  # type: ignore[arg-type]
+
+
+def test_every_problem_with_the_team_options_is_reported_at_once() -> None:
+    # Three wrong keywords: one error names all three, and it is both kinds of error a single
+    # problem would raise (a TypeError and an InvalidInput), so either except clause catches it.
+    agents = {"a": Agent("x", model=ScriptedModel(["hi"]))}
+    with pytest.raises(TypeError) as caught:
+        Team.blackboard(agents, max_rounds="3", view_budget=0, on_event="print")  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert isinstance(caught.value, InvalidInput) and message.startswith("Team.blackboard: 3 problems: ")
+    assert "max_rounds must be an integer" in message and "view_budget must be a positive" in message
+    assert "on_event must be callable" in message
+    # One problem is raised as itself, unchanged.
+    with pytest.raises(InvalidInput, match=r"^max_rounds must be >= 1$") as single:
+        Team.blackboard(agents, max_rounds=0)
+    assert not isinstance(single.value, TypeError)
+    # A problem whose premise failed (agents is not a mapping) hides the ones built on it.
+    with pytest.raises(TypeError, match=r"^agents must be a mapping"):
+        Team.blackboard([Agent("x")], untrusted=["a"])  # type: ignore[arg-type]
 
 
 # -- the result -----------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from team_testkit import verify_log
 
 from slateboard.models import ScriptedModel
 from slateboard.stores import open_store
-from slateboard.team import Agent, AgentWorker, Team
-from slateboard.team._agent import agent_declined
+from slateboard.team import Agent, Team
+from slateboard.team._agent import AgentWorker, agent_declined
 from slateboard.workers import WorkerReply
 
 DECLINE = '{"decline": "nothing to add yet"}'

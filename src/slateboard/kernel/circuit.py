@@ -56,9 +56,6 @@ SWITCH_WORKER = "switch_worker"
 TIGHTEN_BUDGET = "tighten_budget"
 HALT = "halt"
 ACTION_KINDS = (CONTINUE, RETRY_WITH_FEEDBACK, SWITCH_WORKER, TIGHTEN_BUDGET, HALT)
-RECORD_KIND = CIRCUIT_KIND
-"""The ``kind`` of the kernel action records that log circuit actions (``record.CIRCUIT_KIND``;
-this name stays for its importers)."""
 
 _ON_INVALID = {"retry": RETRY_WITH_FEEDBACK, "switch": SWITCH_WORKER, "tighten": TIGHTEN_BUDGET, "halt": HALT}
 _MIN_VIEW_BUDGET = 64
@@ -422,7 +419,6 @@ __all__ = [
     "CONTINUE",
     "CONTINUE_ACTION",
     "HALT",
-    "RECORD_KIND",
     "RETRY_WITH_FEEDBACK",
     "SWITCH_WORKER",
     "TIGHTEN_BUDGET",

@@ -23,8 +23,6 @@ from ..status import PAUSED_PREFIX
 from ..stores.base import LoadedBoard, Store
 from .result import RunResult, cost_by, cost_of, price_table, usage_by
 
-RUN_RECORD_KIND = RUN_KIND
-"""``kernel.record.RUN_KIND`` under the name its importers use."""
 RUN_ENDED = "run.ended"
 
 

@@ -176,13 +176,6 @@ class BoardSession(StepEngine):
 
     # -- what the board's records add up to (``accounts``) ----------------------------------------
     @property
-    def engine(self) -> StepEngine:
-        """The step engine: this session itself (a ``BoardSession`` is a ``StepEngine`` with the
-        board's loading, approvals and end around it); kept for callers that still say
-        ``session.engine``."""
-        return self
-
-    @property
     def history(self) -> list[Record]:
         """Every record of the board, in order (only for a session made with ``keep_history``:
         otherwise ``RunnerError``; read the store's log, or ``last_record``, instead)."""

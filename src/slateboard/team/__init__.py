@@ -25,34 +25,9 @@ and ``budget.exceeded``)
 reach ``on_event`` callbacks, ``team.events()`` subscribers and ``team.stream(prompt)``.
 """
 
-from ._agent import (
-    DEFAULT_DECIDER_INSTRUCTIONS,
-    Agent,
-    AgentReply,
-    AgentWorker,
-    DeciderWorker,
-    fallback_answer,
-    render_board,
-    run_agent,
-)
-from ._board import (
-    DECIDER_WORKER,
-    RESERVED_AUTHORS,
-    SYSTEM_AUTHOR,
-    SYSTEM_WORKER,
-    USER_AUTHOR,
-    blackboard_blueprint,
-    make_entry,
-)
-from ._coordinate import (
-    DEFAULT_COORDINATOR_INSTRUCTIONS,
-    ROUND_ROBIN_RAW,
-    CoordinatorDecision,
-    coordinator_prompt,
-    coordinator_schema,
-    parse_coordinator_decision,
-    round_robin_decision,
-)
+from ._agent import DEFAULT_DECIDER_INSTRUCTIONS, Agent
+from ._board import blackboard_blueprint, make_entry
+from ._coordinate import DEFAULT_COORDINATOR_INSTRUCTIONS, ROUND_ROBIN_RAW
 from ._team import (
     BLACKBOARD_EVENTS,
     BUDGET_EXCEEDED,
@@ -68,26 +43,22 @@ from ._team import (
     TeamStream,
 )
 
+# What a user of teams touches: building one (Team, Agent, the default instructions), its
+# budget and approval hooks, its result and stream, its events, and the board it writes
+# (blackboard_blueprint, make_entry, ROUND_ROBIN_RAW for reading its log). The workers, the
+# coordinator's prompt and parsing, and the board's reserved authors stay in the private
+# modules (issue 35: they had no user outside this package).
 __all__ = [
     "BLACKBOARD_EVENTS",
     "BUDGET_EXCEEDED",
-    "DECIDER_WORKER",
     "DEFAULT_COORDINATOR_INSTRUCTIONS",
     "DEFAULT_DECIDER_INSTRUCTIONS",
-    "RESERVED_AUTHORS",
     "ROUND_ROBIN_RAW",
-    "SYSTEM_AUTHOR",
-    "SYSTEM_WORKER",
-    "USER_AUTHOR",
     "Agent",
-    "AgentReply",
-    "AgentWorker",
     "ApprovalRequest",
     "Budget",
     "BudgetPolicy",
     "BudgetStatus",
-    "CoordinatorDecision",
-    "DeciderWorker",
     "EventCallback",
     "ResumeError",
     "Spend",
@@ -95,12 +66,5 @@ __all__ = [
     "TeamResult",
     "TeamStream",
     "blackboard_blueprint",
-    "coordinator_prompt",
-    "coordinator_schema",
-    "fallback_answer",
     "make_entry",
-    "parse_coordinator_decision",
-    "render_board",
-    "round_robin_decision",
-    "run_agent",
 ]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, CircuitAction
-from ..kernel.record import Record, Usage
+from ..kernel.record import CONTROL_KIND, EVENT_META, MODEL_META, PROPOSAL_KIND, Record, Usage
 from ..models import Model
 from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
@@ -37,7 +37,6 @@ from ._coordinate import (
 )
 
 __all__ = [
-    "CONTROL_KIND",
     "CONTROL_WORKER",
     "COORDINATOR_DECIDED",
     "DECIDE_INVOCATION",
@@ -53,8 +52,6 @@ __all__ = [
     "round_invocation",
 ]
 
-CONTROL_KIND = "control"
-"""Kind of the action record that logs a round's coordinator decision."""
 CONTROL_WORKER = "__coordinator"
 """The ``worker`` field of control records."""
 COORDINATOR_DECIDED = "blackboard.coordinator_decided"
@@ -200,9 +197,9 @@ class Tally:
         self.seen += 1
         self.tokens_in += rec.usage.tokens_in
         self.tokens_out += rec.usage.tokens_out
-        if rec.kind in (CONTROL_KIND, "proposal") and isinstance(rec.meta.get("model"), str):
+        if rec.kind in (CONTROL_KIND, PROPOSAL_KIND) and isinstance(rec.meta.get(MODEL_META), str):
             self.calls += 1
-        if rec.kind == CONTROL_KIND and rec.meta.get("event") == COORDINATOR_DECIDED:
+        if rec.kind == CONTROL_KIND and rec.meta.get(EVENT_META) == COORDINATOR_DECIDED:
             r = rec.meta.get("round")
             if isinstance(r, int):
                 self.rounds = max(self.rounds, r)
@@ -237,12 +234,12 @@ class Progress:
         last: dict[str, JSON] = {}
         posted = True
         for rec in records:
-            if rec.kind == CONTROL_KIND and rec.meta.get("event") == COORDINATOR_DECIDED:
+            if rec.kind == CONTROL_KIND and rec.meta.get(EVENT_META) == COORDINATOR_DECIDED:
                 r = rec.meta.get("round")
                 rounds = r if isinstance(r, int) else rounds
                 last = dict(rec.meta)
                 posted = False
-            elif rec.kind == "proposal" and rec.worker == SYSTEM_WORKER:
+            elif rec.kind == PROPOSAL_KIND and rec.worker == SYSTEM_WORKER:
                 posted = True
         return cls(rounds, last, posted, answer is not None)
 

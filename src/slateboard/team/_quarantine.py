@@ -28,7 +28,6 @@ from ..workers.base import Feedback, Worker, WorkerReply
 from ._board import ENTRY_SCHEMA, SYSTEM_WORKER
 
 __all__ = [
-    "QUARANTINE_KIND",
     "QUARANTINE_REGION",
     "RELEASED_KIND",
     "QuarantineWorker",
@@ -38,8 +37,6 @@ __all__ = [
 
 QUARANTINE_REGION = "/quarantine/**"
 """The blueprint's quarantine region on a team board with untrusted agents."""
-QUARANTINE_KIND = "quarantine"
-"""Kind of the action record that logs a sanitiser withholding a quarantined entry."""
 RELEASED_KIND = "released"
 """Kind of the public entry the system posts for a released quarantined entry."""
 
