@@ -171,7 +171,10 @@ class RunDisplay:
             parts.append(cell(f"ended: {self.end_reason}", style=style))
         # expand=False: piped, the console is PIPED_WIDTH wide and a panel would fill all of it
         return Panel(
-            Group(*parts), title=f"slateboard run · {self.name} · board {self.board_id}", title_align="left", expand=False
+            Group(*parts),
+            title=f"slateboard run · {self.name} · board {self.board_id}",
+            title_align="left",
+            expand=False,
         )
 
 
