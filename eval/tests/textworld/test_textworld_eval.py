@@ -89,7 +89,7 @@ def test_the_table_names_every_system(invoke: Invoke) -> None:
         (("--games", "7"), 2, "--games: the CI game set has 4 games, 7 asked"),
         (("--steps", "0"), 2, "--steps"),
         (("--steps", "500"), 2, "--steps"),
-        (("--model", "nosuch:thing"), 1, "nosuch"),
+        (("--model", "nosuch:thing"), 2, "nosuch"),  # a model configuration error is a usage error
     ],
 )
 def test_bad_arguments_give_one_line_errors(invoke: Invoke, args: tuple[str, ...], code: int, needle: str) -> None:
