@@ -4,6 +4,8 @@ kernel rejects an invented command at stage ``invariants`` before ScienceWorld s
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from slateboard.models.erring import ErringModel, ErrorKind, ErrorSchedule
@@ -14,7 +16,7 @@ from slateboard_eval.erring import SlateboardFormat, WatchedEnvironment, tally_b
 from slateboard_eval.textworld_peers import CountingModel
 
 REFERENTS = {"1": "door to kitchen", "2": "orange box", "3": "chair", "4": "air", "5": "table"}
-VALID = [
+VALID: list[dict[str, Any]] = [
     {"action": "connect chair to air", "obj_ids": [3, 4]},
     {"action": "move table to orange box", "obj_ids": [5, 2]},
     {"action": "look at chair", "obj_ids": [3]},
