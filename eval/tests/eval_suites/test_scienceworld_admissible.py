@@ -11,7 +11,12 @@ import pytest
 from slateboard.models.erring import ErringModel, ErrorKind, ErrorSchedule
 from slateboard.stores import open_store
 from slateboard_eval.envs import WalkthroughModel, play_on_board
-from slateboard_eval.envs.scienceworld import ScienceWorldSpec, ScienceWorldTask, admissible_commands
+from slateboard_eval.envs.scienceworld import (
+    SCIENCEWORLD_ADMISSIBLE,
+    ScienceWorldSpec,
+    ScienceWorldTask,
+    admissible_commands,
+)
 from slateboard_eval.erring import SlateboardFormat, WatchedEnvironment, tally_board
 from slateboard_eval.textworld_peers import CountingModel
 
@@ -91,12 +96,12 @@ async def test_a_real_model_gets_the_enumeration_only_and_the_walkthrough_its_al
         for env in (plain, walk):
             turn = await env.reset()
             for command in env.gold[:-1]:
-                assert 0 < len(turn.admissible) <= 200 and "reset task" not in turn.admissible
+                assert 0 < len(turn.admissible) <= SCIENCEWORLD_ADMISSIBLE and "reset task" not in turn.admissible
                 turn = await env.step(command)
         alias = walk.gold[-1]  # "move egg butterfly egg in inventory to orange box": not enumerated
         assert plain.last is not None and walk.last is not None
         assert alias not in plain.last.admissible and walk.last.admissible[0] == alias
-        assert len(walk.last.admissible) <= 200 and alias not in walk.last.admissible[1:]
+        assert len(walk.last.admissible) <= SCIENCEWORLD_ADMISSIBLE and alias not in walk.last.admissible[1:]
     finally:
         plain.close()
         walk.close()

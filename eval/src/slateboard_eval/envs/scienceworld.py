@@ -5,8 +5,9 @@ name and a variation index (``ScienceWorldSpec``); the gold action sequence Scie
 generates for the variation is the environment's policy (its walkthrough) while the episode
 follows it. Importing this module does not import ScienceWorld.
 
-Admissible commands: a turn lists at most ``MAX_ADMISSIBLE`` (200, the text_actor schema's bound)
-of ScienceWorld's *valid action-object combinations* (``admissible_commands``). The enumeration has
+Admissible commands: a turn lists at most ``SCIENCEWORLD_ADMISSIBLE`` (60: what the peers'
+prompts show of an admissible list, so every system reads the same list; the text_actor schema
+allows 200) of ScienceWorld's *valid action-object combinations* (``admissible_commands``). The enumeration has
 hundreds to thousands of entries (``connect OBJ to OBJ`` and ``move OBJ to OBJ`` over every pair
 of objects in the room), so it is filtered and capped: ``reset task`` is left out (it would
 restart the episode under the harness's command count), then commands are kept in tiers, each
@@ -34,13 +35,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._board import MAX_ADMISSIBLE, MAX_COMMAND_CHARS
+from ._board import MAX_COMMAND_CHARS
 from ._jvm import JvmGame, JvmMissing, JvmPool, Loaded, java_missing
 from ._protocol import TextTurn, clip
 
 __all__ = [
     "CI_TASKS",
     "FULL_TASKS",
+    "SCIENCEWORLD_ADMISSIBLE",
     "ScienceWorldMissing",
     "ScienceWorldSpec",
     "ScienceWorldTask",
@@ -53,6 +55,11 @@ INSTALL_HINT = "install the scienceworld extra: pip install 'slateboard-eval[sci
 _STEP_LIMIT = 100_000
 """ScienceWorld's own step limit, set out of reach: the command budget is the harness's."""
 
+
+SCIENCEWORLD_ADMISSIBLE = 60
+"""The cap on a ScienceWorld turn's admissible list: the peers' prompts show the first 60
+commands of a list (``textworld_peers``), slateboard's actor the whole list, so a longer one
+would give the systems different information (and slateboard's actor more tokens to read)."""
 
 _VERB_ORDER: tuple[str, ...] = (
     "go",
@@ -89,7 +96,7 @@ def admissible_commands(
     task: str,
     *,
     first: Sequence[str] = (),
-    limit: int = MAX_ADMISSIBLE,
+    limit: int = SCIENCEWORLD_ADMISSIBLE,
 ) -> tuple[str, ...]:
     """The bounded admissible list of one ScienceWorld turn (see the module docstring).
 
