@@ -88,14 +88,17 @@ class GameRef:
         )
 
 
-def make_env(game: GameRef) -> TextEnvironment:
-    """A fresh environment for ``game`` (InvalidInput, a ValueError, for an unknown suite)."""
+def make_env(game: GameRef, *, walkthrough: bool = False) -> TextEnvironment:
+    """A fresh environment for ``game`` (InvalidInput, a ValueError, for an unknown suite);
+    ``walkthrough``: it will be played by the walkthrough policy (ScienceWorld then lists the
+    next gold command when its enumeration misses it, see ``envs.scienceworld``)."""
     if game.suite == "scienceworld":
         from .envs.scienceworld import ScienceWorldSpec, ScienceWorldTask
 
         s = game.spec
         return ScienceWorldTask(
-            ScienceWorldSpec(str(s["task"]), int(s.get("variation", 0)), str(s.get("simplification", "")))
+            ScienceWorldSpec(str(s["task"]), int(s.get("variation", 0)), str(s.get("simplification", ""))),
+            walkthrough_aliases=walkthrough,
         )
     if game.suite == "twx":
         from .envs.twx import TwxGame, TwxSpec
@@ -353,7 +356,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
     error (and not won); a walkthrough job gets a WalkthroughModel over its own environment."""
     from .textworld_peers import CountingModel
 
-    env = make_env(job.game)
+    env = make_env(job.game, walkthrough=job.model == WALKTHROUGH_MODEL)
     inner: Model
     if job.model == WALKTHROUGH_MODEL:
         inner = WalkthroughModel(env)

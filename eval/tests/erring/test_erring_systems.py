@@ -253,3 +253,35 @@ async def test_calls_that_are_no_workers_are_left_out_of_the_mapping() -> None:
     tally = tally_board(erring.injections, records, watch, ("hallucinated", "off_contract"), erring.roles)
     assert tally["hallucinated"] == {"injected": 1, "caught": 0, "harmful": 0, "to_game": 0, "stages": {}}
     assert tally["off_contract"] == {"injected": 1, "caught": 1, "harmful": 0, "to_game": 0, "stages": {"authorise": 1}}
+
+
+class _Spy:
+    """A model that records every request it answers (the prompts each call carried)."""
+
+    def __init__(self, inner: WalkthroughModel) -> None:
+        self.inner = inner
+        self.requests: list[list[Message]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    async def generate(self, messages: list[Message], **kwargs: object) -> object:
+        self.requests.append(list(messages))
+        return await self.inner.generate(messages, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_a_rejection_is_fed_back_once_and_not_after_the_retry_is_accepted() -> None:
+    watch = WatchedEnvironment(VaultGame())
+    spy = _Spy(WalkthroughModel(watch))
+    schedule = _seed_for({1: "hallucinated"})
+    erring = ErringModel(spy, schedule, episode="vault", format=SlateboardFormat(), context=watch.context)  # type: ignore[arg-type]
+    store = await open_store("memory://")
+    try:
+        ep = await play_on_board(watch, store, model=CountingModel(erring), max_commands=6)
+    finally:
+        await store.close()
+    assert ep.won
+    users = [m.content for req in spy.requests for m in req if m.role == "user"]
+    # call 0 plans, call 1 errs (rejected), call 2 is the actor's retry, calls 3 and 4 its next commands
+    assert "Your last proposals were rejected" in users[2] and "an admissible command" in users[2]
+    assert len(users) == 5 and not any("rejected" in u for u in users[3:])

@@ -25,7 +25,7 @@ from .events import INVOCATION_FAILED
 from .result import record_cost
 
 RECENT_REJECTIONS = 3
-"""Rejections per worker a view shows (the newest)."""
+"""Rejections per worker a view shows (the newest since the worker's last accepted proposal)."""
 
 
 def _rejections() -> defaultdict[str, deque[Record]]:
@@ -111,6 +111,11 @@ class Accounts:
                 self.cost += cost
         if rec.outcome == "rejected" and rec.worker:
             self.rejections[rec.worker].append(rec)
+        elif rec.accepted and rec.worker and rec.kind == PROPOSAL_KIND:
+            # an accepted proposal answers the worker's earlier rejections: re-sending them on
+            # every later call would cost their tokens for the rest of the episode and tell the
+            # worker its last proposal failed when it did not
+            self.rejections.pop(rec.worker, None)
         elif rec.outcome == "held" and rec.seq not in self.decided:
             self.held[rec.seq] = rec
         if rec.kind == APPROVAL_KIND:

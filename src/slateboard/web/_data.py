@@ -693,6 +693,8 @@ def _view_inputs(records: Sequence[Record], rec: Record, viewed: int, viewed_end
             expand = tuple(h for h in raw if isinstance(h, str)) if isinstance(raw, list) else ()
         if r.outcome == "rejected" and r.worker == worker:
             rejections.append(r)
+        elif r.accepted and r.worker == worker and r.kind == "proposal":
+            rejections = []  # as runtime.accounting: an accepted proposal clears them
         if i + 1 >= low:
             by_end.append((tuple(rejections[-3:]), budget, expand))
     out: list[_ViewInputs] = []
