@@ -122,14 +122,82 @@ class MemoryLedger:
 _TABLE = "slateboard_ledger"
 
 
-class PostgresLedger:
-    """Ledgers in PostgreSQL, shared by every process that connects to ``dsn``."""
+class _SqlLedger:
+    """The ledger statements both SQL backends run (written with ``?`` placeholders and the
+    table as ``{t}``); a backend supplies ``_query``, which runs one statement in a transaction of
+    its own, creating the table on a write."""
 
-    def __init__(self, dsn: str, *, table: str = _TABLE) -> None:
+    _greatest = "MAX"
+    """The two-argument maximum of the backend's SQL (SQLite's ``MAX``, PostgreSQL's ``GREATEST``)."""
+
+    def __init__(self, table: str) -> None:
         if not table.replace("_", "").isalnum():
             raise InvalidInput(f"ledger table name must be letters, digits and '_', got {table!r}")
-        self._dsn = dsn
         self._table = table
+
+    async def _query(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def set_cap(self, name: str, cap: float | None) -> None:
+        """Create the ledger or change its cap (spent and reserved are kept)."""
+        micro = None if cap is None else to_micro(cap)
+        await self._query(
+            "INSERT INTO {t} (name, cap) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET cap = EXCLUDED.cap",
+            (name, micro),
+        )
+
+    async def reserve(self, name: str, amount: float) -> bool:
+        """One atomic statement: reserve only if ``spent + reserved + amount <= cap``."""
+        micro = to_micro(amount)
+        rows = await self._query(
+            "UPDATE {t} SET reserved = reserved + ? WHERE name = ? "
+            "AND (cap IS NULL OR spent + reserved + ? <= cap) RETURNING name",
+            (micro, name, micro),
+        )
+        if rows:
+            return True
+        await self.state(name)  # UnknownName for a ledger that does not exist
+        return False
+
+    async def settle(self, name: str, reserved: float, actual: float) -> None:
+        """Release ``reserved`` and add ``actual`` to what was spent (one statement)."""
+        await self._query(
+            f"UPDATE {{t}} SET reserved = {self._greatest}(reserved - ?, 0), spent = spent + ? WHERE name = ?",
+            (to_micro(reserved), to_micro(actual), name),
+        )
+
+    async def state(self, name: str) -> LedgerState:
+        """The ledger's row; ``UnknownName`` if it was never created."""
+        rows = await self._query("SELECT cap, spent, reserved FROM {t} WHERE name = ?", (name,), write=False)
+        if not rows:
+            known = await self.names()
+            raise UnknownName(f"unknown ledger {name!r} (known: {', '.join(known) or 'none'})")
+        cap, spent, reserved = rows[0]
+        return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
+
+    async def names(self) -> list[str]:
+        """Every ledger's name, sorted."""
+        return [r[0] for r in await self._query("SELECT name FROM {t} ORDER BY name", (), write=False)]
+
+    async def reset(self, name: str) -> None:
+        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
+        rows = await self._query("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = ? RETURNING name", (name,))
+        if not rows:
+            await self.state(name)
+
+
+class PostgresLedger(_SqlLedger):
+    """Ledgers in PostgreSQL, shared by every process that connects to ``dsn``."""
+
+    _greatest = "GREATEST"
+
+    def __init__(self, dsn: str, *, table: str = _TABLE) -> None:
+        super().__init__(table)
+        self._dsn = dsn
+
+    async def _query(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
+        # psycopg's placeholder is %s; the shared statements hold no other '?'
+        return await self._exec(sql.replace("?", "%s"), params)
 
     async def _exec(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         import psycopg
@@ -142,54 +210,8 @@ class PostgresLedger:
             cur = await conn.execute(sql.format(t=self._table), params)
             return list(await cur.fetchall()) if cur.description else []
 
-    async def set_cap(self, name: str, cap: float | None) -> None:
-        """Create the ledger or change its cap (spent and reserved are kept)."""
-        micro = None if cap is None else to_micro(cap)
-        await self._exec(
-            "INSERT INTO {t} (name, cap) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET cap = EXCLUDED.cap",
-            (name, micro),
-        )
 
-    async def reserve(self, name: str, amount: float) -> bool:
-        """One atomic statement: reserve only if ``spent + reserved + amount <= cap``."""
-        micro = to_micro(amount)
-        rows = await self._exec(
-            "UPDATE {t} SET reserved = reserved + %s WHERE name = %s "
-            "AND (cap IS NULL OR spent + reserved + %s <= cap) RETURNING name",
-            (micro, name, micro),
-        )
-        if rows:
-            return True
-        await self.state(name)  # UnknownName for a ledger that does not exist
-        return False
-
-    async def settle(self, name: str, reserved: float, actual: float) -> None:
-        """Release ``reserved`` and add ``actual`` to what was spent (one statement)."""
-        await self._exec(
-            "UPDATE {t} SET reserved = GREATEST(reserved - %s, 0), spent = spent + %s WHERE name = %s",
-            (to_micro(reserved), to_micro(actual), name),
-        )
-
-    async def state(self, name: str) -> LedgerState:
-        """The ledger's row; ``UnknownName`` if it was never created."""
-        rows = await self._exec("SELECT cap, spent, reserved FROM {t} WHERE name = %s", (name,))
-        if not rows:
-            raise UnknownName(f"unknown ledger {name!r}")
-        cap, spent, reserved = rows[0]
-        return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
-
-    async def names(self) -> list[str]:
-        """Every ledger's name, sorted."""
-        return [r[0] for r in await self._exec("SELECT name FROM {t} ORDER BY name", ())]
-
-    async def reset(self, name: str) -> None:
-        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
-        rows = await self._exec("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = %s RETURNING name", (name,))
-        if not rows:
-            raise UnknownName(f"unknown ledger {name!r}")
-
-
-class SqliteLedger:
+class SqliteLedger(_SqlLedger):
     """Ledgers in an SQLite file (the default store's), shared by every process that opens it.
 
     Each operation is one ``BEGIN IMMEDIATE`` transaction on its own connection: the write lock
@@ -198,11 +220,9 @@ class SqliteLedger:
     without the ledger table simply has no ledgers."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30_000, table: str = _TABLE) -> None:
-        if not table.replace("_", "").isalnum():
-            raise InvalidInput(f"ledger table name must be letters, digits and '_', got {table!r}")
+        super().__init__(table)
         self.path = Path(path)
         self._timeout_ms = busy_timeout_ms
-        self._table = table
 
     def _tx(self, sql: str, params: tuple[Any, ...], *, write: bool) -> list[tuple[Any, ...]]:
         import sqlite3
@@ -240,55 +260,8 @@ class SqliteLedger:
         finally:
             db.close()
 
-    async def _run(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
+    async def _query(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
         return await asyncio.to_thread(self._tx, sql, params, write=write)
-
-    async def set_cap(self, name: str, cap: float | None) -> None:
-        """Create the ledger or change its cap (spent and reserved are kept)."""
-        micro = None if cap is None else to_micro(cap)
-        await self._run(
-            "INSERT INTO {t} (name, cap) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET cap = excluded.cap",
-            (name, micro),
-        )
-
-    async def reserve(self, name: str, amount: float) -> bool:
-        """One transaction: reserve only if ``spent + reserved + amount <= cap``."""
-        micro = to_micro(amount)
-        rows = await self._run(
-            "UPDATE {t} SET reserved = reserved + ? WHERE name = ? "
-            "AND (cap IS NULL OR spent + reserved + ? <= cap) RETURNING name",
-            (micro, name, micro),
-        )
-        if rows:
-            return True
-        await self.state(name)  # UnknownName for a ledger that does not exist
-        return False
-
-    async def settle(self, name: str, reserved: float, actual: float) -> None:
-        """Release ``reserved`` and add ``actual`` to what was spent (one transaction)."""
-        await self._run(
-            "UPDATE {t} SET reserved = MAX(reserved - ?, 0), spent = spent + ? WHERE name = ?",
-            (to_micro(reserved), to_micro(actual), name),
-        )
-
-    async def state(self, name: str) -> LedgerState:
-        """The ledger's row; ``UnknownName`` if it was never created."""
-        rows = await self._run("SELECT cap, spent, reserved FROM {t} WHERE name = ?", (name,), write=False)
-        if not rows:
-            known = await self.names()
-            raise UnknownName(f"unknown ledger {name!r} (known: {', '.join(known) or 'none'})")
-        cap, spent, reserved = rows[0]
-        return LedgerState(name, None if cap is None else cap / MICRO, spent / MICRO, reserved / MICRO)
-
-    async def names(self) -> list[str]:
-        """Every ledger's name, sorted."""
-        return [r[0] for r in await self._run("SELECT name FROM {t} ORDER BY name", (), write=False)]
-
-    async def reset(self, name: str) -> None:
-        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
-        rows = await self._run("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = ? RETURNING name", (name,))
-        if not rows:
-            await self.state(name)
 
 
 def ledger_for(store: object) -> Ledger:
