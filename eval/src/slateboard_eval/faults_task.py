@@ -1,5 +1,9 @@
 """The scripted task of the fault-injection suite, the faults injected into it, and the detector.
 
+Long by design: the clean trajectory, the fault generators and the detector must agree on the
+same claims, evidence ids and marker rules; kept in one module, a change to the task is seen
+next to the faults and the contamination check that depend on it.
+
 **The task** is the ``claim_verification`` template played by a script: the extractor adds three
 claims, the researcher adds one piece of evidence per claim, the verifier settles each claim on
 its evidence (two verified, one refuted) and the reporter writes the report. That is the clean

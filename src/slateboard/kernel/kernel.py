@@ -1,5 +1,11 @@
 """The kernel: the only code path that changes a board's committed state.
 
+Long by design: the eight stages are methods of one ``Kernel`` because each reads the same
+committed state, the proposal's read scope and the effects the earlier stages computed, and
+``abort`` must undo exactly what ``prepare`` did; this module is the only code that changes
+committed state, so an auditor reads it in one place. The value types (``Proposal``,
+``Decision``, ``Event``) and the message helpers at the end serve only these stages.
+
 A proposal goes through the stages parse -> ops -> authorise -> stale -> preconditions ->
 apply -> schema -> invariants. ``prepare`` runs them and returns a Decision holding the
 record to append; the caller appends it durably and then calls ``commit`` (or ``abort`` if

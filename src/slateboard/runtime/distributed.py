@@ -1,5 +1,10 @@
 """Runner processes: many processes serve every board of one PostgreSQL store.
 
+Long by design: ``RunnerProcess``'s claim loop, lease heartbeats, sweep of expired claims and
+graceful shutdown share one set of in-flight claims and cached sessions; the guarantees below
+(one commit per invocation, boards end once) hold only because these parts agree on that state.
+``submit`` and ``wait`` are the two thin entry points the CLI and users call next to it.
+
 ``submit`` creates a board (recording the model string its LLM workers use in the board's meta),
 ``RunnerProcess(store).serve()`` runs until stopped, and ``wait`` follows a board to its end.
 

@@ -1,5 +1,10 @@
 """The step engine: the one unit every runner takes a claimed invocation through.
 
+Long by design: one transaction protocol lives here whole: deciding, the single append site
+(``append_decision``), the only compare-and-set retry loop (``cas_retry``), the two concurrency
+strategies and the circuit step. Splitting them would scatter the "one append site, one retry
+loop" guarantees this docstring states across modules that each could break them.
+
     view -> worker.propose (timeout, lease heartbeats) -> kernel.prepare -> scheduler.prepare
          -> ONE store.append (record + agenda changes, compare-and-set on the board's log)
          -> kernel.commit + scheduler.commit, or kernel.abort + scheduler.abort
