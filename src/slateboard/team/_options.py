@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidInput, UsageError
 from ..stores.base import Store
-from ._agent import Agent
+from ._agent_spec import Agent
 from ._board import check_agent_names
 from ._compat import check_model
 from ._control import DEFAULT_MAX_REPEATS
