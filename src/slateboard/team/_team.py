@@ -118,7 +118,7 @@ class Team:
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
-        TeamOptions(
+        TeamOptions.of(
             agents=agents,
             coordinator=coordinator,
             decider=decider,
@@ -137,7 +137,7 @@ class Team:
             parallel=parallel,
             untrusted=untrusted,
             sanitiser=sanitiser,
-        ).validate()
+        )
         self.parallel = parallel
         self.untrusted: tuple[str, ...] = tuple(dict.fromkeys(untrusted or ()))
         self.sanitiser = sanitiser
