@@ -25,7 +25,8 @@ and ``budget.exceeded``)
 reach ``on_event`` callbacks, ``team.events()`` subscribers and ``team.stream(prompt)``.
 """
 
-from ._agent import DEFAULT_DECIDER_INSTRUCTIONS, Agent
+from ._agent import DEFAULT_DECIDER_INSTRUCTIONS
+from ._agent_spec import Agent
 from ._board import blackboard_blueprint, make_entry
 from ._coordinate import DEFAULT_COORDINATOR_INSTRUCTIONS, ROUND_ROBIN_RAW
 from ._team import (

@@ -26,7 +26,8 @@ from ..models import Model
 from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
 from ..workers.llm import SpendHook
-from ._agent import Agent, run_agent
+from ._agent_call import run_agent
+from ._agent_spec import Agent
 from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, SYSTEM_WORKER, USER_AUTHOR
 from ._coordinate import (
     CoordinatorDecision,

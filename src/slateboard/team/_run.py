@@ -23,7 +23,7 @@ from ..scheduling.invocation import Invocation
 from ..status import BUDGET_PREFIX, MAX_ROUNDS, TERMINATED
 from ..stores.base import AgendaChanges
 from ..workers.base import Worker
-from ._agent import AgentWorker, DeciderWorker, bounded_board
+from ._agent import AgentWorker, DeciderWorker
 from ._board import compile_blackboard
 from ._control import (
     CONTROL_WORKER,
@@ -38,6 +38,7 @@ from ._control import (
 )
 from ._events import COMPLETED, INVOKING, NO_CONTRIBUTOR, PREVIEW, STARTED, UNKNOWN_AGENT
 from ._quarantine import QuarantineWorker
+from ._render import bounded_board
 from ._result import Budget, BudgetStatus, ResumeError, TeamResult, typed_text
 from ._run_base import _quiet
 from ._run_end import _RunEnd

@@ -23,7 +23,8 @@ from ..runtime.step import ONCE_KEY, Transacted
 from ..scheduling.invocation import Invocation
 from ..stores.base import Store
 from ..workers.base import WorkerReply
-from ._agent import Agent, DeciderWorker
+from ._agent import DeciderWorker
+from ._agent_spec import Agent
 from ._board import SYSTEM_AUTHOR, SYSTEM_WORKER, make_entry
 from ._control import EchoTail, Tally, TeamControl, echo_check, round_id
 from ._events import EventCallback

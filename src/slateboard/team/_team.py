@@ -46,7 +46,8 @@ from ..runtime.events import RunEvent, stream_modes
 from ..stores import open_store
 from ..stores.base import Store
 from ..streaming import StreamTap, streaming_to
-from ._agent import Agent, _utcnow
+from ._agent import _utcnow
+from ._agent_spec import Agent
 from ._board import USER_AUTHOR, blackboard_blueprint, make_entry
 from ._compat import RUN_EQUIVALENTS, TEAM_EQUIVALENTS, refuse_unsupported, seed_budget
 from ._control import DEFAULT_MAX_REPEATS
@@ -117,7 +118,7 @@ class Team:
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
-        TeamOptions(
+        TeamOptions.of(
             agents=agents,
             coordinator=coordinator,
             decider=decider,
@@ -136,7 +137,7 @@ class Team:
             parallel=parallel,
             untrusted=untrusted,
             sanitiser=sanitiser,
-        ).validate()
+        )
         self.parallel = parallel
         self.untrusted: tuple[str, ...] = tuple(dict.fromkeys(untrusted or ()))
         self.sanitiser = sanitiser
