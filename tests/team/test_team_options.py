@@ -272,3 +272,19 @@ def test_team_blackboard_raises_the_same_errors() -> None:
     assert caught.value.__context__ is None
     with pytest.raises(InvalidInput, match=r"^view_budget must be a positive number of characters, got 0$"):
         Team.blackboard(AGENTS, view_budget=0)
+
+
+def test_one_shot_iterables_are_checked_and_kept() -> None:
+    """A generator of names is read once: the check sees it and the team keeps what it saw (it
+    used to be used up by the check and then read as empty)."""
+    team = Team.blackboard(
+        {"a": AGENT, "web": Agent("web", model=ScriptedModel(["hi"]))},
+        decider=AGENT,
+        untrusted=(n for n in ["web"]),
+        approval=lambda request: True,
+        approval_paths=(p for p in ["/public/*"]),
+    )
+    assert team.untrusted == ("web",)
+    assert team.approval_paths == ("/public/*",)
+    with pytest.raises(InvalidInput, match="untrusted"):
+        Team.blackboard(AGENTS, untrusted=(n for n in ["nobody"]))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -118,6 +118,12 @@ class Team:
         **unsupported: Any,
     ) -> None:
         refuse_unsupported("Team.blackboard", unsupported, TEAM_EQUIVALENTS)
+        # A one-shot iterable (a generator) would be used up by the check below and then read as
+        # empty: take each iterable once, check that copy and keep it.
+        if isinstance(untrusted, Iterator):
+            untrusted = tuple(untrusted)
+        if isinstance(approval_paths, Iterator):
+            approval_paths = tuple(approval_paths)
         TeamOptions.of(
             agents=agents,
             coordinator=coordinator,
