@@ -100,6 +100,10 @@ MaxStepsOption = Annotated[
     typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
 ]
 NameOption = Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")]
+BoardArgument = Annotated[
+    str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)
+]
+"""The BOARD argument of the commands that act on one stored board (resume, approve, watch, ...)."""
 
 
 def console_err() -> Console:
