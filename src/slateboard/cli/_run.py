@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -29,9 +28,9 @@ from ._common import (
     ParallelOption,
     StoreOption,
     TaskOption,
-    add_import_paths,
+    add_board_import_paths,
     console,
-    load_blueprint_or_template,
+    load_for_new_board,
     opened_store,
     print_json,
     resolve_board,
@@ -113,8 +112,7 @@ def run_command(
     parse_parallel(parallel)  # a bad --parallel fails before a board is created
     mode = stream_mode(stream)
     cap = parse_max_cost(max_cost)
-    compiled, path = load_blueprint_or_template(blueprint)
-    add_import_paths(Path.cwd(), path.parent if path is not None else None)
+    compiled, meta = load_for_new_board(blueprint)
     initial = parse_inputs(compiled, task, inputs or [], blueprint)
     scope_key(model, api_key_env)
     resolved = resolve_workers(compiled, model)
@@ -128,8 +126,6 @@ def run_command(
 
         async with opened_store(store) as st:
             spend = {"max_cost": cap, "ledgers": await named_ledgers(st, ledger)}
-            # Where the blueprint's function workers are imported from, so `resume` finds them too.
-            meta = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
             board_id = await create_board(st, compiled, inputs=initial, name=name, meta=meta)
             created.append(board_id)
             label = name or compiled.spec.name
@@ -186,10 +182,7 @@ def resume_command(
             info = await resolve_board(st, board, store)
             created.append(info.board_id)
             loaded = await st.load_board(info.board_id)
-            where = info.meta.get("blueprint_dir")
-            # As `run` does: function workers import from the working directory and the
-            # blueprint's own directory (recorded at run time; used only if it still exists).
-            add_import_paths(Path.cwd(), Path(where) if isinstance(where, str) and Path(where).is_dir() else None)
+            add_board_import_paths(info.meta)
             compiled = compile_blueprint(loaded.blueprint)
             holder.append(compiled)
             await check_genesis(st, info.board_id, compiled, loaded.initial_state, store, loaded.blueprint, info.meta)

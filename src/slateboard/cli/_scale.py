@@ -27,7 +27,7 @@ from ._common import (
     StoreOption,
     TaskOption,
     add_import_paths,
-    load_blueprint_or_template,
+    load_for_new_board,
     opened_store,
     print_json,
     resolve_board,
@@ -162,16 +162,13 @@ def submit_command(
     if control == "coordinator" and model is None:
         raise CliError("--control coordinator needs --model (the coordinator asks a model)", code=EXIT_USAGE)
 
-    compiled, path = load_blueprint_or_template(blueprint)
-    add_import_paths(Path.cwd(), path.parent if path is not None else None)
+    compiled, where = load_for_new_board(blueprint)
     initial = parse_inputs(compiled, task, inputs or [], blueprint)
 
     async def go() -> str:
         from ..runtime import submit
 
         async with opened_store(store) as st:
-            # As `run` does: `resume` imports function workers from the blueprint's directory too.
-            where = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
             return await submit(
                 st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control, meta=where
             )
