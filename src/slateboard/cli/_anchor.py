@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import JsonOption, StoreOption, console, opened_store, print_json, resolve_board, run_async
+from ._common import BoardArgument, JsonOption, StoreOption, console, opened_store, print_json, resolve_board, run_async
 from ._errors import EXIT_USAGE, CliError
 
 KEY_ENV = "SLATEBOARD_ANCHOR_KEY"
@@ -47,7 +47,7 @@ def read_key(key_file: Path | None) -> bytes:
 
 
 def anchor_command(
-    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    board: BoardArgument,
     anchor: Annotated[
         Path,
         typer.Option("--anchor", metavar="FILE", help="Anchor file to append the checkpoint to (created if absent)."),

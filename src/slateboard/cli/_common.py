@@ -100,6 +100,10 @@ MaxStepsOption = Annotated[
     typer.Option("--max-steps", min=1, help="Stop after this many proposals (default: the blueprint's)."),
 ]
 NameOption = Annotated[str | None, typer.Option("--name", help="The board's name (default: the blueprint's).")]
+BoardArgument = Annotated[
+    str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)
+]
+"""The BOARD argument of the commands that act on one stored board (resume, approve, watch, ...)."""
 
 
 def console_err() -> Console:
@@ -282,6 +286,27 @@ def add_import_paths(*dirs: Path | None) -> None:
         text = str(d)
         if text not in sys.path:
             sys.path.append(text)
+
+
+BLUEPRINT_DIR = "blueprint_dir"
+"""The board meta key where the CLI records the directory of the blueprint file a board was made from."""
+
+
+def load_for_new_board(ref: str) -> tuple[CompiledBlueprint, dict[str, Any] | None]:
+    """``load_blueprint_or_template(ref)``, with function workers importable from the working
+    directory and the blueprint file's directory from now on; and the board meta that records that
+    directory (None for a template), so the commands that take the board up later (resume, mcp
+    serve, worker) import them from there too."""
+    compiled, path = load_blueprint_or_template(ref)
+    add_import_paths(Path.cwd(), path.parent if path is not None else None)
+    return compiled, ({BLUEPRINT_DIR: str(path.parent.resolve())} if path is not None else None)
+
+
+def add_board_import_paths(meta: Mapping[str, Any]) -> None:
+    """As when the board was created: function workers import from the working directory and the
+    blueprint's directory recorded in the board's ``meta`` (used only if it still exists)."""
+    where = meta.get(BLUEPRINT_DIR)
+    add_import_paths(Path.cwd(), Path(where) if isinstance(where, str) and Path(where).is_dir() else None)
 
 
 def cell(text: str | None, style: str = "") -> Text:

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from ..progress import ProgressLine, progress
 from ._common import (
+    BoardArgument,
     JsonOption,
     StoreOption,
     as_blueprint_json,
@@ -235,13 +236,18 @@ def _bench(command: list[str], name: str, line: ProgressLine) -> tuple[int, str]
 
 
 # -- human approval -------------------------------------------------------------------------------
+HeldRecordArgument = Annotated[
+    int | None, typer.Argument(metavar="RECORD", help="The held record's seq (default: the only one).")
+]
+ByOption = Annotated[str, typer.Option("--by", help="Who decides (logged).")]
+NoteOption = Annotated[str, typer.Option("--note", help="Why (logged).")]
+
+
 def approve_command(
-    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
-    record: Annotated[
-        int | None, typer.Argument(metavar="RECORD", help="The held record's seq (default: the only one).")
-    ] = None,
-    by: Annotated[str, typer.Option("--by", help="Who decides (logged).")] = "human",
-    note: Annotated[str, typer.Option("--note", help="Why (logged).")] = "",
+    board: BoardArgument,
+    record: HeldRecordArgument = None,
+    by: ByOption = "human",
+    note: NoteOption = "",
     store: StoreOption = None,
     patch: Annotated[
         Path | None,
@@ -256,12 +262,10 @@ def approve_command(
 
 
 def refuse_command(
-    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
-    record: Annotated[
-        int | None, typer.Argument(metavar="RECORD", help="The held record's seq (default: the only one).")
-    ] = None,
-    by: Annotated[str, typer.Option("--by", help="Who decides (logged).")] = "human",
-    note: Annotated[str, typer.Option("--note", help="Why (logged).")] = "",
+    board: BoardArgument,
+    record: HeldRecordArgument = None,
+    by: ByOption = "human",
+    note: NoteOption = "",
     store: StoreOption = None,
 ) -> None:
     """Refuse a held proposal: log the decision; its patch is never committed, and its worker is

@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from ._common import JsonOption, StoreOption, opened_store, resolve_board, run_async
+from ._common import BoardArgument, JsonOption, StoreOption, opened_store, resolve_board, run_async
 from ._errors import EXIT_USAGE, CliError, one_line
 
 
 def watch_command(
-    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    board: BoardArgument,
     store: StoreOption = None,
     after: Annotated[int, typer.Option("--after", help="Start after this seq (resume where you stopped).")] = 0,
     as_json: JsonOption = False,
@@ -78,7 +78,7 @@ def fork_problem(url: str | None, board_id: str) -> str | None:
 
 
 def fork_command(
-    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    board: BoardArgument,
     at: Annotated[int, typer.Option("--at", help="The parent's state version to start from.")],
     blueprint: Annotated[
         str | None, typer.Option("--blueprint", help="Run the child under this blueprint (file or template).")

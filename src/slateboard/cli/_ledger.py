@@ -59,6 +59,14 @@ def _row(state: Any) -> dict[str, Any]:
     return {"name": state.name, "cap_usd": state.cap, "spent_usd": state.spent, "reserved_usd": state.reserved}
 
 
+def _print_state(state: Any, as_json: bool) -> None:
+    """One ledger after a change: its JSON row, or its one line."""
+    if as_json:
+        print_json(_row(state))
+    else:
+        console().print(state.line(), highlight=False)
+
+
 def ledger_show_command(
     name: Annotated[str | None, typer.Argument(help="One ledger (default: every ledger of the store).")] = None,
     store: StoreOption = None,
@@ -97,10 +105,7 @@ def ledger_set_command(
         return await ledger.state(name)
 
     state = run_async(lambda: _with_ledger(store, go, create=True))
-    if as_json:
-        print_json(_row(state))
-    else:
-        console().print(state.line(), highlight=False)
+    _print_state(state, as_json)
 
 
 def ledger_reset_command(
@@ -116,10 +121,7 @@ def ledger_reset_command(
         return await ledger.state(name)
 
     state = run_async(lambda: _with_ledger(store, go, create=False))
-    if as_json:
-        print_json(_row(state))
-    else:
-        console().print(state.line(), highlight=False)
+    _print_state(state, as_json)
 
 
 ledger_app.command("show")(ledger_show_command)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ._common import StoreOption, add_import_paths, opened_store, resolve_board, run_async
+from ._common import StoreOption, add_board_import_paths, opened_store, resolve_board, run_async
 from ._errors import EXIT_USAGE, CliError
 
 mcp_app = typer.Typer(help="Model Context Protocol: serve a board's worker to an external agent.", no_args_is_help=True)
@@ -85,10 +84,7 @@ def serve_command(
 
         async with opened_store(store) as st:
             info = await resolve_board(st, board, store)
-            where = info.meta.get("blueprint_dir")
-            # As `run` and `resume` do: function workers import from the working directory and
-            # the blueprint's own directory (recorded when the board was created).
-            add_import_paths(Path.cwd(), Path(where) if isinstance(where, str) and Path(where).is_dir() else None)
+            add_board_import_paths(info.meta)
 
             def ready() -> None:
                 # stdout is the protocol's channel on stdio: say where we are on stderr

@@ -18,6 +18,7 @@ import typer
 
 from ._common import (
     BlueprintArgument,
+    BoardArgument,
     InputsOption,
     JsonOption,
     MaxStepsOption,
@@ -26,7 +27,7 @@ from ._common import (
     StoreOption,
     TaskOption,
     add_import_paths,
-    load_blueprint_or_template,
+    load_for_new_board,
     opened_store,
     print_json,
     resolve_board,
@@ -35,6 +36,7 @@ from ._common import (
     store_label,
 )
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
+from ._run_args import check_control, parse_inputs
 
 if TYPE_CHECKING:
     from ..runtime import RunnerStats, RunResult
@@ -155,24 +157,18 @@ def submit_command(
 
     The model string is recorded with the board; runner processes use it unless they override it.
     """
-    from ..scheduling.units import CONTROL_UNITS
-    from ._run import _inputs
-
-    if control is not None and control not in CONTROL_UNITS:
-        raise CliError(f"--control: expected one of {', '.join(CONTROL_UNITS)}, got {control!r}", code=EXIT_USAGE)
+    if control is not None:
+        check_control(control)
     if control == "coordinator" and model is None:
         raise CliError("--control coordinator needs --model (the coordinator asks a model)", code=EXIT_USAGE)
 
-    compiled, path = load_blueprint_or_template(blueprint)
-    add_import_paths(Path.cwd(), path.parent if path is not None else None)
-    initial = _inputs(compiled, task, inputs or [], blueprint)
+    compiled, where = load_for_new_board(blueprint)
+    initial = parse_inputs(compiled, task, inputs or [], blueprint)
 
     async def go() -> str:
         from ..runtime import submit
 
         async with opened_store(store) as st:
-            # As `run` does: `resume` imports function workers from the blueprint's directory too.
-            where = {"blueprint_dir": str(path.parent.resolve())} if path is not None else None
             return await submit(
                 st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control, meta=where
             )
@@ -185,7 +181,7 @@ def submit_command(
 
 
 def wait_command(
-    board: Annotated[str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix).", show_default=False)],
+    board: BoardArgument,
     store: StoreOption = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=0.0, help="Give up after this many seconds (exit 1).")

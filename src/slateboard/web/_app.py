@@ -31,7 +31,8 @@ from ..errors import InvalidInput
 from ..httpguard import MIN_TOKEN_CHARS, TokenGuard, error_response
 from ..redaction import redact
 from ..stores.base import Store, StoreError, StoreUnavailable
-from ._data import ApiError, Dashboard, parse_version
+from ._data import Dashboard
+from ._shapes import ApiError, parse_version
 
 logger = logging.getLogger("slateboard.web")
 
