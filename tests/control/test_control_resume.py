@@ -238,6 +238,23 @@ def test_the_cli_submits_a_board_with_its_control_unit(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--control: expected one of agenda, round-robin, coordinator" in bad.stderr
 
 
+def test_run_refuses_an_unknown_control_unit_before_creating_a_board(tmp_path: Path) -> None:
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps(BP), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'run.db'}"
+    bad = CliRunner().invoke(app, ["run", str(path), "--store", url, "--control", "lottery"])
+    assert bad.exit_code == 2 and "--control: expected one of agenda, round-robin, coordinator" in bad.stderr
+
+    async def boards() -> int:
+        store = await open_store(url)
+        try:
+            return len(await store.list_boards())
+        finally:
+            await store.close()
+
+    assert asyncio.run(boards()) == 0
+
+
 def prefer_later_workers(messages: Any) -> str:
     """A coordinator's answer: c's invocation when there is one, else b's, else a's."""
     text = "\n".join(m.content for m in messages)

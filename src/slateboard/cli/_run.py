@@ -109,7 +109,8 @@ def run_command(
 
     Exit code 1 when the circuit policy halted the run (the board is marked failed).
     """
-    parse_parallel(parallel)  # a bad --parallel fails before a board is created
+    parse_parallel(parallel)  # a bad --parallel or --control fails before a board is created
+    check_control(control)
     mode = stream_mode(stream)
     cap = parse_max_cost(max_cost)
     compiled, meta = load_for_new_board(blueprint)
