@@ -23,8 +23,8 @@ from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, CircuitAction
 from ..kernel.record import CONTROL_KIND, EVENT_META, MODEL_META, PROPOSAL_KIND, Record, Usage
 from ..models import Model
-from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
+from ..vocabulary import COORDINATOR_DECIDED, ONCE_KEY
 from ..workers.llm import SpendHook
 from ._agent import Agent, run_agent
 from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, SYSTEM_WORKER, USER_AUTHOR
@@ -54,8 +54,6 @@ __all__ = [
 
 CONTROL_WORKER = "__coordinator"
 """The ``worker`` field of control records."""
-COORDINATOR_DECIDED = "blackboard.coordinator_decided"
-"""The ``meta.event`` of control records (and the event the run emits)."""
 DECIDE_INVOCATION = "decide"
 """Id of the decider's invocation."""
 DEFAULT_MAX_REPEATS = 5
@@ -94,7 +92,7 @@ class Choice:
         """The control record's ``meta``: the decision, the raw answer, and the model asked."""
         d = self.decision
         meta: dict[str, JSON] = {
-            "event": COORDINATOR_DECIDED,
+            EVENT_META: COORDINATOR_DECIDED,
             "round": round_num,
             "terminate": d.terminate,
             "next_agent": d.next_agent,

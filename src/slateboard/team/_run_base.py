@@ -19,9 +19,10 @@ from ..runtime.boards import RunnerError
 from ..runtime.events import RunEvent
 from ..runtime.ledger import SpendGuard
 from ..runtime.session import BoardSession
-from ..runtime.step import ONCE_KEY, Transacted
+from ..runtime.step import Transacted
 from ..scheduling.invocation import Invocation
 from ..stores.base import Store
+from ..vocabulary import ONCE_KEY, EventKind
 from ..workers.base import WorkerReply
 from ._agent import Agent, DeciderWorker
 from ._board import SYSTEM_AUTHOR, SYSTEM_WORKER, make_entry
@@ -117,7 +118,7 @@ class _RunBase:
         """The run's spend guard (``Budget(max_cost=...)`` or ``ledgers``), else None."""
 
     # -- plumbing -----------------------------------------------------------------------------
-    async def emit(self, kind: str, **data: JSON) -> None:
+    async def emit(self, kind: EventKind, /, **data: JSON) -> None:
         event = RunEvent(kind, self.board_id, data)
         for q in self.listeners:
             q.put_nowait(event)
@@ -227,6 +228,6 @@ class _RunBase:
         return await self.transact(prepare)
 
 
-def _quiet(kind: str, **data: JSON) -> None:
+def _quiet(kind: EventKind, /, **data: JSON) -> None:
     """The engine's run events are not the team's (it emits the ``blackboard.*`` ones)."""
     return None
