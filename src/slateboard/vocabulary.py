@@ -174,7 +174,7 @@ APPROVAL_PATCH_META: Final[MetaKey] = "patch"
 """The patch approved (committed by the board's next run) or refused (never committed)."""
 CONTROL_META: Final[MetaKey] = "control"
 """Key of a proposal record's (and its invocation's) ``meta`` holding why a control unit chose its
-invocation; in a board's ``meta``, the control unit a distributed runner uses."""
+invocation."""
 STALE_KEY: Final[MetaKey] = "stale"
 """Key in an invocation's ``meta`` counting how often a stale proposal re-queued it."""
 ONCE_KEY: Final[MetaKey] = "once"

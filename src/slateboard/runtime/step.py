@@ -63,7 +63,7 @@ from ..stores.base import (
 )
 from ..streaming import committed, invocation_scope
 from ..views import View, ViewCache, build_view, readable_state
-from ..vocabulary import ONCE_KEY, STALE_KEY, EventKind
+from ..vocabulary import CONTROL_META, ONCE_KEY, STALE_KEY, EventKind
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
 from .events import CIRCUIT_ACTION, INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
@@ -467,7 +467,7 @@ class StepEngine:
         if reply.expand:
             self.expand[inv.worker] = reply.expand
         proposal = reply.to_proposal(
-            view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
+            view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {CONTROL_META: reason}
         )
         return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from ..kernel.canonical import JSON
 from ..scheduling.invocation import Invocation
-from ..vocabulary import EVENT_META, ONCE_KEY, TURN_DROPPED
+from ..vocabulary import CONTROL_META, EVENT_META, ONCE_KEY, ROUND_META, TURN_DROPPED
 from ..workers.base import WorkerReply
 from ._control import COORDINATOR_DECIDED, round_id
 
@@ -61,7 +61,7 @@ def parallel_control_meta(names: Sequence[str], round_num: int) -> dict[str, JSO
     (``Progress`` and ``Tally`` count it as the round's decision), naming every agent."""
     return {
         EVENT_META: COORDINATOR_DECIDED,
-        "round": round_num,
+        ROUND_META: round_num,
         "terminate": False,
         "next_agent": None,
         "next_agents": list(names),
@@ -80,7 +80,7 @@ def parallel_invocation(
     event: dict[str, JSON] = {"kind": "coordinator", "round": round_num, "agent": agent, "instruction": None}
     # No ``parallel`` flag here: the run adds it to the proposals it decides without a staleness
     # check; a resumed run that takes this turn alone (a fresh view, checked) logs none.
-    meta: dict[str, JSON] = {ONCE_KEY: True, "round": round_num, "control": PARALLEL_RAW}
+    meta: dict[str, JSON] = {ONCE_KEY: True, ROUND_META: round_num, CONTROL_META: PARALLEL_RAW}
     return Invocation(
         parallel_turn_id(round_num, index), agent, 0, order, event, "coordinator", feedback=feedback, meta=meta
     )

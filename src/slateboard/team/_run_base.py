@@ -22,7 +22,7 @@ from ..runtime.session import BoardSession
 from ..runtime.step import Transacted
 from ..scheduling.invocation import Invocation
 from ..stores.base import Store
-from ..vocabulary import ONCE_KEY, EventKind
+from ..vocabulary import CONTROL_META, ONCE_KEY, ROUND_META, EventKind
 from ..workers.base import WorkerReply
 from ._agent import Agent, DeciderWorker
 from ._board import SYSTEM_AUTHOR, SYSTEM_WORKER, make_entry
@@ -171,7 +171,7 @@ class _RunBase:
         claimed = await self._claim(inv)
         meta = {k: v for k, v in claimed.meta.items() if k != ONCE_KEY}
         outcome = await self.session.step(
-            claimed, str(meta.get("control", claimed.id)), owner=self.owner, lease_s=LEASE_S, meta=meta
+            claimed, str(meta.get(CONTROL_META, claimed.id)), owner=self.owner, lease_s=LEASE_S, meta=meta
         )
         assert outcome.record is not None and outcome.reply is not None  # Solo: never dropped
         return outcome.record, outcome.reply
@@ -199,7 +199,7 @@ class _RunBase:
     # -- system entries, the decider, the end -------------------------------------------------
     async def _post_error(self, round_num: int, message: str) -> None:
         event: dict[str, JSON] = {"kind": "coordinator", "round": round_num}
-        await self._post_system(round_num, message, kind="error", event=event, meta={"round": round_num})
+        await self._post_system(round_num, message, kind="error", event=event, meta={ROUND_META: round_num})
 
     async def _post_system(
         self, round_num: int, content: str, *, kind: str, event: dict[str, JSON], meta: dict[str, JSON]
