@@ -69,4 +69,3 @@ def test_the_old_homes_hand_out_the_same_words() -> None:
     assert team_events.STARTED == vocabulary.TEAM_STARTED == "blackboard.started"
     assert set(team_events.BLACKBOARD_EVENTS) <= set(vocabulary.EVENT_KINDS)
     assert base.BOARD_STATUSES is vocabulary.BOARD_STATUSES
-
