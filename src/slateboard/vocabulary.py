@@ -12,15 +12,15 @@ What it holds:
 - end reasons: what a run writes as its end (``status`` classifies them);
 - ``BoardStatus``: a board's lifecycle in its store (``Store.set_status`` takes one).
 
-Guarantees: every Literal is paired with a tuple of its values in the same order
-(``RECORD_KINDS``, ``EVENT_KINDS``, ...; a test asserts each equals ``typing.get_args`` of its
-Literal), and every constant's type is its Literal, so a constant cannot name a word the Literal
+Guarantees: every Literal is paired with the tuple of its values in the same order
+(``RECORD_KINDS``, ``EVENT_KINDS``, ...: ``typing.get_args`` of the Literal, so they cannot
+drift; a test holds each to it), and every constant's type is its Literal, so a constant cannot name a word the Literal
 lacks. It imports nothing from slateboard: every layer, the kernel included, may import it.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 __all__ = [
     "AGENDA_EMPTY",
@@ -119,9 +119,7 @@ __all__ = [
 RecordKind = Literal["proposal", "circuit", "approval", "run", "stage", "invocation", "spend", "control", "quarantine"]
 """Every kind of record slateboard itself writes (one constant each below, which the writers
 use); replay rebuilds a logged record whatever its kind."""
-RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
-    "proposal", "circuit", "approval", "run", "stage", "invocation", "spend", "control", "quarantine",
-)  # fmt: skip
+RECORD_KINDS: Final[tuple[RecordKind, ...]] = get_args(RecordKind)
 
 PROPOSAL_KIND: Final[RecordKind] = "proposal"
 """A worker's proposal as the kernel decided it (accepted, rejected, no-op or held)."""
@@ -147,9 +145,7 @@ MetaKey = Literal[
     "genesis", "event", "model", "record", "decision", "worker", "patch", "control", "stale", "once", "round",
 ]  # fmt: skip
 """The ``meta`` members one layer writes and another reads (one constant each below)."""
-META_KEYS: Final[tuple[MetaKey, ...]] = (
-    "genesis", "event", "model", "record", "decision", "worker", "patch", "control", "stale", "once", "round",
-)  # fmt: skip
+META_KEYS: Final[tuple[MetaKey, ...]] = get_args(MetaKey)
 
 GENESIS_META: Final[MetaKey] = "genesis"
 """The ``meta`` member of a board's first record that binds the log to its blueprint and
@@ -207,17 +203,7 @@ EventKind = Literal[
 ]  # fmt: skip
 """Every run event kind: what an emit function takes and a ``RunEvent`` carries; names are
 dotted, ``<area>.<what>``."""
-EVENT_KINDS: Final[tuple[EventKind, ...]] = (
-    "run.started", "invocation.started", "proposal.decided", "circuit.action", "stage.changed",
-    "invocation.failed", "control.spent", "board.spent", "run.ended",
-    "state.update", "state.values", "model.tokens", "worker.custom",
-    "blackboard.started", "blackboard.coordinator_decided", "blackboard.no_contributor",
-    "blackboard.unknown_agent", "blackboard.invoking", "blackboard.contribution",
-    "blackboard.rejected", "blackboard.decider_failed", "blackboard.approval", "blackboard.halted",
-    "blackboard.completed", "blackboard.quarantined", "blackboard.released", "blackboard.withheld",
-    "budget.exceeded",
-    "blackboard.turn_dropped",
-)  # fmt: skip
+EVENT_KINDS: Final[tuple[EventKind, ...]] = get_args(EventKind)
 
 RUN_STARTED: Final[EventKind] = "run.started"
 """A runner began driving a board (its version, seq and parallelism)."""
@@ -281,7 +267,7 @@ TURN_DROPPED: Final[EventKind] = "blackboard.turn_dropped"
 # -- end statuses ------------------------------------------------------------------------------
 EndStatus = Literal["running", "solved", "exhausted", "failed", "paused", "interrupted"]
 """How a board ended, in the words a user reads (``status.end_status`` says which is which)."""
-END_STATUSES: Final[tuple[EndStatus, ...]] = ("running", "solved", "exhausted", "failed", "paused", "interrupted")
+END_STATUSES: Final[tuple[EndStatus, ...]] = get_args(EndStatus)
 
 END_RUNNING: Final[EndStatus] = "running"
 END_SOLVED: Final[EndStatus] = "solved"
@@ -337,7 +323,7 @@ LOST_WORK: Final = "; lost work: "
 # -- board lifecycle ---------------------------------------------------------------------------
 BoardStatus = Literal["running", "paused", "done", "failed"]
 """A board's lifecycle in its store: claims are only handed out for running boards."""
-BOARD_STATUSES: Final[tuple[BoardStatus, ...]] = ("running", "paused", "done", "failed")
+BOARD_STATUSES: Final[tuple[BoardStatus, ...]] = get_args(BoardStatus)
 
 BOARD_RUNNING: Final[BoardStatus] = "running"
 """The board is being (or may be) driven: its invocations can be claimed."""
