@@ -20,8 +20,40 @@ wrote; ``end_status`` turns the two into one of:
 
 from __future__ import annotations
 
-from typing import Literal
+from .vocabulary import (
+    AGENDA_EMPTY,
+    BOARD_FAILED,
+    BOARD_PAUSED,
+    BOARD_RUNNING,
+    BUDGET_EXHAUSTED,
+    BUDGET_PREFIX,
+    CIRCUIT_PREFIX,
+    DONE_CONDITION,
+    END_EXHAUSTED,
+    END_FAILED,
+    END_INTERRUPTED,
+    END_PAUSED,
+    END_RUNNING,
+    END_SOLVED,
+    END_STATUSES,
+    FAIL_PREFIX,
+    INTERRUPTED,
+    LOST_WORK,
+    MAX_COST,
+    MAX_ROUNDS,
+    MAX_STEPS,
+    MAX_TOKENS,
+    MODEL_UNAVAILABLE,
+    PAUSED_PREFIX,
+    RAISED_PREFIX,
+    STUCK,
+    TERMINATE,
+    TERMINATED,
+    EndStatus,
+)
 
+# The end statuses and end reasons live in ``slateboard.vocabulary``; this module, their first
+# home, re-exports them beside the mapping that reads them.
 __all__ = [
     "AGENDA_EMPTY",
     "BUDGET_PREFIX",
@@ -44,37 +76,6 @@ __all__ = [
     "with_lost_work",
 ]
 
-EndStatus = Literal["running", "solved", "exhausted", "failed", "paused", "interrupted"]
-END_STATUSES: tuple[EndStatus, ...] = ("running", "solved", "exhausted", "failed", "paused", "interrupted")
-
-INTERRUPTED = "interrupted"
-"""The end reason of a board whose run was stopped mid-way (its store status stays ``running``,
-so ``resume`` takes it up)."""
-
-# -- end reasons: what a run writes as its end (the runtime and team write them, this module
-# reads them; the constants are the one spelling both sides use).
-DONE_CONDITION = "done"
-"""The blueprint's ``done`` condition held."""
-AGENDA_EMPTY = "agenda_empty"
-"""No invocation was pending or claimed any more."""
-MAX_STEPS, MAX_TOKENS, MAX_COST = "max_steps", "max_tokens", "max_cost"
-"""A limit of the blueprint (or a run's override) was reached."""
-TERMINATED = "terminated"
-"""A team's coordinator ended the run."""
-MAX_ROUNDS = "max_rounds"
-"""A team played all its rounds."""
-FAIL_PREFIX = "failed: "
-"""The end reason a blueprint's ``fail`` condition leaves: ``failed: <the condition>``."""
-CIRCUIT_PREFIX = "circuit"
-"""How the end reason of a board the circuit policy halted starts: ``circuit: <its reason>``."""
-PAUSED_PREFIX = "paused"
-"""How the end reason of a board waiting for a human starts: ``paused: awaiting approval of
-record N``."""
-BUDGET_PREFIX = "budget:"
-"""The end reason of a run its spend guard stopped: ``budget:<what ran out>``."""
-LOST_WORK = "; lost work: "
-"""What separates an end reason from the invocations the run lost (``with_lost_work``)."""
-
 
 def with_lost_work(reason: str, lost: list[str]) -> str:
     """``reason`` naming the invocations that failed during the run (none: unchanged)."""
@@ -89,8 +90,8 @@ def base_reason(reason: str | None) -> str:
     return (reason or "").split(LOST_WORK, 1)[0].strip()
 
 
-_SOLVED = (DONE_CONDITION, TERMINATED, "terminate")
-_EXHAUSTED = (MAX_STEPS, MAX_TOKENS, MAX_COST, "stuck")
+_SOLVED = (DONE_CONDITION, TERMINATED, TERMINATE)
+_EXHAUSTED = (MAX_STEPS, MAX_TOKENS, MAX_COST, STUCK)
 
 
 def failure_kind(reason: str | None) -> str | None:
@@ -100,11 +101,11 @@ def failure_kind(reason: str | None) -> str | None:
     text = base_reason(reason)
     if text.startswith(FAIL_PREFIX):
         return "condition"
-    if "model unavailable" in text:
+    if MODEL_UNAVAILABLE in text:
         return "model"
-    if text.startswith(CIRCUIT_PREFIX) and "budget exhausted" not in text:
+    if text.startswith(CIRCUIT_PREFIX) and BUDGET_EXHAUSTED not in text:
         return "circuit"
-    if text.startswith("the run raised"):
+    if text.startswith(RAISED_PREFIX):
         return "error"
     return None
 
@@ -117,24 +118,24 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
     Guarantees: total (every input maps to one of END_STATUSES) and pure.
     """
     text = base_reason(reason)
-    if text == INTERRUPTED and board_status in ("running", None):
-        return "interrupted"
-    if board_status == "running" or (board_status is None and not text):
-        return "running"
-    if board_status == "paused" or text.startswith(PAUSED_PREFIX):
-        return "paused"
+    if text == INTERRUPTED and board_status in (BOARD_RUNNING, None):
+        return END_INTERRUPTED
+    if board_status == BOARD_RUNNING or (board_status is None and not text):
+        return END_RUNNING
+    if board_status == BOARD_PAUSED or text.startswith(PAUSED_PREFIX):
+        return END_PAUSED
     if failure_kind(text) is not None:
-        return "failed"
-    if "budget exhausted" in text:  # a circuit budget halt is a limit, whatever the store says
-        return "exhausted"
-    if board_status == "failed":
-        return "failed"
+        return END_FAILED
+    if BUDGET_EXHAUSTED in text:  # a circuit budget halt is a limit, whatever the store says
+        return END_EXHAUSTED
+    if board_status == BOARD_FAILED:
+        return END_FAILED
     if text in _SOLVED:
-        return "solved"
+        return END_SOLVED
     if text == MAX_ROUNDS:
         # A team's rounds ran out: the decider answers after them (answered=None: not known here).
-        return "exhausted" if answered is False else "solved"
+        return END_EXHAUSTED if answered is False else END_SOLVED
     if text in _EXHAUSTED or text.startswith((CIRCUIT_PREFIX, "max_", BUDGET_PREFIX)):
-        return "exhausted"
+        return END_EXHAUSTED
     # agenda_empty, control, or a reason this mapping does not know: the answer decides.
-    return "solved" if answered else "exhausted"
+    return END_SOLVED if answered else END_EXHAUSTED

@@ -40,6 +40,7 @@ import orjson
 
 from .errors import InvalidInput
 from .kernel.canonical import JSON
+from .vocabulary import CUSTOM_EVENT, TOKENS_EVENT, UPDATE_EVENT, VALUES_EVENT, EventKind
 
 if TYPE_CHECKING:
     from .kernel.record import Record
@@ -61,7 +62,7 @@ __all__ = [
     "token_sink",
 ]
 
-Deliver = Callable[[str, str, dict[str, JSON]], None]
+Deliver = Callable[[EventKind, str, dict[str, JSON]], None]
 """``deliver(kind, board_id, data)``: how a tap hands an event to its run (on the run's loop)."""
 
 Emit = Callable[[JSON], None]
@@ -99,7 +100,7 @@ class StreamTap:
         """Whether worker progress is wanted now."""
         return self.wants("custom")
 
-    def send(self, kind: str, board_id: str, data: dict[str, JSON]) -> None:
+    def send(self, kind: EventKind, board_id: str, data: dict[str, JSON]) -> None:
         """Deliver one event on the tap's loop, whichever thread calls (llama.cpp streams from a
         worker thread; a function worker may report from one of its own)."""
         try:
@@ -125,15 +126,6 @@ class _Scope:
 _TAP: ContextVar[StreamTap | None] = ContextVar("slateboard_stream_tap", default=None)
 _SCOPE: ContextVar[_Scope | None] = ContextVar("slateboard_stream_scope", default=None)
 _SINK: ContextVar[TokenSink | None] = ContextVar("slateboard_token_sink", default=None)
-
-TOKENS_EVENT = "model.tokens"
-"""Kind of the event carrying one chunk of a model's reply (stream mode ``tokens``)."""
-CUSTOM_EVENT = "worker.custom"
-"""Kind of the event carrying one progress report of a worker (stream mode ``custom``)."""
-UPDATE_EVENT = "state.update"
-"""Kind of the event carrying one committed patch (stream mode ``updates``)."""
-VALUES_EVENT = "state.values"
-"""Kind of the event carrying the state after one commit (stream mode ``values``)."""
 
 
 @contextlib.contextmanager

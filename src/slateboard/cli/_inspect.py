@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..errors import StoreError
 from ..status import end_status
+from ..vocabulary import END_EXHAUSTED, END_FAILED, END_RUNNING, END_SOLVED, EndStatus
 from ._anchor import AnchorOption, KeyFileOption
 from ._common import (
     JsonOption,
@@ -46,6 +47,10 @@ BoardArg = Annotated[
     str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix of one).", show_default=False)
 ]
 OUTCOMES = ("accepted", "rejected", "noop", "action")
+
+
+_STYLES: dict[EndStatus, str] = {END_FAILED: "red", END_RUNNING: "yellow", END_EXHAUSTED: "yellow", END_SOLVED: "green"}
+"""The colour of each end status in the boards table (none: the terminal's own)."""
 
 
 def _when(ts: float) -> str:
@@ -133,7 +138,7 @@ def boards_command(
         )
     for b, cost in found:
         shown = end_status(b.status, b.reason)
-        style = {"failed": "red", "running": "yellow", "exhausted": "yellow", "solved": "green"}.get(shown, "")
+        style = _STYLES.get(shown, "")
         table.add_row(
             b.board_id,
             cell(b.name),

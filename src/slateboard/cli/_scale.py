@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..vocabulary import BOARD_DONE
 from ._common import (
     BlueprintArgument,
     BoardArgument,
@@ -212,6 +213,6 @@ def wait_command(
         _out(f"board {info.board_id} {info.status}: {result.end_reason}")
         answer: Any = result.answer
         _out(f"answer: {answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)}")
-    if info.status != "done":
+    if info.status != BOARD_DONE:
         sys.stderr.write(f"board {info.board_id} {info.status}: {result.end_reason}\n")
         raise typer.Exit(EXIT_ERROR)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from ..errors import InvalidInput
+from ..vocabulary import BUDGET_EXHAUSTED, MODEL_UNAVAILABLE
 from .canonical import JSON
 from .protocol import CircuitTerms, KernelBlueprint, KernelLimits
 from .record import CIRCUIT_KIND, PROPOSAL_KIND, Record
@@ -171,14 +172,14 @@ class CircuitPolicy:
             return CircuitAction(
                 HALT,
                 None,
-                f"step budget exhausted: {steps} steps (max_steps={lim.max_steps})",
+                f"step {BUDGET_EXHAUSTED}: {steps} steps (max_steps={lim.max_steps})",
                 {"trigger": "budget", "budget": "steps", "used": steps, "limit": lim.max_steps},
             )
         if lim.max_tokens is not None and tokens_used >= lim.max_tokens:
             return CircuitAction(
                 HALT,
                 None,
-                f"token budget exhausted: {tokens_used} tokens (max_tokens={lim.max_tokens})",
+                f"token {BUDGET_EXHAUSTED}: {tokens_used} tokens (max_tokens={lim.max_tokens})",
                 {"trigger": "budget", "budget": "tokens", "used": tokens_used, "limit": lim.max_tokens},
             )
         return None
@@ -228,7 +229,7 @@ class CircuitPolicy:
             "streak": len(recent),
             "rejections": [{"seq": r.seq, "stage": r.stage, "reason": _cap(r.reason or "")} for r in recent],
         }
-        reason = f"model unavailable: {_cap(last.reason or '')} ({len(recent)} consecutive model failures)"
+        reason = f"{MODEL_UNAVAILABLE}: {_cap(last.reason or '')} ({len(recent)} consecutive model failures)"
         return CircuitAction(HALT, last.worker, reason, details)
 
     def _stuck(self, tail: list[Record]) -> CircuitAction | None:

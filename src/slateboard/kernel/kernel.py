@@ -27,6 +27,7 @@ import orjson
 from mypy_extensions import mypyc_attr
 
 from ..errors import InvalidInput, SlateboardError, detached
+from ..vocabulary import RecordKind
 from ._busy import KernelBusy as KernelBusy
 from .canonical import JSON, CanonicalError, JSONValue, canonical_str
 from .cel import BUDGET_EXCEEDED
@@ -339,7 +340,7 @@ class Kernel:
 
     def action(
         self,
-        kind: str,
+        kind: RecordKind,
         reason: str,
         *,
         worker: str | None = None,

@@ -8,22 +8,77 @@ text, so a record never shares objects with the live state and is immutable once
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import Any, Literal, get_args
 
 import orjson
 
 from ..errors import InvalidInput, detached
+from ..vocabulary import (
+    APPROVAL_DECISION_META,
+    APPROVAL_KIND,
+    APPROVAL_PATCH_META,
+    APPROVAL_RECORD_META,
+    APPROVAL_WORKER_META,
+    APPROVED,
+    CIRCUIT_KIND,
+    CONTROL_KIND,
+    EVENT_META,
+    GENESIS_META,
+    INVOCATION_KIND,
+    MODEL_META,
+    PROPOSAL_KIND,
+    QUARANTINE_KIND,
+    RECORD_KINDS,
+    REFUSED,
+    RUN_KIND,
+    SPEND_KIND,
+    STAGE_KIND,
+    RecordKind,
+)
 from .canonical import JSON, JSONValue, canonical_bytes, hash_json, sha256_hex
 from .statehash import state_hash
 
+# The record kinds and meta keys live in ``slateboard.vocabulary``; this module, their first
+# home, re-exports them.
+__all__ = [
+    "APPROVAL_DECISION_META",
+    "APPROVAL_KIND",
+    "APPROVAL_PATCH_META",
+    "APPROVAL_RECORD_META",
+    "APPROVAL_WORKER_META",
+    "APPROVED",
+    "CIRCUIT_KIND",
+    "CONTROL_KIND",
+    "EVENT_META",
+    "GENESIS",
+    "GENESIS_META",
+    "INVOCATION_KIND",
+    "MODEL_META",
+    "OUTCOMES",
+    "PROPOSAL_KIND",
+    "QUARANTINE_KIND",
+    "RECORD_KINDS",
+    "REFUSED",
+    "RUN_KIND",
+    "SPEND_KIND",
+    "STAGES",
+    "STAGE_KIND",
+    "Outcome",
+    "Record",
+    "RecordKind",
+    "Stage",
+    "Usage",
+    "board_genesis",
+    "board_genesis_hash",
+    "board_genesis_problem",
+    "genesis_binding",
+    "genesis_problem",
+    "is_legacy_genesis",
+    "is_unbound",
+]
+
 GENESIS = "0" * 64
 """The ``prev`` of a board's first record."""
-
-GENESIS_META = "genesis"
-"""The ``meta`` member of a board's first record that binds the log to its blueprint and
-initial state: ``{"blueprint": <blueprint digest>, "initial_state": <state hash>}``. The
-record's hash covers it, and every later record chains to that hash, so changing the stored
-blueprint or initial state fails verification at the genesis (record 0)."""
 
 
 def genesis_binding(blueprint_digest: str, initial_state_hash: str) -> dict[str, JSON]:
@@ -105,54 +160,8 @@ Stage = Literal[
 """The kernel stage that rejected (or held) a proposal, in the order the stages run; ``decline``
 marks the no-op of a worker that declined (``{"decline": reason}``)."""
 
-RecordKind = Literal["proposal", "circuit", "approval", "run", "stage", "invocation", "spend", "control", "quarantine"]
-"""Every kind of record slateboard itself writes (one constant each below, which the writers
-use); ``Kernel.action`` accepts other kinds too."""
-
-PROPOSAL_KIND: Final = "proposal"
-"""A worker's proposal as the kernel decided it (accepted, rejected, no-op or held)."""
-CIRCUIT_KIND: Final = "circuit"
-"""An action of the circuit policy (``kernel.circuit``): retry, switch worker, tighten, halt."""
-APPROVAL_KIND: Final = "approval"
-"""A human's decision on a held proposal (``runtime.approval``); ``meta`` names the record."""
-RUN_KIND: Final = "run"
-"""The run's lifecycle: its end (``meta["event"]`` is ``run.ended``, the reason its end reason)."""
-STAGE_KIND: Final = "stage"
-"""A stage entered, completed or terminated (with the queued work it cancelled)."""
-INVOCATION_KIND: Final = "invocation"
-"""An invocation that failed and whose work is lost (``invocation.failed``)."""
-SPEND_KIND: Final = "spend"
-"""Tokens spent outside a worker's proposal (a model-based control unit, the Architect)."""
-CONTROL_KIND: Final = "control"
-"""A team coordinator's decision for a round (who speaks, or the end)."""
-QUARANTINE_KIND: Final = "quarantine"
-"""A team sanitiser withholding a quarantined entry."""
-
-EVENT_META: Final = "event"
-"""The ``meta`` member naming the run event an action record logs (``run.ended``,
-``stage.changed``, ...): what readers of the log branch on, with the record's ``kind``."""
-MODEL_META: Final = "model"
-"""The ``meta`` member naming the model string (a board's meta: the one its LLM workers use;
-a record's: the model that spent its tokens)."""
-
-# An approval record's meta (``runtime.approval`` writes it; the kernel, the runtime and teams
-# read it): which held record it decides, the decision, and the held worker and patch.
-APPROVAL_RECORD_META: Final = "record"
-"""The seq of the held record an approval decides."""
-APPROVAL_DECISION_META: Final = "decision"
-"""``APPROVED`` or ``REFUSED``."""
-APPROVAL_WORKER_META: Final = "worker"
-"""The worker whose proposal was held."""
-APPROVAL_PATCH_META: Final = "patch"
-"""The patch approved (committed by the board's next run) or refused (never committed)."""
-APPROVED: Final = "approved"
-"""An approval's decision: commit the held patch."""
-REFUSED: Final = "refused"
-"""An approval's decision: never commit the held patch."""
-
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 STAGES: tuple[Stage, ...] = get_args(Stage)
-RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 
 
 @dataclass(frozen=True, slots=True)

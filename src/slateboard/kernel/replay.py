@@ -17,9 +17,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import cast
 
 import orjson
 
+from ..vocabulary import RecordKind
 from .canonical import JSON
 from .kernel import Kernel, Proposal
 from .patch import ApplyError, OpError, apply_ops, check_ops
@@ -231,8 +233,14 @@ def redecide(kernel: Kernel, rec: Record) -> str | None:
             # the log only keeps as its repr, so adopt the logged record as it is.
             return _adopt(kernel, rec)
         return "re-decided record differs from the logged one"
+    # The logged kind as it is, whatever it names: replay rebuilds the record, it does not judge it.
     decision = kernel.action(
-        rec.kind, rec.reason or "", worker=rec.worker, invocation=rec.invocation, meta=rec.meta, usage=rec.usage
+        cast(RecordKind, rec.kind),
+        rec.reason or "",
+        worker=rec.worker,
+        invocation=rec.invocation,
+        meta=rec.meta,
+        usage=rec.usage,
     )
     if decision.record.hash != rec.hash:
         kernel.abort(decision)

@@ -14,6 +14,7 @@ from ..kernel.canonical import JSON
 from ..kernel.pointer import MISSING, Pattern, parse_pointer, resolve
 from ..kernel.record import Record, Usage
 from ..stores.base import Store
+from ..vocabulary import BOARD_DONE, BOARD_FAILED
 from ..workers.base import Feedback, WorkerReply
 from ._model import NewFact
 from ._store import FactStore
@@ -27,7 +28,7 @@ Distiller = Callable[[Sequence[Record], JSON], Sequence[NewFact]]
 """``distiller(records, final_state) -> facts``: a function that turns a finished board's log
 and final state into facts (with provenance)."""
 
-_ENDED = ("done", "failed")
+_ENDED = (BOARD_DONE, BOARD_FAILED)
 
 
 def _text(value: JSON) -> str:

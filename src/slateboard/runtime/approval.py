@@ -37,6 +37,7 @@ from ..kernel.record import (
 )
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..stores.base import AgendaChanges, LoadedBoard, Store
+from ..vocabulary import BOARD_RUNNING
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
 from .step import append_decision, cas_retry
@@ -113,7 +114,7 @@ async def _decide(store: Store, board_id: str, seq: int, decision: str, by: str,
     await append_decision(store, board_id, kernel, prepared, changes)
     if failed is not None:
         await _log_failed(store, board_id, failed, f"a human refused its proposal {meta[REFUSALS_KEY]} time(s)")
-    await store.set_status(board_id, "running", reason)
+    await store.set_status(board_id, BOARD_RUNNING, reason)
     return prepared.record
 
 
@@ -219,7 +220,7 @@ async def approve_edited(
     }
     prepared = kernel.action(APPROVAL_KIND, reason, worker=held.worker, meta=meta)
     await append_decision(store, board_id, kernel, prepared, AgendaChanges())
-    await store.set_status(board_id, "running", reason)
+    await store.set_status(board_id, BOARD_RUNNING, reason)
     return prepared.record
 
 

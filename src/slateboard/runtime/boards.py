@@ -19,11 +19,10 @@ from ..kernel.kernel import Kernel
 from ..kernel.pointer import MISSING, parse_pointer, resolve
 from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, EVENT_META, PROPOSAL_KIND, RUN_KIND, Record
 from ..kernel.replay import replay
-from ..status import PAUSED_PREFIX
+from ..status import CIRCUIT_PREFIX, FAIL_PREFIX, PAUSED_PREFIX
 from ..stores.base import LoadedBoard, Store
+from ..vocabulary import BOARD_DONE, BOARD_FAILED, BOARD_PAUSED, RUN_ENDED, BoardStatus
 from .result import RunResult, cost_by, cost_of, price_table, usage_by
-
-RUN_ENDED = "run.ended"
 
 
 class RunnerError(RunError, RuntimeError):
@@ -94,12 +93,13 @@ def ends_run(record: Record) -> bool:
     return record.kind == RUN_KIND and record.meta.get(EVENT_META) == RUN_ENDED
 
 
-def status_for(reason: str) -> str:
+def status_for(reason: str) -> BoardStatus:
     """The board status an end reason leaves: failed (circuit halt, or the blueprint's ``fail``
     condition: ``failed: ...``), paused (awaiting approval) or done (anything else)."""
-    if reason.startswith(("circuit", "failed")):
-        return "failed"
-    return "paused" if reason.startswith(PAUSED_PREFIX) else "done"
+    # FAIL_PREFIX without its ": ": a reason that only starts "failed" fails the board too.
+    if reason.startswith((CIRCUIT_PREFIX, FAIL_PREFIX.rstrip(": "))):
+        return BOARD_FAILED
+    return BOARD_PAUSED if reason.startswith(PAUSED_PREFIX) else BOARD_DONE
 
 
 def answer_of(blueprint: CompiledBlueprint, state: JSON) -> JSON:

@@ -87,13 +87,15 @@ from ..stores.base import (
     WatchesWork,
     supports,
 )
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ..workers.base import WorkerConfigError
 from ..workers.factory import make_workers
 from .boards import RunnerError, board_result
-from .events import PROPOSAL_DECIDED
+from .events import PROPOSAL_DECIDED, EventKind
 from .result import RunResult
 from .runner import create_board
 from .session import BoardSession
+from .step import Emit
 
 log = logging.getLogger("slateboard.runtime.distributed")
 
@@ -198,10 +200,10 @@ async def wait(store: Store, board_id: str, *, timeout: float | None = None) -> 
             info = await store.wait_for_board(board_id, max(left, 0.0))
         else:
             info = await store.board_info(board_id)
-            if info.status == "running" and left > 0:
+            if info.status == BOARD_RUNNING and left > 0:
                 await asyncio.sleep(min(0.2, left))
                 continue
-        if info.status != "running":
+        if info.status != BOARD_RUNNING:
             return await board_result(store, board_id)
         if deadline is not None and loop.time() >= deadline:
             raise WaitTimeout(board_id, timeout or 0.0, info)
@@ -545,7 +547,7 @@ class RunnerProcess:
         self.stats.errors += 1
         self.log_line(f"board {board_id} failed: {reason}")
         with contextlib.suppress(StoreError):
-            await self.store.set_status(board_id, "failed", " ".join(reason.split())[:500])
+            await self.store.set_status(board_id, BOARD_FAILED, " ".join(reason.split())[:500])
 
     # -- board sessions -------------------------------------------------------------------------
     async def _session(self, board_id: str) -> BoardSession:
@@ -620,8 +622,8 @@ class RunnerProcess:
             self._models[chosen] = resolve_runner_model(chosen)
         return self._models[chosen]
 
-    def _emitter(self, board_id: str) -> Callable[..., None]:
-        def emit(kind: str, **data: JSON) -> None:
+    def _emitter(self, board_id: str) -> Emit:
+        def emit(kind: EventKind, /, **data: JSON) -> None:
             if kind != PROPOSAL_DECIDED:
                 return
             stage = f"/{data['stage']}" if data.get("stage") else ""
@@ -638,7 +640,7 @@ class RunnerProcess:
         if supports(store, ScansStalledBoards) and isinstance(store, ScansStalledBoards):
             stalled = await store.stalled_boards()
         else:
-            stalled = [b.board_id for b in await self.store.list_boards(status="running")]
+            stalled = [b.board_id for b in await self.store.list_boards(status=BOARD_RUNNING)]
             stalled = [b for b in stalled if not await self.store.agenda(b)]
         for board_id in stalled:
             if self._stop.is_set():

@@ -8,28 +8,57 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
-from ..streaming import CUSTOM_EVENT, TOKENS_EVENT, UPDATE_EVENT, VALUES_EVENT
+from ..vocabulary import (
+    BOARD_SPENT,
+    CIRCUIT_ACTION,
+    CONTROL_SPENT,
+    CUSTOM_EVENT,
+    INVOCATION_FAILED,
+    INVOCATION_STARTED,
+    PROPOSAL_DECIDED,
+    RUN_ENDED,
+    RUN_STARTED,
+    STAGE_CHANGED,
+    TOKENS_EVENT,
+    UPDATE_EVENT,
+    VALUES_EVENT,
+    EventKind,
+)
 
-RUN_STARTED = "run.started"
-INVOCATION_STARTED = "invocation.started"
-PROPOSAL_DECIDED = "proposal.decided"
-CIRCUIT_ACTION = "circuit.action"
-STAGE_CHANGED = "stage.changed"
-INVOCATION_FAILED = "invocation.failed"
-CONTROL_SPENT = "control.spent"
-BOARD_SPENT = "board.spent"
-RUN_ENDED = "run.ended"
-STATE_UPDATE = UPDATE_EVENT
+# The run event kinds live in ``slateboard.vocabulary``; this module, their first home,
+# re-exports them beside the event type and the stream modes.
+__all__ = [
+    "BOARD_SPENT",
+    "CIRCUIT_ACTION",
+    "CONTROL_SPENT",
+    "CUSTOM",
+    "INVOCATION_FAILED",
+    "INVOCATION_STARTED",
+    "PROPOSAL_DECIDED",
+    "RUN_ENDED",
+    "RUN_STARTED",
+    "STAGE_CHANGED",
+    "STATE_UPDATE",
+    "STATE_VALUES",
+    "STREAM_MODES",
+    "TOKENS",
+    "EventKind",
+    "RunEvent",
+    "stream_modes",
+]
+
+STATE_UPDATE: Final = UPDATE_EVENT
 """Stream mode ``updates``: one committed patch with its worker, invocation and version."""
-STATE_VALUES = VALUES_EVENT
+STATE_VALUES: Final = VALUES_EVENT
 """Stream mode ``values``: the state after one commit."""
-TOKENS = TOKENS_EVENT
+TOKENS: Final = TOKENS_EVENT
 """Stream mode ``tokens``: one chunk of a model's reply, with its worker, invocation, call and
 attempt (``slateboard.streaming``)."""
-CUSTOM = CUSTOM_EVENT
+CUSTOM: Final = CUSTOM_EVENT
 """Stream mode ``custom``: one progress report a function worker emitted (never logged)."""
 STREAM_MODES = ("events", "updates", "values", "tokens", "custom")
 """What ``Runner.events(modes=...)`` and ``Team.stream(prompt, modes=...)`` can stream."""
@@ -39,7 +68,7 @@ STREAM_MODES = ("events", "updates", "values", "tokens", "custom")
 class RunEvent:
     """One thing that happened during a run: ``kind``, the board, and JSON details."""
 
-    kind: str
+    kind: EventKind
     board_id: str
     data: dict[str, JSON] = field(default_factory=dict)
 

@@ -10,6 +10,7 @@ from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
+from ..vocabulary import EndStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,7 @@ class RunResult:
     cost_by_worker: dict[str, float | None] = field(default_factory=dict)
 
     @property
-    def end_status(self) -> str:
+    def end_status(self) -> EndStatus:
         """How the run ended: solved, exhausted, failed or paused (slateboard.status.end_status)."""
         from ..status import end_status
 

@@ -47,6 +47,7 @@ from ..scheduling.units import CONTROL_UNITS, make_control
 from ..status import AGENDA_EMPTY
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
 from ..streaming import StreamTap, streaming_to
+from ..vocabulary import BOARD_RUNNING
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
 from .events import (
@@ -58,6 +59,7 @@ from .events import (
     STATE_UPDATE,
     STATE_VALUES,
     TOKENS,
+    EventKind,
     RunEvent,
     stream_modes,
 )
@@ -285,7 +287,7 @@ class Runner:
                 self._listeners.remove(queue)
             self._modes.pop(queue, None)
 
-    def _deliver(self, kind: str, board_id: str, data: dict[str, JSON]) -> None:
+    def _deliver(self, kind: EventKind, board_id: str, data: dict[str, JSON]) -> None:
         """A token chunk or a custom report: to the listeners that asked for its mode."""
         mode = "tokens" if kind == TOKENS else "custom"
         event = RunEvent(kind, board_id, data)
@@ -302,7 +304,7 @@ class Runner:
         """The tap of this run's token and custom streams (it asks ``_wants`` each time)."""
         return StreamTap(self._deliver, asyncio.get_running_loop(), self._wants)
 
-    def _emit(self, kind: str, **data: JSON) -> None:
+    def _emit(self, kind: EventKind, /, **data: JSON) -> None:
         event = RunEvent(kind, self.board_id, data)
         seq = data.get("seq")
         if (
@@ -491,7 +493,7 @@ class Runner:
             if self.session.agenda.get(chosen.id) is None:
                 return None
             info = await self.store.board_info(self.board_id)
-            if info.status != "running":
+            if info.status != BOARD_RUNNING:
                 raise BoardBusy(
                     f"board {self.board_id} is busy: another run set it {info.status} meanwhile, so"
                     f" invocation {chosen.id} cannot be claimed; resume the board to run it again"

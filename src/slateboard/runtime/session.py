@@ -64,7 +64,6 @@ from ..workers.base import Worker
 from ..workers.factory import make_worker, make_workers
 from .accounting import Accounts
 from .boards import (
-    RUN_ENDED,
     RunnerError,
     board_result,
     ends_run,
@@ -72,7 +71,7 @@ from .boards import (
     make_result,
     status_for,
 )
-from .events import CONTROL_SPENT, PROPOSAL_DECIDED
+from .events import CONTROL_SPENT, PROPOSAL_DECIDED, RUN_ENDED
 from .ledger import SpendGuard
 from .result import RunResult, price_table
 from .step import MAX_CONFLICTS, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome

@@ -68,6 +68,7 @@ from ..stores.base import (
 )
 from ..streaming import committed, invocation_scope
 from ..views import View, ViewCache, build_view, readable_state
+from ..vocabulary import CONTROL_META, ONCE_KEY, STALE_KEY, EventKind
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
 from .events import CIRCUIT_ACTION, INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
@@ -78,20 +79,18 @@ MAX_CONFLICTS = 64
 """Compare-and-set losses one append tolerates before giving up (each one means another runner
 committed on the same board meanwhile; 64 in a row means something is wrong)."""
 
-STALE_KEY = "stale"
-"""Key in an invocation's ``meta`` counting how often a stale proposal re-queued it."""
-ONCE_KEY = "once"
-"""Key in an invocation's ``meta``: when true, a rejected (not stale) proposal completes the
-invocation instead of re-queuing it for a retry: its control unit decides what runs next
-(``Team.blackboard``'s rounds)."""
 
 T = TypeVar("T")
 
-Emit = Callable[..., None]
-"""``emit(kind, **data)``: how an engine reports run events to its runner."""
+
+class Emit(Protocol):
+    """``emit(kind, **data)``: how an engine reports run events to its runner (``kind`` is one
+    of the vocabulary's ``EventKind``, which mypy checks at every call)."""
+
+    def __call__(self, kind: EventKind, /, **data: JSON) -> None: ...
 
 
-def _no_emit(kind: str, **data: JSON) -> None:
+def _no_emit(kind: EventKind, /, **data: JSON) -> None:
     return None
 
 
@@ -473,7 +472,7 @@ class StepEngine:
         if reply.expand:
             self.expand[inv.worker] = reply.expand
         proposal = reply.to_proposal(
-            view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {"control": reason}
+            view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {CONTROL_META: reason}
         )
         return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
 

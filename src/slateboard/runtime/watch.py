@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from ..errors import InvalidInput
 from ..kernel.record import Record
 from ..stores.base import Store, StoreCorrupt, WatchesBoards, supports
+from ..vocabulary import BOARD_RUNNING
 
 __all__ = ["WatchPastEnd", "wait_for_change", "watch"]
 
@@ -69,7 +70,7 @@ async def watch(
             yield record
         if records:
             continue
-        if info.status != "running" or not follow:
+        if info.status != BOARD_RUNNING or not follow:
             return
         await wait_for_change(store, board_id, last, poll)
 

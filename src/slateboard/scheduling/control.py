@@ -22,10 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import PROPOSAL_KIND, Record
+from ..vocabulary import CONTROL_META
 from .invocation import Invocation
-
-CONTROL_META = "control"
-"""Key of a proposal record's ``meta`` holding why a control unit chose its invocation."""
 
 
 def last_chosen(records: Sequence[Record], workers: Sequence[str]) -> str | None:

@@ -60,8 +60,9 @@ from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import Invocation
 
-BOARD_STATUSES = ("running", "paused", "done", "failed")
-"""A board's lifecycle: claims are only handed out for running boards."""
+# A board's lifecycle (claims are only handed out for running boards): re-exported, its first home.
+from ..vocabulary import BOARD_STATUSES as BOARD_STATUSES
+from ..vocabulary import BoardStatus as BoardStatus
 
 DEFAULT_SNAPSHOT_EVERY = 100
 """Records between two snapshots unless the store URL says otherwise (``?snapshot_every=N``)."""
@@ -155,7 +156,7 @@ class BoardInfo:
 
     board_id: str
     name: str
-    status: str
+    status: BoardStatus
     reason: str | None
     created_at: float
     updated_at: float
@@ -356,7 +357,7 @@ class LogStore(Protocol):
         """The board's header (``BoardNotFound`` if absent)."""
         ...
 
-    async def list_boards(self, *, status: str | None = None) -> list[BoardInfo]:
+    async def list_boards(self, *, status: BoardStatus | None = None) -> list[BoardInfo]:
         """Every board (optionally only those in ``status``), oldest first."""
         ...
 
@@ -376,7 +377,7 @@ class LogStore(Protocol):
         (no kernel or blueprint needed); returns it, or None for an empty log."""
         ...
 
-    async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
+    async def set_status(self, board_id: str, status: BoardStatus, reason: str | None = None) -> BoardInfo:
         """Move the board to ``status`` (one of BOARD_STATUSES) with an optional end reason."""
         ...
 

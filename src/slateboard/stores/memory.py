@@ -22,6 +22,7 @@ from mypy_extensions import mypyc_attr
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS, Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from ..vocabulary import BOARD_RUNNING, BoardStatus
 from . import _common as c
 from . import _tx as shared
 from .backend import SnapshotSource, StoreBackend
@@ -77,7 +78,7 @@ class _Board:
     created: int
     created_at: float
     updated_at: float
-    status: str = "running"
+    status: BoardStatus = BOARD_RUNNING
     reason: str | None = None
     version: int = 0
     seq: int = 0
@@ -200,20 +201,20 @@ class MemoryStore(
         with self._lock:
             return self._board(board_id).info()
 
-    async def list_boards(self, *, status: str | None = None) -> list[BoardInfo]:
+    async def list_boards(self, *, status: BoardStatus | None = None) -> list[BoardInfo]:
         """See Store.list_boards."""
         with self._lock:
             boards = sorted(self._boards.values(), key=lambda b: b.created)
             return [b.info() for b in boards if status is None or b.status == status]
 
-    async def set_status(self, board_id: str, status: str, reason: str | None = None) -> BoardInfo:
+    async def set_status(self, board_id: str, status: BoardStatus, reason: str | None = None) -> BoardInfo:
         """See Store.set_status."""
         shared.check_status(status)
         with self._lock:
             board = self._board(board_id)
             board.status, board.reason, board.updated_at = status, reason, c.now()
             info = board.info()
-        if status == "running":
+        if status == BOARD_RUNNING:
             self._wake()
         self._wake_status()
         return info
@@ -439,7 +440,7 @@ class MemoryStore(
                 boards = sorted((b for b in self._boards.values() if b.live), key=lambda b: b.created)
             best: tuple[tuple[int, int, int], str, _Inv, _Board] | None = None
             for board in boards:
-                if board.status != "running":
+                if board.status != BOARD_RUNNING:
                     continue
                 got = self._best(board, t, workers, invocation_id)
                 if got is not None and (best is None or got[0] < best[0]):
@@ -453,7 +454,7 @@ class MemoryStore(
     def _best(
         board: _Board, t: float, workers: set[str] | None, invocation_id: str | None
     ) -> tuple[tuple[int, int, int], str, _Inv] | None:
-        if board.status != "running":
+        if board.status != BOARD_RUNNING:
             return None
         if invocation_id is not None:
             row = board.live.get(invocation_id)
@@ -525,7 +526,7 @@ class MemoryStore(
         t = c.now()
         with self._lock:
             for board in self._boards.values():
-                if board.status == "running" and self._best(board, t, workers, None) is not None:
+                if board.status == BOARD_RUNNING and self._best(board, t, workers, None) is not None:
                     return True
         return False
 
@@ -539,7 +540,7 @@ class MemoryStore(
             try:
                 info = await self.board_info(board_id)
                 left = deadline - loop.time()
-                if info.status != "running" or left <= 0 or self._closed:
+                if info.status != BOARD_RUNNING or left <= 0 or self._closed:
                     return info
                 if after_seq is not None and info.seq > after_seq:
                     return info
@@ -552,7 +553,7 @@ class MemoryStore(
         """See ScansStalledBoards.stalled_boards."""
         with self._lock:
             boards = sorted(self._boards.values(), key=lambda b: b.created)
-            return [b.board_id for b in boards if b.status == "running" and not b.live]
+            return [b.board_id for b in boards if b.status == BOARD_RUNNING and not b.live]
 
     def _wake(self) -> None:
         for fut in list(self._waiters):

@@ -23,8 +23,8 @@ from ..kernel.canonical import JSON
 from ..kernel.circuit import HALT, CircuitAction
 from ..kernel.record import CONTROL_KIND, EVENT_META, MODEL_META, PROPOSAL_KIND, Record, Usage
 from ..models import Model
-from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
+from ..vocabulary import CONTROL_META, COORDINATOR_DECIDED, ONCE_KEY, ROUND_META
 from ..workers.llm import SpendHook
 from ._agent_call import run_agent
 from ._agent_spec import Agent
@@ -55,8 +55,6 @@ __all__ = [
 
 CONTROL_WORKER = "__coordinator"
 """The ``worker`` field of control records."""
-COORDINATOR_DECIDED = "blackboard.coordinator_decided"
-"""The ``meta.event`` of control records (and the event the run emits)."""
 DECIDE_INVOCATION = "decide"
 """Id of the decider's invocation."""
 DEFAULT_MAX_REPEATS = 5
@@ -95,8 +93,8 @@ class Choice:
         """The control record's ``meta``: the decision, the raw answer, and the model asked."""
         d = self.decision
         meta: dict[str, JSON] = {
-            "event": COORDINATOR_DECIDED,
-            "round": round_num,
+            EVENT_META: COORDINATOR_DECIDED,
+            ROUND_META: round_num,
             "terminate": d.terminate,
             "next_agent": d.next_agent,
             "instruction": d.instruction,
@@ -104,7 +102,7 @@ class Choice:
             "raw": d.raw[:_RAW_LOG],
         }
         if self.model is not None:
-            meta["model"] = self.model
+            meta[MODEL_META] = self.model
         if self.spend_settled is not None:
             meta["spend_settled"] = self.spend_settled
         return meta
@@ -166,7 +164,7 @@ def round_invocation(choice: Choice, round_num: int, order: int, *, feedback: st
         "agent": d.next_agent,
         "instruction": d.instruction,
     }
-    meta: dict[str, JSON] = {ONCE_KEY: True, "round": round_num, "control": d.raw[:_RAW_META]}
+    meta: dict[str, JSON] = {ONCE_KEY: True, ROUND_META: round_num, CONTROL_META: d.raw[:_RAW_META]}
     return Invocation(round_id(round_num), d.next_agent, 0, order, event, "coordinator", feedback=feedback, meta=meta)
 
 
@@ -201,7 +199,7 @@ class Tally:
         if rec.kind in (CONTROL_KIND, PROPOSAL_KIND) and isinstance(rec.meta.get(MODEL_META), str):
             self.calls += 1
         if rec.kind == CONTROL_KIND and rec.meta.get(EVENT_META) == COORDINATOR_DECIDED:
-            r = rec.meta.get("round")
+            r = rec.meta.get(ROUND_META)
             if isinstance(r, int):
                 self.rounds = max(self.rounds, r)
 
@@ -236,7 +234,7 @@ class Progress:
         posted = True
         for rec in records:
             if rec.kind == CONTROL_KIND and rec.meta.get(EVENT_META) == COORDINATOR_DECIDED:
-                r = rec.meta.get("round")
+                r = rec.meta.get(ROUND_META)
                 rounds = r if isinstance(r, int) else rounds
                 last = dict(rec.meta)
                 posted = False

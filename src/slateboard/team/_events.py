@@ -3,26 +3,64 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from ..runtime.events import RunEvent
-from ._control import COORDINATOR_DECIDED
+from ..vocabulary import (
+    BUDGET_EXCEEDED,
+    COORDINATOR_DECIDED,
+    DECIDER_FAILED,
+    TEAM_APPROVAL,
+    TEAM_COMPLETED,
+    TEAM_CONTRIBUTION,
+    TEAM_HALTED,
+    TEAM_INVOKING,
+    TEAM_NO_CONTRIBUTOR,
+    TEAM_QUARANTINED,
+    TEAM_REJECTED,
+    TEAM_RELEASED,
+    TEAM_STARTED,
+    TEAM_UNKNOWN_AGENT,
+    TEAM_WITHHELD,
+    EventKind,
+)
 
-STARTED = "blackboard.started"
-NO_CONTRIBUTOR = "blackboard.no_contributor"
-UNKNOWN_AGENT = "blackboard.unknown_agent"
-INVOKING = "blackboard.invoking"
-CONTRIBUTION = "blackboard.contribution"
-REJECTED = "blackboard.rejected"
-DECIDER_FAILED = "blackboard.decider_failed"
-APPROVAL = "blackboard.approval"
-HALTED = "blackboard.halted"
-COMPLETED = "blackboard.completed"
-QUARANTINED = "blackboard.quarantined"
-RELEASED = "blackboard.released"
-WITHHELD = "blackboard.withheld"
-BUDGET_EXCEEDED = "budget.exceeded"
-BLACKBOARD_EVENTS = (
+__all__ = [
+    "APPROVAL",
+    "BLACKBOARD_EVENTS",
+    "BUDGET_EXCEEDED",
+    "COMPLETED",
+    "CONTRIBUTION",
+    "COORDINATOR_DECIDED",
+    "DECIDER_FAILED",
+    "HALTED",
+    "INVOKING",
+    "NO_CONTRIBUTOR",
+    "PREVIEW",
+    "QUARANTINED",
+    "REJECTED",
+    "RELEASED",
+    "STARTED",
+    "UNKNOWN_AGENT",
+    "WITHHELD",
+    "EventCallback",
+]
+
+# The event kinds live in ``slateboard.vocabulary`` (as ``TEAM_*`` where a bare name would be
+# ambiguous there); the team's modules know them by these short names.
+STARTED: Final = TEAM_STARTED
+NO_CONTRIBUTOR: Final = TEAM_NO_CONTRIBUTOR
+UNKNOWN_AGENT: Final = TEAM_UNKNOWN_AGENT
+INVOKING: Final = TEAM_INVOKING
+CONTRIBUTION: Final = TEAM_CONTRIBUTION
+REJECTED: Final = TEAM_REJECTED
+APPROVAL: Final = TEAM_APPROVAL
+HALTED: Final = TEAM_HALTED
+COMPLETED: Final = TEAM_COMPLETED
+QUARANTINED: Final = TEAM_QUARANTINED
+RELEASED: Final = TEAM_RELEASED
+WITHHELD: Final = TEAM_WITHHELD
+BLACKBOARD_EVENTS: tuple[EventKind, ...] = (
     STARTED,
     COORDINATOR_DECIDED,
     NO_CONTRIBUTOR,

@@ -30,8 +30,8 @@ import copy
 from collections.abc import Sequence
 
 from ..kernel.canonical import JSON
-from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
+from ..vocabulary import CONTROL_META, EVENT_META, ONCE_KEY, ROUND_META, TURN_DROPPED
 from ..workers.base import WorkerReply
 from ._control import COORDINATOR_DECIDED, round_id
 
@@ -49,8 +49,6 @@ PARALLEL_META = "parallel"
 """Key set to true in the ``meta`` of a parallel round's proposals and control record."""
 PARALLEL_RAW = "parallel round: every agent contributes from the board as the round began"
 """The ``raw`` of a parallel round's control record (there is no coordinator answer)."""
-TURN_DROPPED = "blackboard.turn_dropped"
-"""The ``meta.event`` of the record that logs a parallel turn dropped after the run halted."""
 
 
 def parallel_turn_id(round_num: int, index: int) -> str:
@@ -62,8 +60,8 @@ def parallel_control_meta(names: Sequence[str], round_num: int) -> dict[str, JSO
     """The ``meta`` of a parallel round's control record: a decision read like a coordinator's
     (``Progress`` and ``Tally`` count it as the round's decision), naming every agent."""
     return {
-        "event": COORDINATOR_DECIDED,
-        "round": round_num,
+        EVENT_META: COORDINATOR_DECIDED,
+        ROUND_META: round_num,
         "terminate": False,
         "next_agent": None,
         "next_agents": list(names),
@@ -82,7 +80,7 @@ def parallel_invocation(
     event: dict[str, JSON] = {"kind": "coordinator", "round": round_num, "agent": agent, "instruction": None}
     # No ``parallel`` flag here: the run adds it to the proposals it decides without a staleness
     # check; a resumed run that takes this turn alone (a fresh view, checked) logs none.
-    meta: dict[str, JSON] = {ONCE_KEY: True, "round": round_num, "control": PARALLEL_RAW}
+    meta: dict[str, JSON] = {ONCE_KEY: True, ROUND_META: round_num, CONTROL_META: PARALLEL_RAW}
     return Invocation(
         parallel_turn_id(round_num, index), agent, 0, order, event, "coordinator", feedback=feedback, meta=meta
     )

@@ -13,6 +13,7 @@ from ..kernel.canonical import JSON
 from ..models.pricing import PriceTable
 from ..runtime.ledger import Ledger, SpendLimits, spend_limits
 from ..runtime.result import TokenUsage
+from ..vocabulary import CIRCUIT_PREFIX
 
 T = TypeVar("T")
 
@@ -181,7 +182,7 @@ class TeamResult:
     @property
     def halted(self) -> bool:
         """True when the circuit policy halted the run (``end_reason`` says why)."""
-        return self.end_reason.startswith("circuit")
+        return self.end_reason.startswith(CIRCUIT_PREFIX)
 
     @property
     def run_id(self) -> str:

@@ -18,10 +18,10 @@ from ..kernel.record import CONTROL_KIND
 from ..runtime.boards import waiting_approvals
 from ..runtime.result import cost_of, price_table
 from ..runtime.session import BoardSession
-from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
 from ..status import BUDGET_PREFIX, MAX_ROUNDS, TERMINATED
 from ..stores.base import AgendaChanges
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, ONCE_KEY, RAISED_PREFIX, RESUMED
 from ..workers.base import Worker
 from ._agent import AgentWorker, DeciderWorker
 from ._board import compile_blackboard
@@ -142,8 +142,8 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             )
         claimed = await self.store.agenda(board_id, ("claimed",))
         self.takeover = {i.id for i in claimed}
-        if info.status != "running":
-            await self.store.set_status(board_id, "running", "resumed")
+        if info.status != BOARD_RUNNING:
+            await self.store.set_status(board_id, BOARD_RUNNING, RESUMED)
         state = self.kernel.state
         answer = state.get("answer") if isinstance(state, dict) else None
         return await self._guarded(Progress.of(history, answer), resumed=True)
@@ -155,7 +155,7 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             return await self._run(progress, resumed=resumed)
         except BaseException:
             with contextlib.suppress(Exception):
-                await self.store.set_status(self.board_id, "failed", "the run raised an exception")
+                await self.store.set_status(self.board_id, BOARD_FAILED, f"{RAISED_PREFIX} an exception")
             raise
 
     # -- the rounds ---------------------------------------------------------------------------

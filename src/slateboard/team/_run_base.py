@@ -19,9 +19,10 @@ from ..runtime.boards import RunnerError
 from ..runtime.events import RunEvent
 from ..runtime.ledger import SpendGuard
 from ..runtime.session import BoardSession
-from ..runtime.step import ONCE_KEY, Transacted
+from ..runtime.step import Transacted
 from ..scheduling.invocation import Invocation
 from ..stores.base import Store
+from ..vocabulary import CONTROL_META, ONCE_KEY, ROUND_META, EventKind
 from ..workers.base import WorkerReply
 from ._agent import DeciderWorker
 from ._agent_spec import Agent
@@ -118,7 +119,7 @@ class _RunBase:
         """The run's spend guard (``Budget(max_cost=...)`` or ``ledgers``), else None."""
 
     # -- plumbing -----------------------------------------------------------------------------
-    async def emit(self, kind: str, **data: JSON) -> None:
+    async def emit(self, kind: EventKind, /, **data: JSON) -> None:
         event = RunEvent(kind, self.board_id, data)
         for q in self.listeners:
             q.put_nowait(event)
@@ -171,7 +172,7 @@ class _RunBase:
         claimed = await self._claim(inv)
         meta = {k: v for k, v in claimed.meta.items() if k != ONCE_KEY}
         outcome = await self.session.step(
-            claimed, str(meta.get("control", claimed.id)), owner=self.owner, lease_s=LEASE_S, meta=meta
+            claimed, str(meta.get(CONTROL_META, claimed.id)), owner=self.owner, lease_s=LEASE_S, meta=meta
         )
         assert outcome.record is not None and outcome.reply is not None  # Solo: never dropped
         return outcome.record, outcome.reply
@@ -199,7 +200,7 @@ class _RunBase:
     # -- system entries, the decider, the end -------------------------------------------------
     async def _post_error(self, round_num: int, message: str) -> None:
         event: dict[str, JSON] = {"kind": "coordinator", "round": round_num}
-        await self._post_system(round_num, message, kind="error", event=event, meta={"round": round_num})
+        await self._post_system(round_num, message, kind="error", event=event, meta={ROUND_META: round_num})
 
     async def _post_system(
         self, round_num: int, content: str, *, kind: str, event: dict[str, JSON], meta: dict[str, JSON]
@@ -228,6 +229,6 @@ class _RunBase:
         return await self.transact(prepare)
 
 
-def _quiet(kind: str, **data: JSON) -> None:
+def _quiet(kind: EventKind, /, **data: JSON) -> None:
     """The engine's run events are not the team's (it emits the ``blackboard.*`` ones)."""
     return None

@@ -7,11 +7,12 @@ from typing import Any
 
 from ..kernel.canonical import JSON
 from ..kernel.record import CIRCUIT_KIND, RUN_KIND
-from ..runtime.boards import RUN_ENDED, status_for
+from ..runtime.boards import status_for
+from ..runtime.events import RUN_ENDED
 from ..runtime.result import cost_by, cost_of, price_table, usage_by
-from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
 from ..status import BUDGET_PREFIX
+from ..vocabulary import ONCE_KEY, PROPOSAL_KIND
 from ._control import DECIDE_INVOCATION, Tally, decide_invocation
 from ._events import BUDGET_EXCEEDED, DECIDER_FAILED, HALTED, PREVIEW, REJECTED
 from ._result import BudgetStatus, TeamResult, typed_text
@@ -107,7 +108,7 @@ class _RunEnd(_RunBase):
         # The session noted every record of the board (loaded, appended, or caught up after an
         # approval appended beside the engine): no decoding of the whole log from the store.
         records = self.session.history
-        proposals = [r for r in records if r.kind == "proposal"]
+        proposals = [r for r in records if r.kind == PROPOSAL_KIND]
         table = price_table(self.session.blueprint.spec.limits.prices)
         state = self.kernel.state
         team = self.team

@@ -15,6 +15,7 @@ from ..kernel.record import QUARANTINE_KIND, Record
 from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
 from ..runtime.boards import waiting_approvals
+from ..vocabulary import APPROVAL_DECISION_META, APPROVAL_KIND, APPROVAL_RECORD_META, APPROVED, EVENT_META, ROUND_META
 from ..workers.base import WorkerReply
 from ._board import SYSTEM_WORKER
 from ._control import round_id
@@ -56,7 +57,7 @@ class _RunGates(_RunBase):
         if self.team.sanitiser is None:
             return
         decided = {
-            r.meta.get("quarantined") for r in self.session.history if r.meta.get("event") in (RELEASED, WITHHELD)
+            r.meta.get("quarantined") for r in self.session.history if r.meta.get(EVENT_META) in (RELEASED, WITHHELD)
         }
         state = self.kernel.state
         assert isinstance(state, dict)
@@ -90,7 +91,7 @@ class _RunGates(_RunBase):
                 raise TypeError(f"a sanitiser must return a string or None, got {type(released).__name__}")
         except Exception as exc:
             released, failure = None, _failure(exc)
-        meta: dict[str, JSON] = {"round": round_num, "quarantined": where, "agent": agent}
+        meta: dict[str, JSON] = {ROUND_META: round_num, "quarantined": where, "agent": agent}
         if released is None:
             why = f"failed ({failure}) and" if failure else ""
             if failure:
@@ -128,7 +129,9 @@ class _RunGates(_RunBase):
     def _approved(self, seq: int) -> bool:
         """Whether held record ``seq`` was approved (an ``approval`` record says so)."""
         return any(
-            r.kind == "approval" and r.meta.get("record") == seq and r.meta.get("decision") == "approved"
+            r.kind == APPROVAL_KIND
+            and r.meta.get(APPROVAL_RECORD_META) == seq
+            and r.meta.get(APPROVAL_DECISION_META) == APPROVED
             for r in self.session.history
         )
 

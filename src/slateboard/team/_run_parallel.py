@@ -11,9 +11,9 @@ from ..errors import StoreError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision
 from ..kernel.record import CONTROL_KIND, Usage
-from ..runtime.step import ONCE_KEY
 from ..scheduling.invocation import Invocation
 from ..stores.base import AgendaChanges
+from ..vocabulary import EVENT_META, MODEL_META, ONCE_KEY, ROUND_META
 from ..workers.base import WorkerReply
 from ._control import CONTROL_WORKER, COORDINATOR_DECIDED, DECIDE_INVOCATION, round_id
 from ._events import INVOKING, PREVIEW, REJECTED
@@ -115,9 +115,9 @@ class _RunParallel(_RunGates):
         """Log a parallel turn the run cannot commit (it halted first): an action record that
         completes the turn and carries its model's usage, so the spend stays in the log."""
         model = reply.diagnostics.get("model")
-        meta: dict[str, JSON] = {"event": TURN_DROPPED, "round": round_num, PARALLEL_META: True}
+        meta: dict[str, JSON] = {EVENT_META: TURN_DROPPED, ROUND_META: round_num, PARALLEL_META: True}
         if isinstance(model, str):
-            meta["model"] = model
+            meta[MODEL_META] = model
         why = self._halted() or ""
 
         def prepare() -> Decision:

@@ -42,7 +42,7 @@ from ..blueprint.output_type import OutputType
 from ..kernel.canonical import JSON
 from ..models import Model, resolve_model
 from ..models.pricing import PriceTable
-from ..runtime.events import RunEvent, stream_modes
+from ..runtime.events import EventKind, RunEvent, stream_modes
 from ..stores import open_store
 from ..stores.base import Store
 from ..streaming import StreamTap, streaming_to
@@ -464,7 +464,7 @@ class TeamStream:
         modes = self.modes
         put: EventCallback = queue.put_nowait if "events" in modes else _ignore
 
-        def deliver(kind: str, board_id: str, data: dict[str, JSON]) -> None:
+        def deliver(kind: EventKind, board_id: str, data: dict[str, JSON]) -> None:
             queue.put_nowait(RunEvent(kind, board_id, data))
 
         tap = StreamTap.of(deliver, asyncio.get_running_loop(), modes) if modes - {"events"} else None

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -59,6 +59,7 @@ from ..stores import (
     WatchesWork,
     supports,
 )
+from ..vocabulary import BOARD_DONE, BOARD_PAUSED, BOARD_RUNNING, BoardStatus
 from .kit import WORKERS, Board, OpenStore, compiled, entry, inv, kernel_from
 
 UNICODE = [
@@ -98,7 +99,7 @@ class StoreConformance:
         bp = compiled()
         info = await store.create_board(bp.spec.to_json(), bp.initial_state(), meta={"who": "test"})
         assert len(info.board_id) == 32
-        assert (info.status, info.version, info.seq, info.last_hash) == ("running", 0, 0, GENESIS)
+        assert (info.status, info.version, info.seq, info.last_hash) == (BOARD_RUNNING, 0, 0, GENESIS)
         assert info.name == "storetest" and _user_meta(info.meta) == {"who": "test"}
         loaded = await store.load_board(info.board_id)
         assert loaded.blueprint == bp.spec.to_json()
@@ -116,7 +117,7 @@ class StoreConformance:
             store.load_board("nope"),
             store.board_info("nope"),
             store.read_records("nope"),
-            store.set_status("nope", "done"),
+            store.set_status("nope", BOARD_DONE),
             store.push_invocations("nope", [inv("x")]),
             store.agenda("nope"),
         ):
@@ -130,12 +131,12 @@ class StoreConformance:
         bp = compiled()
         ids = [(await store.create_board(bp.spec.to_json(), {}, name=f"n{i}")).board_id for i in range(3)]
         assert [b.board_id for b in await store.list_boards()] == ids
-        done = await store.set_status(ids[1], "done", "finished: done condition")
-        assert (done.status, done.reason) == ("done", "finished: done condition")
-        assert [b.board_id for b in await store.list_boards(status="done")] == [ids[1]]
-        assert [b.board_id for b in await store.list_boards(status="running")] == [ids[0], ids[2]]
+        done = await store.set_status(ids[1], BOARD_DONE, "finished: done condition")
+        assert (done.status, done.reason) == (BOARD_DONE, "finished: done condition")
+        assert [b.board_id for b in await store.list_boards(status=BOARD_DONE)] == [ids[1]]
+        assert [b.board_id for b in await store.list_boards(status=BOARD_RUNNING)] == [ids[0], ids[2]]
         with pytest.raises(StoreError, match="unknown board status"):
-            await store.set_status(ids[0], "exploded")
+            await store.set_status(ids[0], cast(BoardStatus, "exploded"))  # a caller mypy does not check
         await store.delete_board(ids[0])
         assert [b.board_id for b in await store.list_boards()] == ids[1:]
         with pytest.raises(BoardNotFound):
@@ -399,10 +400,10 @@ class StoreConformance:
         assert c1 is not None and c1.invocation.id == "high-new" and c1.invocation.status == "claimed"
         assert c1.board_id == board.board_id and c1.claims == 1
         assert await store.claim(board.board_id, owner="a", worker_names=[]) is None
-        await store.set_status(board.board_id, "paused")
+        await store.set_status(board.board_id, BOARD_PAUSED)
         assert await store.claim(board.board_id, owner="a") is None
         assert await store.claim(None, owner="a") is None
-        await store.set_status(board.board_id, "running")
+        await store.set_status(board.board_id, BOARD_RUNNING)
         got = [await store.claim(None, owner="b") for _ in range(4)]
         assert [c.invocation.id if c else None for c in got] == ["high-old", "low-old", "low-new", None]
         loaded = await store.load_board(board.board_id)
@@ -649,15 +650,15 @@ class StoreConformance:
         other = await open_another()
         board = await Board.create(store)
         still = await store.wait_for_board(board.board_id, 0.1)
-        assert still.status == "running"
+        assert still.status == BOARD_RUNNING
 
         async def finish_later() -> None:
             await asyncio.sleep(0.1)
-            await other.set_status(board.board_id, "done", "finished: test")
+            await other.set_status(board.board_id, BOARD_DONE, "finished: test")
 
         # Its status says the wait ended on the change, not on the timeout (that returns "running").
         info, _ = await asyncio.gather(store.wait_for_board(board.board_id, 10.0), finish_later())
-        assert (info.status, info.reason) == ("done", "finished: test")
+        assert (info.status, info.reason) == (BOARD_DONE, "finished: test")
         with pytest.raises(BoardNotFound):
             await store.wait_for_board("nope", 0.1)
 
@@ -675,7 +676,7 @@ class StoreConformance:
 
         # A 60 s timeout: the wait can only have ended on the append (the board still runs).
         info, _ = await asyncio.gather(store.wait_for_board(board.board_id, 60.0, after_seq=1), append_later())
-        assert (info.status, info.seq) == ("running", 2)
+        assert (info.status, info.seq) == (BOARD_RUNNING, 2)
 
     async def test_wait_for_board_waits_on_several_boards_at_once(self, store: Store, open_another: OpenStore) -> None:
         require(store, WatchesBoards)
@@ -705,7 +706,7 @@ class StoreConformance:
             for i in range(4):
                 await asyncio.sleep(0.02)
                 await board.step(f"w{i % 3}", entry(f"w{i % 3}", f"n{i}"))
-            await other.set_status(board.board_id, "done", "finished: test")
+            await other.set_status(board.board_id, BOARD_DONE, "finished: test")
 
         async def follow(after: int) -> list[int]:
             return [r.seq async for r in watch(store, board.board_id, after=after, poll=0.02)]
@@ -721,7 +722,7 @@ class StoreConformance:
         empty = await Board.create(store)
         busy = await Board.create(store, agenda=[inv("x")])
         done = await Board.create(store)
-        await store.set_status(done.board_id, "done")
+        await store.set_status(done.board_id, BOARD_DONE)
         claimed = await Board.create(store, agenda=[inv("y")])
         assert await store.claim(claimed.board_id, owner="o") is not None
         finished = await Board.create(store, agenda=[inv("z")])
