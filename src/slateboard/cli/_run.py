@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..vocabulary import BOARD_FAILED, BOARD_PAUSED, BOARD_RUNNING
 from ._common import (
     ApiKeyEnvOption,
     BlueprintArgument,
@@ -187,7 +188,7 @@ def resume_command(
             compiled = compile_blueprint(loaded.blueprint)
             holder.append(compiled)
             await check_genesis(st, info.board_id, compiled, loaded.initial_state, store, loaded.blueprint, info.meta)
-            if info.status != "running":
+            if info.status != BOARD_RUNNING:
                 # Only a running board hands out claims: driving a done/failed/paused one would
                 # retry its pending invocations forever (D4) or append one more run-end record
                 # per resume (D16). Say where it stands instead.
@@ -196,7 +197,7 @@ def resume_command(
             resolved = resolve_workers(compiled, model)
             steps = compiled.spec.limits.max_steps
             if info.reason == INTERRUPTED:
-                await st.set_status(info.board_id, "running", None)  # running again, no longer stopped
+                await st.set_status(info.board_id, BOARD_RUNNING, None)  # running again, no longer stopped
             return await _drive(
                 st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control, stream=mode
             )
@@ -249,8 +250,8 @@ def _mark_interrupted(board_id: str, store: str | None) -> None:
     async def mark() -> None:
         async with opened_store(store, create=False) as st:
             info = await st.board_info(board_id)
-            if info.status == "running":
-                await st.set_status(board_id, "running", INTERRUPTED)
+            if info.status == BOARD_RUNNING:
+                await st.set_status(board_id, BOARD_RUNNING, INTERRUPTED)
 
     with contextlib.suppress(Exception, KeyboardInterrupt):
         run_async(mark)
@@ -291,14 +292,14 @@ def _finish_run(
         print_json(result.to_json())
     else:
         print_summary(result, records, info, store, has_answer=compiled.spec.answer is not None)
-    if info.status == "failed":
+    if info.status == BOARD_FAILED:
         sys.stderr.write(f"board {info.board_id} failed: {result.end_reason}\n")
         raise typer.Exit(EXIT_ERROR)
 
 
 def _not_resumed(info: BoardInfo, store: str | None, as_json: bool) -> None:
     """Report a board that ``resume`` left alone because it is not running (exit 1 unless done)."""
-    if info.status == "paused":
+    if info.status == BOARD_PAUSED:
         raise CliError(
             f"board {info.board_id} is paused ({info.reason or 'awaiting approval'}): approve or refuse"
             f" its held patch first (see: slateboard approve --help)"
@@ -310,5 +311,5 @@ def _not_resumed(info: BoardInfo, store: str | None, as_json: bool) -> None:
             f"board {info.board_id} has already ended ({info.status}: {info.reason or '-'}); nothing to resume"
             f" (see: slateboard log {info.board_id}{store_hint(store)})"
         )
-    if info.status == "failed":
+    if info.status == BOARD_FAILED:
         raise typer.Exit(EXIT_ERROR)

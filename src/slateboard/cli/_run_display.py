@@ -22,6 +22,16 @@ from rich.text import Text
 
 from ..models.pricing import format_cost
 from ..progress import follow
+from ..vocabulary import (
+    CIRCUIT_ACTION,
+    END_EXHAUSTED,
+    END_FAILED,
+    END_PAUSED,
+    INVOCATION_STARTED,
+    PROPOSAL_DECIDED,
+    RUN_ENDED,
+    RUN_STARTED,
+)
 from ._common import cell, console, store_hint
 from ._run_stream import event_int
 
@@ -61,11 +71,11 @@ class RunDisplay:
         """Take one run event into account."""
         d = event.data
         with self._lock:
-            if event.kind == "run.started":
+            if event.kind == RUN_STARTED:
                 self.version = event_int(d.get("version"))
-            elif event.kind == "invocation.started":
+            elif event.kind == INVOCATION_STARTED:
                 self.running[str(d.get("invocation"))] = str(d.get("worker"))
-            elif event.kind == "proposal.decided":
+            elif event.kind == PROPOSAL_DECIDED:
                 self.running.pop(str(d.get("invocation")), None)
                 self.steps += 1
                 outcome = str(d.get("outcome"))
@@ -80,10 +90,10 @@ class RunDisplay:
                 self.tokens = event_int(d.get("tokens"))
                 reason = str(d.get("reason") or "")
                 self.recent.append((event_int(d.get("seq")), str(d.get("worker")), outcome, stage, reason))
-            elif event.kind == "circuit.action":
+            elif event.kind == CIRCUIT_ACTION:
                 who = f" {d.get('worker')}" if d.get("worker") else ""
                 self.circuit.append(f"{d.get('action')}{who}: {d.get('reason') or ''}")
-            elif event.kind == "run.ended":
+            elif event.kind == RUN_ENDED:
                 self.end_reason = str(d.get("reason"))
                 self.version = event_int(d.get("version"), self.version)
                 self.finished = time.monotonic()
@@ -130,7 +140,7 @@ class RunDisplay:
             from ..status import end_status
 
             ended = end_status(None, self.end_reason)
-            style = {"failed": "red", "exhausted": "yellow", "paused": "yellow"}.get(ended, "bold")
+            style = {END_FAILED: "red", END_EXHAUSTED: "yellow", END_PAUSED: "yellow"}.get(ended, "bold")
             parts.append(cell(f"ended: {self.end_reason}", style=style))
         # expand=False: piped, the console is PIPED_WIDTH wide and a panel would fill all of it
         return Panel(

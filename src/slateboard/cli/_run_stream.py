@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..vocabulary import TOKENS_EVENT
 from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class StreamPrinter:
         out = sys.stdout
         if self.as_json:
             out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
-        elif event.kind == "model.tokens":
+        elif event.kind == TOKENS_EVENT:
             data = event.data
             call = (data.get("worker"), data.get("invocation"), data.get("call"), data.get("attempt"))
             if call != self._call:

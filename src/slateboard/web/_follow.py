@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from ..stores.base import BoardInfo, Store
+from ..vocabulary import BOARD_RUNNING
 
 
 def signature(info: BoardInfo) -> tuple[Any, ...]:
@@ -112,7 +113,7 @@ class Followers:
         sig = waker.sig
         try:
             while waker.users > 0:
-                if sig[0] == "running":
+                if sig[0] == BOARD_RUNNING:
                     await wait_for_change(self.store, board_id, sig[3], self.poll_s)
                 else:
                     # An ended board wakes nobody (a waiter would return at once): read it again

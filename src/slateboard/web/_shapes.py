@@ -18,6 +18,7 @@ from ..models.pricing import PriceTable
 from ..redaction import redact_json
 from ..runtime.result import cost_json
 from ..stores.base import BoardInfo
+from ..vocabulary import PROPOSAL_KIND
 
 MAX_PAGE = 5000
 """The most records one ``records`` call returns (``next_after`` says where to go on)."""
@@ -84,7 +85,7 @@ def usage_json(records: Sequence[Record], prices: PriceTable | None = None) -> d
         }
 
     return {
-        "by_worker": table("worker", [r for r in records if r.kind == "proposal"]),
+        "by_worker": table("worker", [r for r in records if r.kind == PROPOSAL_KIND]),
         "by_component": table("component", records),
     }
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..stores.base import BoardInfo
+from ..vocabulary import CIRCUIT_KIND, PROPOSAL_KIND, RUN_KIND
 from ._replay import BoardLog, State, StateCache
 from ._shapes import ApiError
 
@@ -124,19 +125,19 @@ def view_inputs(records: Sequence[Record], rec: Record, viewed: int, viewed_end:
     if low == 0:
         by_end.append(((), None, ()))
     for i, r in enumerate(records[:high]):
-        if r.kind == "run":
+        if r.kind == RUN_KIND:
             budget, expand = None, ()
-        elif r.kind == "circuit" and r.meta.get("worker") == worker and r.meta.get("action") == "tighten_budget":
+        elif r.kind == CIRCUIT_KIND and r.meta.get("worker") == worker and r.meta.get("action") == "tighten_budget":
             details = r.meta.get("details")
             value = details.get("view_budget") if isinstance(details, dict) else None
             if isinstance(value, int) and not isinstance(value, bool):
                 budget = value
-        elif r.kind == "proposal" and r.worker == worker:
+        elif r.kind == PROPOSAL_KIND and r.worker == worker:
             raw = r.meta.get("expand")
             expand = tuple(h for h in raw if isinstance(h, str)) if isinstance(raw, list) else ()
         if r.outcome == "rejected" and r.worker == worker:
             rejections.append(r)
-        elif r.accepted and r.worker == worker and r.kind == "proposal":
+        elif r.accepted and r.worker == worker and r.kind == PROPOSAL_KIND:
             rejections = []  # as runtime.accounting: an accepted proposal clears them
         if i + 1 >= low:
             by_end.append((tuple(rejections[-3:]), budget, expand))
