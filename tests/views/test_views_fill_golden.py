@@ -8,7 +8,8 @@ and non-ASCII text, at budgets from a few dozen characters to the whole board, e
 times in a row with the handles of the previous view asked for (so items, ranges and collections
 are opened), with an event and recent paths. Every view's SHA-256, level and size was recorded by
 the builder as it stood before the rewrite (commit 294401e) in ``views_fill_golden.json``; each view
-is also built with a ``ViewCache`` kept across the board's builds, which must give the same view.
+is also built with a ``ViewCache`` kept across the board's builds, which must give the same view,
+and every build checks that the fill's running size equals the rendered length (``_STRICT``).
 
 The boards come from ``random.Random(seed)`` (its sequence for a seed is stable across Python
 versions), so replaying needs only this file. Regenerate it only for an intended change of the
@@ -28,6 +29,7 @@ from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.canonical import JSON
 from slateboard.kernel.pointer import format_pointer
 from slateboard.views import View, ViewCache, build_view
+from slateboard.views import _build as views_build
 
 GOLDEN = Path(__file__).with_name("views_fill_golden.json")
 BOARDS = 400
@@ -160,7 +162,8 @@ def test_the_corpus_reaches_every_kind_of_fill() -> None:
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_fill_views_equal_the_hashes_recorded_before_the_rewrite(chunk: int) -> None:
+def test_fill_views_equal_the_hashes_recorded_before_the_rewrite(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views_build, "_STRICT", True)  # and the fill's running size is exact
     golden = _golden()
     for seed in range(chunk, BOARDS, CHUNKS):
         got = board_views(seed)
