@@ -31,7 +31,7 @@ import heapq
 import sys
 from bisect import bisect_right
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..kernel.canonical import JSON
 from ..kernel.pointer import Tokens
@@ -52,9 +52,12 @@ RECORD_MAX = 16
 """Objects with at most this many members are records: opened all at once (see _split_record)."""
 
 # What a decided node is shown as (Fill.chosen); a pending member has no entry.
-_FULL, _HANDLE, _SPLIT = "full", "handle", "split"
+_FULL: Final = "full"
+_HANDLE: Final = "handle"
+_SPLIT: Final = "split"
 # What a queue entry asks for: promote a pending member, or open a collection shown as a handle.
-_PROMOTE, _OPEN = "promote", "open"
+_PROMOTE: Final = "promote"
+_OPEN: Final = "open"
 _AFTER = sys.maxsize  # greater than any range end
 
 

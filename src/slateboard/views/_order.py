@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..kernel.pointer import Tokens
 from ._region import RNode
@@ -27,17 +27,17 @@ if TYPE_CHECKING:
 Key = tuple[int, int, int, int]
 """A member's place in the fill queue: (urgency, depth, member class, rank), least first."""
 
-# Urgency: which target a member serves (the key's first field).
-EXPANDED = 0  # an expansion target, or on the way to one
-IN_RANGE = 1  # a member of a requested range (or on the way to one)
-RECENT = 2  # the triggering event's node, a recent node, or on the way to one
-QUIET = 3  # no target relates to it
+# Urgency: which target a member serves (the key's first field). Final: compiled, inlined.
+EXPANDED: Final = 0  # an expansion target, or on the way to one
+IN_RANGE: Final = 1  # a member of a requested range (or on the way to one)
+RECENT: Final = 2  # the triggering event's node, a recent node, or on the way to one
+QUIET: Final = 3  # no target relates to it
 
 # Member class: its place among siblings of one urgency (the key's third field).
-SCALAR = 0  # an object's scalar member
-REQUIRED = 1  # an object's container member that the schema requires
-OTHER = 2  # any other container, and every array member
-REOPEN = -1  # a collection shown as a handle, queued to be opened before its own members
+SCALAR: Final = 0  # an object's scalar member
+REQUIRED: Final = 1  # an object's container member that the schema requires
+OTHER: Final = 2  # any other container, and every array member
+REOPEN: Final = -1  # a collection shown as a handle, queued to be opened before its own members
 
 
 @dataclass(slots=True)
