@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from views_testkit import nodes
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.canonical import JSON
@@ -109,17 +110,6 @@ def board(seed: int) -> dict[str, JSON]:
     }
 
 
-def _pointers(value: JSON, tokens: tuple[str, ...] = ()) -> list[str]:
-    out = [format_pointer(tokens)]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _pointers(v, (*tokens, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _pointers(v, (*tokens, str(i)))
-    return out
-
-
 def _summary(view: View) -> list[Any]:
     return [view.hash[:16], view.level, view.size]
 
@@ -128,7 +118,7 @@ def board_views(seed: int) -> list[list[Any]]:
     """Every view of board ``seed``, in order, each checked against a build with a kept cache."""
     rng = random.Random(seed * 7919 + 1)
     state = board(seed)
-    pointers = _pointers(state)
+    pointers = [format_pointer(tokens) for tokens, _ in nodes(state)]
     event: JSON = {"op": "add", "path": rng.choice(pointers), "version": 1} if rng.random() < 0.7 else None
     recent = [rng.choice(pointers) for _ in range(rng.randint(0, 2))]
     budgets = [rng.choice([20, 60, 150, 400, 1000, 3000, 20000]), rng.randint(30, 2500)]
