@@ -166,7 +166,8 @@ class Fill:
 
     def _push_opening(self, node: RNode, key: Key) -> None:
         """Queue the opening of ``node``, just shown as a HANDLE at ``key``, if it has members:
-        after the members more urgent than its own, before those of its depth."""
+        keyed one level down with class REOPEN, so it comes after every entry of its urgency at
+        its own depth or above and before the members one level down."""
         if node.container and node.count():
             urgency, depth, _, rank = key
             self._push((urgency, depth + 1, REOPEN, rank), _OPEN, node)

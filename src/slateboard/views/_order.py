@@ -37,7 +37,7 @@ QUIET: Final = 3  # no target relates to it
 SCALAR: Final = 0  # an object's scalar member
 REQUIRED: Final = 1  # an object's container member that the schema requires
 OTHER: Final = 2  # any other container, and every array member
-REOPEN: Final = -1  # a collection shown as a handle, queued to be opened before its own members
+REOPEN: Final = -1  # a HANDLE queued to be opened: before the members one level down (views._fill)
 
 
 @dataclass(slots=True)
