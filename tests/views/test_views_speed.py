@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.canonical import JSON, canonical_str
 from slateboard.views import _measure, build_view
+from slateboard.views._cache import _Scope
+from slateboard.views._costs import Costs, FillMemo, make_item_handle
 from slateboard.views._measure import Meter, _flat_size
 
 texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
@@ -26,6 +28,11 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(texts, inner, max_size=5),
     max_leaves=30,
 )
+
+
+def _costs(summary_chars: int) -> Costs:
+    """The prices of a fill with a huge budget and the given summary length (views._costs)."""
+    return Costs(Meter(10**9), 10**6, summary_chars, FillMemo(), _Scope(None, 10**6))
 
 
 def _slow(value: JSON, limit: int) -> int:
@@ -150,7 +157,6 @@ def test_a_classic_board_view_is_identical_with_and_without_the_fast_path(n: int
 def test_range_cost_is_the_rendered_size_of_the_range_handle(
     path: list[str], ids: list[str | int], summary: int, data: st.DataObject
 ) -> None:
-    from slateboard.views._fill import Fill, Targets
     from slateboard.views._measure import json_size
     from slateboard.views._region import find, region_root
 
@@ -167,18 +173,18 @@ def test_range_cost_is_the_rendered_size_of_the_range_handle(
 
     coll = find(root, parse_pointer("/" + "/".join(escape_token(t) for t in path)))
     assert coll is not None
-    fill = Fill(root, Meter(10**9), 10**6, 0, summary, Targets(), bp, {})
+    costs = _costs(summary)
     a = data.draw(st.integers(0, len(ids) - 1))
     b = data.draw(st.integers(a + 1, len(ids)))
-    handle, size = fill.range_handle(coll, a, b)
-    assert size == fill.range_cost(coll, a, b) == json_size(handle.to_json())
+    handle, size = costs.range_handle(coll, a, b)
+    assert size == costs.range_cost(coll, a, b) == json_size(handle.to_json())
 
 
-def _reference_range_summary(fill: Any, node: Any, a: int, b: int) -> str | None:
+def _reference_range_summary(costs: Any, node: Any, a: int, b: int) -> str | None:
     """The range summary as first written: name all of a range's ends, then check them."""
     from slateboard.views._measure import shorten
 
-    if fill.summary <= 0:
+    if costs.summary_chars <= 0:
         return None
     names: list[str | None] = []
     for pos in sorted({a, a + 1, b - 1}):
@@ -192,7 +198,7 @@ def _reference_range_summary(fill: Any, node: Any, a: int, b: int) -> str | None
         return None
     shown = [name for name in names if name is not None]
     text = shown[0] if b - a == 1 else f"{shown[0]}, {shown[1]}" if b - a == 2 else f"{shown[0]} … {shown[-1]}"
-    return shorten(text, min(fill.summary, 48))
+    return shorten(text, min(costs.summary_chars, 48))
 
 
 ids = st.one_of(st.text(max_size=6), st.integers(-3, 30), st.booleans(), st.none())
@@ -212,7 +218,6 @@ def test_range_summaries_and_member_ids_match_the_plain_reference(
     """The short-circuiting range summary and member_handle_id (no node built) give exactly
     what naming every end through a built member gave, readable or structural, with or
     without ids (including ids equal to their index, empty, or not strings/integers)."""
-    from slateboard.views._fill import Fill, Targets
     from slateboard.views._region import find, region_root
 
     state: dict[str, Any] = {"items": items}
@@ -227,18 +232,17 @@ def test_range_summaries_and_member_ids_match_the_plain_reference(
         coll.member_at(pos)
     for pos in range(n):
         assert coll.member_handle_id(pos) == coll.member_at(pos).handle_id()
-    fill = Fill(root, Meter(10**9), 10**6, 0, summary, Targets(), bp, {})
+    costs = _costs(summary)
     for _ in range(5):
         a = data.draw(st.integers(0, n - 1))
         b = data.draw(st.integers(a + 1, n))
-        want = _reference_range_summary(fill, coll, a, b)
-        assert fill._range_summary(coll, a, b, fill._lm(coll)) == want
-        handle, size = fill.range_handle(coll, a, b)
-        assert handle.summary == want and size == fill.range_cost(coll, a, b)
+        want = _reference_range_summary(costs, coll, a, b)
+        assert costs.range_summary(coll, a, b, costs.kept_list(coll)) == want
+        handle, size = costs.range_handle(coll, a, b)
+        assert handle.summary == want and size == costs.range_cost(coll, a, b)
 
 
 def test_a_range_whose_second_member_is_unnamed_has_no_summary() -> None:
-    from slateboard.views._fill import Fill, Targets
     from slateboard.views._region import find, region_root
 
     state: dict[str, Any] = {"items": [{"id": "a"}, 5, {"id": "c"}, {"id": "d"}, {"id": 4}]}
@@ -246,12 +250,12 @@ def test_a_range_whose_second_member_is_unnamed_has_no_summary() -> None:
     root = region_root(state, bp.workers["w"].reads)
     coll = find(root, ("items",))
     assert coll is not None
-    fill = Fill(root, Meter(10**9), 10**6, 0, 120, Targets(), bp, {})
-    assert fill._range_summary(coll, 0, 4, fill._lm(coll)) is None  # "a", unnamed, ..., "d"
-    assert fill._range_summary(coll, 0, 1, fill._lm(coll)) == "a"
-    assert fill._range_summary(coll, 2, 4, fill._lm(coll)) == "c, d"
-    assert fill._range_summary(coll, 2, 5, fill._lm(coll)) is None  # id 4 at index 4 is a plain index
-    assert fill._range_summary(coll, 2, 4, fill._lm(coll)) == _reference_range_summary(fill, coll, 2, 4)
+    costs = _costs(120)
+    assert costs.range_summary(coll, 0, 4, costs.kept_list(coll)) is None  # "a", unnamed, ..., "d"
+    assert costs.range_summary(coll, 0, 1, costs.kept_list(coll)) == "a"
+    assert costs.range_summary(coll, 2, 4, costs.kept_list(coll)) == "c, d"
+    assert costs.range_summary(coll, 2, 5, costs.kept_list(coll)) is None  # id 4 at index 4 is a plain index
+    assert costs.range_summary(coll, 2, 4, costs.kept_list(coll)) == _reference_range_summary(costs, coll, 2, 4)
 
 
 @settings(max_examples=100, deadline=None)
@@ -296,7 +300,6 @@ def test_the_remembered_writable_part_follows_the_blueprint_and_stays_bounded(mo
 @settings(max_examples=150, deadline=None)
 @given(json_values, st.sampled_from([["/**"], ["/items/*/x"], ["/items/*/id", "/items/*/x"], ["/items/*"]]))
 def test_skeleton_size_is_the_rendered_size_of_the_bare_item_handle(value: JSON, reads: list[str]) -> None:
-    from slateboard.views._fill import Fill, Targets
     from slateboard.views._measure import json_size
     from slateboard.views._region import region_root
 
@@ -305,10 +308,10 @@ def test_skeleton_size_is_the_rendered_size_of_the_bare_item_handle(value: JSON,
     root = region_root(state, bp.workers["w"].reads)
     if root is None:
         return
-    fill = Fill(root, Meter(10**9), 10**6, 0, 0, Targets(), bp, {})
+    costs = _costs(0)
     stack = list(root.members())
     while stack:
         node = stack.pop()
-        assert fill.skeleton_size(node) == json_size(fill._skeleton(node, 0, None).to_json())
+        assert costs.skeleton_size(node) == json_size(make_item_handle(node, 0, None).to_json())
         if node.container:
             stack.extend(node.members())

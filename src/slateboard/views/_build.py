@@ -14,11 +14,13 @@ from ..kernel.pointer import PointerError, escape_token, is_array_index, parse_p
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
 from ._cache import ViewCache, _Scope
+from ._costs import FillMemo
 from ._errors import UnknownWorker as UnknownWorker
 from ._errors import ViewBudgetError as ViewBudgetError
-from ._fill import Fill, Targets
+from ._fill import Fill
 from ._measure import Meter, clip_json, clip_str, json_size, shorten
 from ._model import Handle, View
+from ._order import Targets
 from ._quarantine import quarantine_hidden, readable_state
 from ._region import RNode, find, region_root, release
 
@@ -295,7 +297,7 @@ def build_view(
     )[:MAX_REJECTIONS]
     shown_event = _event_shown(event)
     meter = Meter(64 * limit + 200_000)
-    memo: dict[Any, Any] = {}
+    memo = FillMemo()
     if cache is not None and _cacheable(blueprint, worker_name):
         scope = cache.scope(worker_name, contract, limit, version)
         scope.prune()
@@ -326,7 +328,7 @@ def _fill(
     limit: int,
     targets: Targets,
     blueprint: KernelBlueprint,
-    memo: dict[Any, Any],
+    memo: FillMemo,
     scope: _Scope,
     frame_of: tuple[_Writable, JSON, list[Record]],
     fixed_data: dict[str, JSON],

@@ -337,7 +337,7 @@ class _ListHint:
 class _Scope:
     """One worker's kept results, for one contract and one budget."""
 
-    __slots__ = ("budget", "contract", "kept", "lists", "ptr")
+    __slots__ = ("budget", "contract", "kept", "lists", "pointer_sizes")
 
     def __init__(self, contract: object, budget: int, kept: bool = False) -> None:
         self.contract = contract
@@ -345,7 +345,8 @@ class _Scope:
         self.kept = kept
         """True when a ViewCache carries it to later builds (else it lives for one build)."""
         self.lists: dict[Tokens, _ListMemo] = {}
-        self.ptr: dict[Tokens, int] = {}
+        self.pointer_sizes: dict[Tokens, int] = {}
+        """The JSON string size of each collection's pointer (a function of the tokens alone)."""
 
     def list_memo(self, tokens: Tokens) -> _ListMemo:
         """The memo of the readable array at ``tokens`` (created empty)."""
@@ -392,8 +393,8 @@ class _Scope:
             self.lists.clear()
         for memo in self.lists.values():
             memo.prune()
-        if len(self.ptr) > MAX_POINTERS:
-            self.ptr.clear()
+        if len(self.pointer_sizes) > MAX_POINTERS:
+            self.pointer_sizes.clear()
 
 
 class ChangeEvent(Protocol):
