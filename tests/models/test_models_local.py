@@ -11,7 +11,8 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
-from slateboard.models import LocalModel, Message, ModelConfigError, ModelNotFound, ModelTimeout, resolve_model
+from slateboard.models import Message, ModelConfigError, ModelNotFound, ModelTimeout, resolve_model
+from slateboard.models.local import LocalModel
 
 SCHEMA = {
     "type": "object",
