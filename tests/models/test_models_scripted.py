@@ -16,9 +16,9 @@ from slateboard.models import (
     RecordingModel,
     ReplayModel,
     ScriptedModel,
-    request_key,
     resolve_model,
 )
+from slateboard.models.scripted import request_key
 
 ASK = [Message.system("You are terse."), Message.user("Name a colour.")]
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}

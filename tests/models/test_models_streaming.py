@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from models_testkit import LlamaServer
 
-from slateboard.models import LocalModel, Message, OpenAICompatModel, RetryPolicy, resolve_model, streamed
+from slateboard.models import Message, OpenAICompatModel, RetryPolicy, resolve_model, streamed
+from slateboard.models.local import LocalModel
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import MemoryStore
 from slateboard.streaming import StreamTap, invocation_scope, streaming_to

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from slateboard.blueprint import BlueprintError, compile_blueprint, load_blueprint
 from slateboard.kernel import CelCompileError, Kernel, Proposal, compile_cel
-from slateboard.workers import parse_reply
+from slateboard.workers.parse import parse_reply
 
 FUZZ = settings(
     max_examples=150,

@@ -16,7 +16,8 @@ from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal
 from slateboard.models import ScriptedModel
 from slateboard.views import kernel_view
-from slateboard.workers import LLMWorker, parse_reply
+from slateboard.workers import LLMWorker
+from slateboard.workers.parse import parse_reply
 
 DEEP = "[" * 5000 + "]" * 5000
 DEEP_OBJECT = '{"patch":' * 3000 + "1" + "}" * 3000

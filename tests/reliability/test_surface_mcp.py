@@ -264,7 +264,7 @@ async def increment_alone(c: Any) -> dict[str, Any]:
 async def test_claimless_agents_never_share_an_invocation(tmp_path: Path) -> None:
     """Two agents without claims (MCP's stateless protocol, in process): the second is never
     handed the invocation the first holds, and cannot propose for it."""
-    from slateboard.mcp import build_server, open_bridge
+    from slateboard.mcp._server import build_server, open_bridge
 
     db = tmp_path / "b.db"
     board = await _make_board(db)

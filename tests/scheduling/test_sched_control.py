@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from slateboard.scheduling import AgendaOrder, BoardSummary, ControlUnit, Invocation, RoundRobin, Selection
+from slateboard.scheduling import AgendaOrder, BoardSummary, ControlUnit, Invocation, Selection
+from slateboard.scheduling.control import RoundRobin
 
 SUMMARY = BoardSummary(version=3, state_hash="h", steps=2, tokens_used=10, active_stages=("plan",))
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from sched_testkit import Board, blueprint
 
-from slateboard.scheduling import START_EVENT, Agenda, Diagnostic, Invocation, Scheduler
-from slateboard.scheduling.rules import _context
+from slateboard.scheduling import Agenda, Diagnostic, Invocation, Scheduler
+from slateboard.scheduling.rules import START_EVENT, _context
 
 
 def run(

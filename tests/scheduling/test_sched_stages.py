@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from sched_testkit import Board, blueprint
 
-from slateboard.scheduling import STAGE_ENTERED, STAGE_EXITED, Scheduler, SchedulerBusy, StageEvent, StageTracker
+from slateboard.scheduling import STAGE_ENTERED, Scheduler, StageEvent, StageTracker
+from slateboard.scheduling.rules import SchedulerBusy
+from slateboard.scheduling.stages import STAGE_EXITED
 
 STAGES: list[dict[str, Any]] = [
     {"name": "plan", "exit": "state.phase != 'plan'"},

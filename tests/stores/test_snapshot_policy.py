@@ -8,7 +8,8 @@ import itertools
 
 from slateboard.stores import Store
 from slateboard.stores.backend import StoreBackend
-from slateboard.testing import WORKERS, Board, entry, kernel_from
+from slateboard.testing import Board, entry
+from slateboard.testing.kit import WORKERS, kernel_from
 
 
 async def test_snapshots_follow_the_weight_of_the_log_not_only_its_length(store: Store) -> None:

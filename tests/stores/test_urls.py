@@ -55,7 +55,8 @@ async def test_sqlite_claims_and_agenda_reads_use_the_live_invocation_index(tmp_
     names the index and sorts nothing."""
     import sqlite3
 
-    from slateboard.testing import Board, inv
+    from slateboard.testing import Board
+    from slateboard.testing.kit import inv
 
     s = await open_store(f"sqlite:///{tmp_path / 'plan.db'}")
     assert isinstance(s, SqliteStore)

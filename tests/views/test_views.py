@@ -21,19 +21,8 @@ from slateboard.errors import UsageError
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, Usage
 from slateboard.kernel.canonical import canonical_str
 from slateboard.kernel.pointer import MISSING, Pattern, Tokens, escape_token, parse_pointer, region_contains, resolve
-from slateboard.views import (
-    MAX_EXPAND,
-    MAX_REJECTIONS,
-    Handle,
-    UnknownWorker,
-    View,
-    ViewBudgetError,
-    ViewCache,
-    build_view,
-    kernel_view,
-    parse_expand_request,
-    visible_pointers,
-)
+from slateboard.views import Handle, View, ViewCache, build_view, kernel_view, parse_expand_request
+from slateboard.views._build import MAX_EXPAND, MAX_REJECTIONS, UnknownWorker, ViewBudgetError, visible_pointers
 
 
 @pytest.fixture(autouse=True)

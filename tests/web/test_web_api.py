@@ -21,7 +21,8 @@ from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
 from slateboard.stores.base import Store
-from slateboard.views import build_view, visible_pointers
+from slateboard.views import build_view
+from slateboard.views._build import visible_pointers
 from slateboard.web import create_app
 
 

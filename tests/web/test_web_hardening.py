@@ -14,7 +14,8 @@ from web_testkit import Boards, ThreadServer, sse_events
 from slateboard.cli import app as cli_app
 from slateboard.stores import open_store
 from slateboard.stores.base import StoreError
-from slateboard.web import Dashboard, create_app
+from slateboard.web import create_app
+from slateboard.web._data import Dashboard
 
 
 @pytest.mark.parametrize("last", ["²", "9" * 5000])

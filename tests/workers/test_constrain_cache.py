@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slateboard.blueprint import compile_blueprint
-from slateboard.workers import PATCH_KEY, proposal_schema
-from slateboard.workers.constrain import _schema
+from slateboard.workers.constrain import PATCH_KEY, _schema, proposal_schema
 
 NOTES: dict[str, Any] = {
     "schema": {

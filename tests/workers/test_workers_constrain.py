@@ -16,13 +16,8 @@ from workers_testkit import instances, notes_blueprint, rich_blueprint, rich_sta
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal
 from slateboard.views import build_view
-from slateboard.workers import (
-    PATCH_KEY,
-    generic_patch_schema,
-    proposal_schema,
-    sketch_state,
-    write_targets,
-)
+from slateboard.workers.constrain import PATCH_KEY, generic_patch_schema, proposal_schema, sketch_state
+from slateboard.workers.constrain._targets import write_targets
 
 RICH = rich_blueprint()
 

@@ -13,8 +13,8 @@ import jsonschema_rs
 from slateboard.blueprint import compile_blueprint
 from slateboard.blueprint.templates import load_template
 from slateboard.kernel import Kernel, Proposal
-from slateboard.workers import PATCH_KEY, proposal_schema
-from slateboard.workers.constrain import SAFE_MAX_LENGTH
+from slateboard.workers.constrain import PATCH_KEY, proposal_schema
+from slateboard.workers.constrain._fragments import SAFE_MAX_LENGTH
 
 
 def _value(schema: dict[str, Any], path: str, op: str = "add") -> Any:

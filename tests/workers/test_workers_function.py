@@ -12,15 +12,8 @@ from workers_testkit import NOTES_BLUEPRINT, notes_blueprint
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Usage
 from slateboard.views import View, build_view, kernel_view
-from slateboard.workers import (
-    FunctionWorker,
-    Worker,
-    WorkerConfigError,
-    WorkerReply,
-    function_worker,
-    make_worker,
-    resolve_function,
-)
+from slateboard.workers import FunctionWorker, Worker, WorkerConfigError, WorkerReply, function_worker, make_worker
+from slateboard.workers.function import resolve_function
 
 NOTE = {"op": "add", "path": "/notes/-", "value": {"text": "hi", "author": "scribe"}}
 

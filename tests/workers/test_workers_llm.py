@@ -24,18 +24,9 @@ from slateboard.models import (
     ScriptedModel,
 )
 from slateboard.views import build_view, kernel_view
-from slateboard.workers import (
-    PATCH_KEY,
-    LLMWorker,
-    Worker,
-    WorkerConfigError,
-    build_messages,
-    make_worker,
-    make_workers,
-    proposal_schema,
-    tool,
-)
-from slateboard.workers.prompt import view_payload
+from slateboard.workers import LLMWorker, Worker, WorkerConfigError, make_worker, make_workers, tool
+from slateboard.workers.constrain import PATCH_KEY, proposal_schema
+from slateboard.workers.prompt import build_messages, view_payload
 
 NOTE = {"op": "add", "path": "/notes/-", "value": {"text": "Rayleigh scattering.", "author": "scribe"}}
 

@@ -14,7 +14,8 @@ from workers_testkit import notes_blueprint
 from slateboard.kernel import Kernel
 from slateboard.models import resolve_model
 from slateboard.views import kernel_view
-from slateboard.workers import PATCH_KEY, LLMWorker
+from slateboard.workers import LLMWorker
+from slateboard.workers.constrain import PATCH_KEY
 
 
 def _llama_import_problem() -> str | None:

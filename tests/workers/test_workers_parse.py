@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from slateboard.kernel import Kernel, Proposal
-from slateboard.workers import ToolCall, parse_reply
+from slateboard.workers.parse import ToolCall, parse_reply
 
 OP = {"op": "add", "path": "/notes/-", "value": {"text": "hi", "author": "scribe"}}
 

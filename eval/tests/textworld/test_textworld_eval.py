@@ -98,7 +98,8 @@ def test_bad_arguments_give_one_line_errors(invoke: Invoke, args: tuple[str, ...
 
 async def test_a_short_local_model_run_ends_with_a_reason_and_tokens(tw_games: list[GameFile]) -> None:
     pytest.importorskip("llama_cpp", reason="the local model needs llama-cpp-python (pip install 'slateboard[local]')")
-    from slateboard.models import ModelConfigError, default_weights_path
+    from slateboard.models import ModelConfigError
+    from slateboard.models.local import default_weights_path
 
     try:
         default_weights_path()

@@ -7,14 +7,11 @@ finds a record that does not match, 130 when interrupted.
 """
 
 from ._app import app, main
-from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, EXIT_VERIFY_FAILED, CliError
+from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 
 __all__ = [
     "EXIT_ERROR",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
     "EXIT_USAGE",
-    "EXIT_VERIFY_FAILED",
     "CliError",
     "app",
     "main",

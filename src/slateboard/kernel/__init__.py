@@ -11,19 +11,16 @@ from .cel import CelCompileError, CelExpr, compile_cel
 from .contract import WorkerContract, WorkerTerms
 from .invariants import CompiledInvariant, InvariantContext, PythonInvariant
 from .kernel import Decision, Event, Kernel, KernelBusy, Proposal
-from .pointer import MISSING, Missing, Pattern, PointerError, expand, format_pointer, parse_pointer, resolve
+from .pointer import MISSING, Pattern, PointerError, expand, format_pointer, parse_pointer, resolve
 from .protocol import KernelBlueprint
-from .record import GENESIS, OUTCOMES, RECORD_KINDS, STAGES, Outcome, Record, RecordKind, Stage, Usage
+from .record import GENESIS, Record, RecordKind, Usage
 from .replay import ReplayReport, replay
-from .statehash import StateHasher, state_hash
+from .statehash import state_hash
 
 __all__ = [
     "GENESIS",
     "JSON",
     "MISSING",
-    "OUTCOMES",
-    "RECORD_KINDS",
-    "STAGES",
     "CelCompileError",
     "CelExpr",
     "CompiledInvariant",
@@ -34,8 +31,6 @@ __all__ = [
     "Kernel",
     "KernelBlueprint",
     "KernelBusy",
-    "Missing",
-    "Outcome",
     "Pattern",
     "PointerError",
     "Proposal",
@@ -43,8 +38,6 @@ __all__ = [
     "Record",
     "RecordKind",
     "ReplayReport",
-    "Stage",
-    "StateHasher",
     "Usage",
     "WorkerContract",
     "WorkerTerms",

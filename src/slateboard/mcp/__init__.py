@@ -6,22 +6,11 @@ budget, kernel and log as an internal worker (``_server``, ``_bridge``). ``mcp_t
 workers the tools of MCP servers, with every call and result kept in the log (``_tools``).
 """
 
-from ._bridge import Bridge, BridgeError, ExternalWorker, Waiting
-from ._server import DEFAULT_EXTERNAL_TIMEOUT, build_server, http_app, open_bridge, serve_board, tool_names
-from ._tools import ServerSpec, mcp_tools, server_target
+from ._server import serve_board
+from ._tools import ServerSpec, mcp_tools
 
 __all__ = [
-    "DEFAULT_EXTERNAL_TIMEOUT",
-    "Bridge",
-    "BridgeError",
-    "ExternalWorker",
     "ServerSpec",
-    "Waiting",
-    "build_server",
-    "http_app",
     "mcp_tools",
-    "open_bridge",
     "serve_board",
-    "server_target",
-    "tool_names",
 ]

@@ -18,10 +18,10 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-from ._distill import Distiller, Episode, RecallWorker, distill_board, episodes, facts_from_records
+from ._distill import Distiller, Episode, RecallWorker, distill_board, episodes
 from ._embed import Embed, EmbeddingMemory
-from ._model import Fact, NewFact, query_terms
-from ._store import FactStore, InProcessMemory, SqliteMemory, open_memory
+from ._model import Fact, NewFact
+from ._store import FactStore, open_memory
 
 __all__ = [
     "Distiller",
@@ -30,15 +30,11 @@ __all__ = [
     "Episode",
     "Fact",
     "FactStore",
-    "InProcessMemory",
     "NewFact",
     "RecallWorker",
-    "SqliteMemory",
     "distill_board",
     "episodes",
-    "facts_from_records",
     "open_memory",
-    "query_terms",
 ]
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ from slateboard.models.errors import (
     ModelTimeout,
     ModelUnavailable,
 )
-from slateboard.models.local import LocalModel, default_weights_path
 from slateboard.models.openai_compat import OpenAICompatModel, StructuredOutput
 from slateboard.models.protocol import (
     DEFAULT_MAX_TOKENS,
@@ -32,27 +31,18 @@ from slateboard.models.protocol import (
     Message,
     Model,
     Role,
-    estimate_tokens,
 )
-from slateboard.models.registry import DEFAULT_MODEL, resolve_model
+from slateboard.models.registry import resolve_model
 from slateboard.models.retry import RetryPolicy
-from slateboard.models.scripted import (
-    RecordingModel,
-    ReplayModel,
-    ScriptedCall,
-    ScriptedModel,
-    request_key,
-)
+from slateboard.models.scripted import RecordingModel, ReplayModel, ScriptedModel
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
-    "DEFAULT_MODEL",
     "DEFAULT_TEMPERATURE",
     "DEFAULT_TIMEOUT",
     "AnthropicModel",
     "Generation",
     "GenerationUsage",
-    "LocalModel",
     "Message",
     "Model",
     "ModelAuthError",
@@ -72,11 +62,7 @@ __all__ = [
     "ReplayModel",
     "RetryPolicy",
     "Role",
-    "ScriptedCall",
     "ScriptedModel",
     "StructuredOutput",
-    "default_weights_path",
-    "estimate_tokens",
-    "request_key",
     "resolve_model",
 ]

@@ -8,7 +8,6 @@ from .events import RunEvent
 from .result import RunResult, TokenUsage
 from .runner import Runner, RunnerError, create_board
 from .session import BoardSession
-from .step import StepEngine, StepOutcome
 from .verify import verify_board
 from .watch import WatchPastEnd, watch
 
@@ -22,8 +21,6 @@ __all__ = [
     "RunnerError",
     "RunnerProcess",
     "RunnerStats",
-    "StepEngine",
-    "StepOutcome",
     "TokenUsage",
     "WaitTimeout",
     "WatchPastEnd",

@@ -7,11 +7,11 @@
 """
 
 from .agenda import Agenda
-from .control import AgendaOrder, BoardSummary, ControlUnit, RoundRobin, Selection
+from .control import AgendaOrder, BoardSummary, ControlUnit, Selection
 from .diagnostics import Diagnostic
-from .invocation import CANCELLED, CLAIMED, DONE, PENDING, STATUSES, Invocation
-from .rules import START_EVENT, Scheduled, Scheduler, SchedulerBusy
-from .stages import STAGE_ENTERED, STAGE_EXITED, StageEvent, StageTracker, StageUpdate
+from .invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
+from .rules import Scheduled, Scheduler
+from .stages import STAGE_ENTERED, StageEvent, StageTracker, StageUpdate
 
 __all__ = [
     "CANCELLED",
@@ -19,19 +19,14 @@ __all__ = [
     "DONE",
     "PENDING",
     "STAGE_ENTERED",
-    "STAGE_EXITED",
-    "START_EVENT",
-    "STATUSES",
     "Agenda",
     "AgendaOrder",
     "BoardSummary",
     "ControlUnit",
     "Diagnostic",
     "Invocation",
-    "RoundRobin",
     "Scheduled",
     "Scheduler",
-    "SchedulerBusy",
     "Selection",
     "StageEvent",
     "StageTracker",

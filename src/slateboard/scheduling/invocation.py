@@ -13,7 +13,6 @@ from typing import Any
 from ..kernel.canonical import JSON, canonical_str
 
 PENDING, CLAIMED, DONE, CANCELLED = "pending", "claimed", "done", "cancelled"
-STATUSES = (PENDING, CLAIMED, DONE, CANCELLED)
 
 
 @dataclass(frozen=True, slots=True)

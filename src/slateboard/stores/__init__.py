@@ -24,12 +24,8 @@ from pathlib import Path
 
 from .base import (
     BOARD_STATUSES,
-    CAPABILITIES,
-    DEFAULT_LEASE_S,
-    DEFAULT_SNAPSHOT_EVERY,
     AgendaChanges,
     AgendaError,
-    AgendaStore,
     AppendResult,
     BoardExists,
     BoardInfo,
@@ -42,7 +38,6 @@ from .base import (
     Lease,
     LeaseLost,
     LoadedBoard,
-    LogStore,
     ReportsCommits,
     ReportsLeases,
     ScansStalledBoards,
@@ -162,13 +157,8 @@ async def open_store(url: str | None = None, *, create: bool = True) -> Store:
 
 __all__ = [
     "BOARD_STATUSES",
-    "CAPABILITIES",
-    "DEFAULT_LEASE_S",
-    "DEFAULT_SNAPSHOT_EVERY",
-    "DEFAULT_URL",
     "AgendaChanges",
     "AgendaError",
-    "AgendaStore",
     "AppendResult",
     "BoardExists",
     "BoardInfo",
@@ -181,7 +171,6 @@ __all__ = [
     "Lease",
     "LeaseLost",
     "LoadedBoard",
-    "LogStore",
     "MemoryStore",
     "ReportsCommits",
     "ReportsLeases",

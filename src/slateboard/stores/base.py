@@ -516,18 +516,8 @@ class KeepsLedgers(Protocol):
         ...
 
 
-CAPABILITIES: tuple[type, ...] = (
-    WatchesWork,
-    WatchesBoards,
-    ScansStalledBoards,
-    ReportsCommits,
-    ReportsLeases,
-    ServesManyRunners,
-    KeepsLedgers,
-)
-"""The optional capability protocols a backend may declare."""
-
-
 def supports(store: object, capability: type) -> bool:
-    """Whether ``store`` declares ``capability`` (one of CAPABILITIES): it inherits the protocol."""
+    """Whether ``store`` declares ``capability`` (an optional capability protocol: ``WatchesWork``,
+    ``WatchesBoards``, ``ScansStalledBoards``, ``ReportsCommits``, ``ReportsLeases``,
+    ``ServesManyRunners``, ``KeepsLedgers``): it inherits the protocol."""
     return capability in type(store).__mro__

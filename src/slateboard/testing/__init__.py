@@ -10,17 +10,12 @@ pytest-asyncio (``asyncio_mode = "auto"``).
 from __future__ import annotations
 
 from .conformance import StoreConformance, require
-from .kit import WORKERS, Board, OpenStore, blueprint_json, compiled, entry, inv, kernel_from
+from .kit import Board, OpenStore, entry
 
 __all__ = [
-    "WORKERS",
     "Board",
     "OpenStore",
     "StoreConformance",
-    "blueprint_json",
-    "compiled",
     "entry",
-    "inv",
-    "kernel_from",
     "require",
 ]

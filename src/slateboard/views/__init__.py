@@ -74,36 +74,18 @@ byte-identical to one built without it); ``readable_state`` / ``quarantine_hidde
 quarantine region, which ``build_view`` applies).
 """
 
-from ._build import (
-    EVENT_KEYS,
-    MAX_EXPAND,
-    MAX_REJECTIONS,
-    MIN_BUDGET,
-    UnknownWorker,
-    ViewBudgetError,
-    build_view,
-    kernel_view,
-    parse_expand_request,
-    visible_pointers,
-)
+from ._build import build_view, kernel_view, parse_expand_request
 from ._cache import ViewCache
 from ._model import Handle, View
 from ._quarantine import quarantine_hidden, readable_state
 
 __all__ = [
-    "EVENT_KEYS",
-    "MAX_EXPAND",
-    "MAX_REJECTIONS",
-    "MIN_BUDGET",
     "Handle",
-    "UnknownWorker",
     "View",
-    "ViewBudgetError",
     "ViewCache",
     "build_view",
     "kernel_view",
     "parse_expand_request",
     "quarantine_hidden",
     "readable_state",
-    "visible_pointers",
 ]

@@ -8,16 +8,10 @@ states and views are rebuilt from the log.
 """
 
 from ..httpguard import MIN_TOKEN_CHARS, is_loopback
-from ._app import STATIC, TOKEN_ENV, create_app, redact_url
-from ._data import MAX_PAGE, ApiError, Dashboard
+from ._app import create_app, redact_url
 
 __all__ = [
-    "MAX_PAGE",
     "MIN_TOKEN_CHARS",
-    "STATIC",
-    "TOKEN_ENV",
-    "ApiError",
-    "Dashboard",
     "create_app",
     "is_loopback",
     "redact_url",

@@ -40,8 +40,6 @@ logger = logging.getLogger("slateboard.web")
 STATIC = Path(__file__).resolve().parent / "static"
 """The page's HTML, JS and CSS (shipped inside the package)."""
 
-TOKEN_ENV = "SLATEBOARD_TOKEN"
-
 
 def redact_url(url: str) -> str:
     """A store URL without its password (shown on the page and in logs): the one redaction."""

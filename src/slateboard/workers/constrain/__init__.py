@@ -8,7 +8,7 @@ well-typed proposals.
 
 **Wrapper.** Providers' JSON-schema modes want an object at the top, so the schema describes
 ``{"patch": [op, ...]}`` (optionally with ``"expand": [handle, ...]``, see slateboard.views);
-``slateboard.workers.parse_reply`` unwraps it. ``ConstrainedSchema.patch_schema()`` is the bare
+``slateboard.workers.parse.parse_reply`` unwraps it. ``ConstrainedSchema.patch_schema()`` is the bare
 array form.
 
 **Shape.** ``patch`` is an array of 1 to ``max_ops`` operations, each matching one of an ``anyOf``
@@ -75,30 +75,16 @@ kernel's ``may_write``), ``_values`` (container bounds, no-op avoidance, fresh i
 proposal schema) and ``_sketch`` (a state rebuilt from a view).
 """
 
-from ._fragments import ANY_VALUE, REFERS_TO, SAFE_MAX_LENGTH, self_contained
-from ._schema import (
-    DEFAULT_MAX_ENUM,
-    DEFAULT_MAX_OPS,
-    PATCH_KEY,
-    ConstrainedSchema,
-    generic_patch_schema,
-    proposal_schema,
-)
+from ._fragments import self_contained
+from ._schema import DEFAULT_MAX_OPS, PATCH_KEY, ConstrainedSchema, generic_patch_schema, proposal_schema
 from ._sketch import sketch_state
-from ._targets import Target, write_targets
 
 __all__ = [
-    "ANY_VALUE",
-    "DEFAULT_MAX_ENUM",
     "DEFAULT_MAX_OPS",
     "PATCH_KEY",
-    "REFERS_TO",
-    "SAFE_MAX_LENGTH",
     "ConstrainedSchema",
-    "Target",
     "generic_patch_schema",
     "proposal_schema",
     "self_contained",
     "sketch_state",
-    "write_targets",
 ]
