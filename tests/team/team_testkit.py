@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from _support.probes import local_model_problem as llama_import_problem  # noqa: F401  (for test_team_local)
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import ReplayReport, replay
 from slateboard.runtime import RunEvent
@@ -52,28 +53,6 @@ async def verify_log(store: Store, board_id: str, *, revalidate: bool = False) -
     loaded = await store.load_board(board_id)
     records = await store.read_records(board_id)
     return replay(compile_blueprint(loaded.blueprint), loaded.initial_state, records, revalidate=revalidate)
-
-
-def llama_import_problem() -> str | None:
-    """Why llama_cpp cannot be imported (probed in a subprocess: a broken native build can kill
-    the importing process), or None when it imports and the default weights are installed."""
-    import importlib.util
-    import subprocess
-    import sys
-
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama_cpp is not installed (pip install 'slateboard[local]')"
-    probe = subprocess.run(
-        [sys.executable, "-c", "import llama_cpp; from slateboard.models import default_weights_path as d; d()"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if probe.returncode != 0:
-        tail = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
-        return f"the local model cannot be loaded (exit status {probe.returncode}): {tail}"
-    return None
 
 
 # -- loopback providers ----------------------------------------------------------------------------
