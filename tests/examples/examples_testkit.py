@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from _support.probes import local_model_problem  # noqa: F401  (the examples' tests import it from here)
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
 from slateboard.kernel.record import Record

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examples_testkit import EXAMPLES, by_role, load_example, local_model_problem, verify_board
+from examples_testkit import EXAMPLES, by_role, load_example, verify_board
 
+from _support.probes import local_model_problem
 from slateboard.models import ScriptedModel
 
 example = load_example("data_discovery")

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _support.probes import local_model_problem as llama_import_problem  # noqa: F401  (for test_team_local)
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import ReplayReport, replay
 from slateboard.runtime import RunEvent
