@@ -37,7 +37,7 @@ async def test_the_money_budget_ends_the_run_once_the_priced_log_reaches_it() ->
     assert free.state["notes"] == ["n"] * 20  # unpriced: the run goes to its natural end
     per_call = unit.usage.tokens_in / unit.calls  # the coordinator's prompt tokens per choice
     # Priced at 1e6 per million input tokens: each choice costs its prompt tokens; budget ~3 calls.
-    limits = {"prices": {"scripted": {"input": 1e6, "output": 1e6}}, "max_cost": 3 * per_call}
+    limits: dict[str, Any] = {"prices": {"scripted": {"input": 1e6, "output": 1e6}}, "max_cost": 3 * per_call}
     priced, accounts, _ = await run(limits)
     assert priced.end_reason == "max_cost" and end_status("done", priced.end_reason) == "exhausted"
     assert 0 < len(priced.state["notes"]) < 20

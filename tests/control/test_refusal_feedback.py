@@ -38,7 +38,7 @@ def answer(value: str) -> str:
 
 async def verified(store: Any, board: str) -> list[Any]:
     loaded = await store.load_board(board)
-    records = await store.read_records(board)
+    records: list[Any] = await store.read_records(board)
     bp = compile_blueprint(loaded.blueprint)
     for revalidate in (False, True):
         report = replay(bp, loaded.initial_state, records, revalidate=revalidate)

@@ -119,6 +119,7 @@ async def test_profiles_answers_and_critique_on_the_board(store_url: str) -> Non
 
     # The analyst's constrained decoding offered exactly the profiled columns to cite.
     analyst = next(c.json_schema for c in model.calls if "worker 'analyst'" in c.messages[0].content)
+    assert analyst is not None
     cites = analyst["properties"]["patch"]["items"]["properties"]["value"]["properties"]["cites"]
     assert sorted(cites["items"]["enum"]) == sorted(profiles)
 
