@@ -40,6 +40,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -169,7 +170,7 @@ def runnable(blocks: list[Block]) -> list[Block]:
     return [b for b in blocks if b.lang in RUNNABLE]
 
 
-def params(cases: list[Block], prefix: str = "") -> list[object]:
+def params(cases: list[Block], prefix: str = "") -> list[Any]:
     """``pytest.param`` per case, marked ``slow`` where the document says so."""
     return [pytest.param(b, id=f"{prefix}{b.id}", marks=[pytest.mark.slow] if b.slow else []) for b in cases]
 

@@ -69,7 +69,7 @@ def test_function_worker_signature_is_checked_at_declaration() -> None:
         board.function(reads=["/notes"], writes=["/notes/-"])(bad)
     assert "workers/bad/function" in str(err.value) and "limit" in str(err.value)
     board.function(reads=["/notes"], writes=["/notes/-"], ops=["add"])(count_notes)
-    assert board.blueprint().workers["count_notes"].function.endswith("_notes_board:count_notes")
+    assert (board.blueprint().workers["count_notes"].function or "").endswith("_notes_board:count_notes")
 
 
 def test_contract_outside_the_schema_is_reported_by_the_one_report_validation() -> None:

@@ -7,6 +7,7 @@ import copy
 import json
 from typing import Any
 
+from _support.boards import add_note, note_loop
 from slateboard.models.pricing import PriceTable
 from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board
@@ -15,20 +16,7 @@ from slateboard.scheduling.coordinator import CoordinatorControl
 from slateboard.status import end_status
 from slateboard.stores import open_store
 
-BP: dict[str, Any] = {
-    "name": "priced",
-    "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-    "initial_state": {"notes": []},
-    "workers": {"a": {"reads": ["/**"], "writes": ["/notes/-"]}},
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "a"},
-        {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 20", "invoke": "a"},
-    ],
-}
-
-
-def note(view: Any) -> Any:
-    return [{"op": "add", "path": "/notes/-", "value": "n"}]
+BP = note_loop("priced", until=20)
 
 
 async def run(limits: dict[str, Any]) -> tuple[Any, Accounts, CoordinatorControl]:
@@ -37,7 +25,7 @@ async def run(limits: dict[str, Any]) -> tuple[Any, Accounts, CoordinatorControl
     store = await open_store("memory://")
     board = await create_board(store, bp)
     unit = CoordinatorControl(ScriptedModel([json.dumps({"choice": "a"})], cycle=True), ask_when_single=True)
-    result = await Runner(store, board, functions={"a": note}, control=unit).run()
+    result = await Runner(store, board, functions={"a": add_note}, control=unit).run()
     prices = PriceTable.from_mapping(limits.get("prices", {}))
     accounts = Accounts.of(await store.read_records(board), prices=prices)
     await store.close()
@@ -49,7 +37,7 @@ async def test_the_money_budget_ends_the_run_once_the_priced_log_reaches_it() ->
     assert free.state["notes"] == ["n"] * 20  # unpriced: the run goes to its natural end
     per_call = unit.usage.tokens_in / unit.calls  # the coordinator's prompt tokens per choice
     # Priced at 1e6 per million input tokens: each choice costs its prompt tokens; budget ~3 calls.
-    limits = {"prices": {"scripted": {"input": 1e6, "output": 1e6}}, "max_cost": 3 * per_call}
+    limits: dict[str, Any] = {"prices": {"scripted": {"input": 1e6, "output": 1e6}}, "max_cost": 3 * per_call}
     priced, accounts, _ = await run(limits)
     assert priced.end_reason == "max_cost" and end_status("done", priced.end_reason) == "exhausted"
     assert 0 < len(priced.state["notes"]) < 20

@@ -16,6 +16,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from _support.boards import approved_answer
 from slateboard.blueprint import compile_blueprint
 from slateboard.cli import app
 from slateboard.kernel import replay
@@ -24,25 +25,7 @@ from slateboard.runtime import Runner, approve, create_board, held_proposals, re
 from slateboard.status import end_status
 from slateboard.stores import open_store
 
-BP: dict[str, Any] = {
-    "name": "refused-answer",
-    "schema": {
-        "type": "object",
-        "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "answer": {"type": "string"}},
-    },
-    "initial_state": {"notes": []},
-    "workers": {
-        "writer": {"reads": ["/**"], "writes": ["/notes/-"]},
-        "decider": {"reads": ["/**"], "writes": ["/answer"], "instruction": "Write the answer."},
-    },
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "writer"},
-        {"on": {"op": "add", "path": "/notes/-"}, "invoke": "decider"},
-    ],
-    "approval": ["/answer"],
-    "done": "has(state.answer)",
-    "answer": "/answer",
-}
+BP = approved_answer("refused-answer", decider={"instruction": "Write the answer."})
 
 
 def writer(view: Any) -> Any:
@@ -55,7 +38,7 @@ def answer(value: str) -> str:
 
 async def verified(store: Any, board: str) -> list[Any]:
     loaded = await store.load_board(board)
-    records = await store.read_records(board)
+    records: list[Any] = await store.read_records(board)
     bp = compile_blueprint(loaded.blueprint)
     for revalidate in (False, True):
         report = replay(bp, loaded.initial_state, records, revalidate=revalidate)

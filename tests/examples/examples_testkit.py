@@ -4,10 +4,8 @@ replay, and a scripted model that answers by role."""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -65,22 +63,3 @@ def by_role(replies: dict[str, Sequence[str]]) -> Callable[[Sequence[Message]], 
         raise AssertionError(f"no scripted role matches the system message: {system[:120]!r}")
 
     return reply
-
-
-@cache
-def local_model_problem() -> str | None:
-    """Why the embedded local model cannot run here (probed in a subprocess: a broken native
-    build can kill the importing process), or None when it can."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama_cpp is not installed (pip install 'slateboard[local]')"
-    probe = subprocess.run(
-        [sys.executable, "-c", "import llama_cpp; from slateboard.models.local import default_weights_path as d; d()"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if probe.returncode != 0:
-        tail = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
-        return f"the local model cannot be loaded (exit status {probe.returncode}): {tail}"
-    return None

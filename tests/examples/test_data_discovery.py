@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examples_testkit import EXAMPLES, by_role, load_example, local_model_problem, verify_board
+from examples_testkit import EXAMPLES, by_role, load_example, verify_board
 
+from _support.probes import local_model_problem
 from slateboard.models import ScriptedModel
 
 example = load_example("data_discovery")
@@ -118,6 +119,7 @@ async def test_profiles_answers_and_critique_on_the_board(store_url: str) -> Non
 
     # The analyst's constrained decoding offered exactly the profiled columns to cite.
     analyst = next(c.json_schema for c in model.calls if "worker 'analyst'" in c.messages[0].content)
+    assert analyst is not None
     cites = analyst["properties"]["patch"]["items"]["properties"]["value"]["properties"]["cites"]
     assert sorted(cites["items"]["enum"]) == sorted(profiles)
 

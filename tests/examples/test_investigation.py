@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examples_testkit import EXAMPLES, by_role, load_example, local_model_problem, verify_board
+from examples_testkit import EXAMPLES, by_role, load_example, verify_board
 
+from _support.probes import local_model_problem
 from slateboard.models import ScriptedModel
 
 example = load_example("investigation")
@@ -124,6 +125,7 @@ async def test_template_mode_reaches_an_answer_through_the_kernel(store_url: str
     assert "critiques are about a hypothesis on the board" in (rejected[0].reason or "")
     # Contract-constrained decoding offered the next free id and only hypotheses on the board.
     evidence_schema = next(c.json_schema for c in model.calls if "worker 'evidence'" in c.messages[0].content)
+    assert evidence_schema is not None
     value = evidence_schema["properties"]["patch"]["items"]["properties"]["value"]["properties"]
     assert value["id"]["const"] == "ev1" and value["hypothesis"] == {"enum": ["h1"]}
 

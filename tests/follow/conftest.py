@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,17 +13,13 @@ SCALE = Path(__file__).resolve().parent.parent / "scale"
 if str(SCALE) not in sys.path:
     sys.path.insert(0, str(SCALE))
 
-from scale_testkit import Workers, drop_schema, pg_skip_reason, pg_url  # noqa: E402
+from scale_testkit import Workers, blueprint_file, private_pg_url  # noqa: E402, F401  (blueprint_file: a fixture)
 
 
 @pytest.fixture
 def pg_follow_url() -> Iterator[str]:
     """The URL of a fresh, private schema of the test database (dropped afterwards)."""
-    if reason := pg_skip_reason():
-        pytest.skip(reason)
-    schema = f"sbt_follow_{uuid.uuid4().hex[:12]}"
-    yield pg_url(schema)
-    drop_schema(schema)
+    yield from private_pg_url("sbt_follow")
 
 
 @pytest.fixture

@@ -10,34 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scale_models import NOTES_PAIR
-from scale_testkit import Workers, cli_env
-from typer.testing import CliRunner
+from scale_testkit import Workers, cli_env, invoke, one_line_error
 
-from slateboard.cli import app
 from slateboard.kernel.record import Record
 from slateboard.runtime import WatchPastEnd, watch
 from slateboard.stores import BoardNotFound, open_store
 
 MODEL = "python:scale_models:fixed_model"
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), env={"SLATEBOARD_SOAK_LATENCY_MS": "1"}, catch_exceptions=False)
-
-
-def one_line_error(result: Any, code: int) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return str(lines[0])
-
-
-@pytest.fixture
-def blueprint_file(tmp_path: Path) -> Path:
-    path = tmp_path / "pair.json"
-    path.write_text(json.dumps(NOTES_PAIR), encoding="utf-8")
-    return path
 
 
 def submit(url: str, blueprint_file: Path, task: str = "count") -> str:

@@ -42,4 +42,4 @@ def test_the_helper_is_the_one_the_architect_uses() -> None:
     from slateboard.cli import _extra
     from slateboard.progress import progress
 
-    assert _extra.progress is progress
+    assert _extra.progress is progress  # type: ignore[attr-defined]  # imported there, not exported

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import Field
@@ -21,7 +21,7 @@ class Point(pydantic.BaseModel):
     y: Annotated[int, Field(ge=0)]
 
 
-seen: list[object] = []
+seen: list[tuple[Any, ...]] = []
 
 
 @tool
@@ -54,7 +54,7 @@ def test_schema_keeps_literals_lists_nested_models_enums_and_bounds() -> None:
 async def test_arguments_are_validated_and_converted() -> None:
     ok = await plot.call({"kind": "bar", "values": ["1", 2], "at": {"x": 1, "y": 2}, "colour": "blue"})
     assert ok.ok and ok.value == "bar:3@1,2:blue:2"
-    _, values, at, colour, _ = seen[-1]  # type: ignore[misc]
+    _, values, at, colour, _ = seen[-1]
     assert values == [1, 2] and isinstance(at, Point) and colour is Colour.BLUE
 
 

@@ -297,7 +297,7 @@ async def test_embeddings_find_what_shares_no_word(store_url: str) -> None:
         hits = await memory.search("passcode safe?", k=1, now=200.0)
         assert [h.seq for h in hits] == [1]
         stored = await memory.facts()
-        assert all(len(f.meta["embedding"]) == 4 for f in stored)  # type: ignore[arg-type]
+        assert all(len(f.meta["embedding"]) == 4 for f in stored)
         assert "embedding" not in hits[0].to_json()  # a board gets text and provenance only
         # the dense hit counts as a use for retention
         assert await memory.prune(unused_for_s=50.0, now=220.0) == 2

@@ -999,4 +999,5 @@ def full_validator(schema: dict[str, Any]) -> Any:
 
 def accepted_ops(rec: Record) -> list[dict[str, Any]]:
     assert rec.patch is not None
-    return orjson.loads(rec.patch)
+    ops: list[dict[str, Any]] = orjson.loads(rec.patch)
+    return ops

@@ -255,14 +255,14 @@ def test_initial_state_that_is_not_json_is_a_blueprint_error(value):
 
 @pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
 @pytest.mark.parametrize("as_path", [True, False])
-def test_load_blueprint_from_yaml_and_json_files(tmp_path: Path, suffix, as_path):
+def test_load_blueprint_from_yaml_and_json_files(tmp_path: Path, suffix: str, as_path: bool) -> None:
     f = tmp_path / f"board{suffix}"
     f.write_text(json.dumps(good()) if suffix == ".json" else yaml.safe_dump(good()), encoding="utf-8")
     bp = load_blueprint(f if as_path else str(f))
     assert bp.digest == compile_blueprint(good()).digest
 
 
-def test_load_blueprint_reports_the_file_on_compile_errors(tmp_path: Path):
+def test_load_blueprint_reports_the_file_on_compile_errors(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
     f.write_text(yaml.safe_dump(good(rules=[{"invoke": "ghost"}])), encoding="utf-8")
     with pytest.raises(BlueprintError) as info:
@@ -271,14 +271,14 @@ def test_load_blueprint_reports_the_file_on_compile_errors(tmp_path: Path):
     assert "/rules/0/invoke" in {i.path for i in info.value.issues}
 
 
-def test_missing_file_is_a_blueprint_error_naming_it(tmp_path: Path):
+def test_missing_file_is_a_blueprint_error_naming_it(tmp_path: Path) -> None:
     f = tmp_path / "nope.yaml"
     with pytest.raises(BlueprintError) as info:
         load_blueprint(f)
     assert str(f) in str(info.value) and "cannot read" in str(info.value)
 
 
-def test_directory_is_a_blueprint_error(tmp_path: Path):
+def test_directory_is_a_blueprint_error(tmp_path: Path) -> None:
     with pytest.raises(BlueprintError) as info:
         load_blueprint(tmp_path)
     assert str(tmp_path) in str(info.value)
@@ -294,7 +294,9 @@ def test_directory_is_a_blueprint_error(tmp_path: Path):
         ("empty.yaml", "", "must be an object"),
     ],
 )
-def test_invalid_file_content_is_a_blueprint_error_naming_the_file(tmp_path: Path, name, text, fragment):
+def test_invalid_file_content_is_a_blueprint_error_naming_the_file(
+    tmp_path: Path, name: str, text: str, fragment: str
+) -> None:
     f = tmp_path / name
     f.write_text(text, encoding="utf-8")
     with pytest.raises(BlueprintError) as info:
@@ -302,7 +304,7 @@ def test_invalid_file_content_is_a_blueprint_error_naming_the_file(tmp_path: Pat
     assert str(f) in str(info.value) and fragment in str(info.value)
 
 
-def test_file_that_is_not_utf8_is_a_blueprint_error(tmp_path: Path):
+def test_file_that_is_not_utf8_is_a_blueprint_error(tmp_path: Path) -> None:
     f = tmp_path / "latin1.yaml"
     f.write_bytes(b"name: caf\xe9\n")
     with pytest.raises(BlueprintError) as info:
@@ -310,7 +312,7 @@ def test_file_that_is_not_utf8_is_a_blueprint_error(tmp_path: Path):
     assert str(f) in str(info.value)
 
 
-def test_yaml_values_that_are_not_json_are_a_blueprint_error(tmp_path: Path):
+def test_yaml_values_that_are_not_json_are_a_blueprint_error(tmp_path: Path) -> None:
     f = tmp_path / "dates.yaml"
     f.write_text("schema: {type: object}\nworkers: {w: {}}\ninitial_state: {day: 2024-01-01}\n", encoding="utf-8")
     with pytest.raises(BlueprintError) as info:

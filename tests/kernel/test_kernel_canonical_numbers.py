@@ -7,6 +7,7 @@ import asyncio
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
@@ -31,12 +32,12 @@ def test_integral_floats_keep_their_form() -> None:
 
 
 def test_a_log_holding_both_forms_replays_and_verifies() -> None:
-    async def go() -> tuple[object, list[object]]:
+    async def go() -> tuple[Any, list[Any]]:
         store = await open_store("memory://")
         board = await create_board(store, BP)
 
-        def w(view: object) -> object:
-            xs = view.data.get("/xs") or []  # type: ignore[attr-defined]
+        def w(view: Any) -> object:
+            xs = view.data.get("/xs") or []
             return [{"op": "add", "path": "/xs/-", "value": 1 if not xs else 1.0}]
 
         result = await Runner(store, board, functions={"w": w}).run()
@@ -45,11 +46,11 @@ def test_a_log_holding_both_forms_replays_and_verifies() -> None:
         return result, records
 
     result, records = asyncio.run(go())
-    assert result.state == {"xs": [1, 1.0]}  # type: ignore[attr-defined]
-    assert [type(x) for x in result.state["xs"]] == [int, float]  # type: ignore[attr-defined]
-    report = replay(compile_blueprint(BP), BP["initial_state"], records, revalidate=True)  # type: ignore[arg-type]
-    assert report.ok and report.state == result.state  # type: ignore[attr-defined]
-    assert [type(x) for x in report.state["xs"]] == [int, float]  # type: ignore[attr-defined]
+    assert result.state == {"xs": [1, 1.0]}
+    assert [type(x) for x in result.state["xs"]] == [int, float]
+    report = replay(compile_blueprint(BP), BP["initial_state"], records, revalidate=True)
+    assert report.ok and report.state == result.state
+    assert [type(x) for x in report.state["xs"]] == [int, float]
 
 
 def _stores(tmp: Path) -> list[str]:

@@ -3,6 +3,8 @@ and isolation of the committed state from callers' objects."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kernel_testkit import Snapshot, canon, claims_blueprint, make_blueprint, submit
 
@@ -109,7 +111,7 @@ def test_noop_does_not_advance_the_version(claims_kernel):
         k, "writer", [{"op": "test", "path": "/count", "value": 0}, {"op": "replace", "path": "/count", "value": 0}]
     )
     assert d.record.outcome == "noop" and not d.accepted and d.stage is None
-    assert "unchanged" in d.reason
+    assert "unchanged" in (d.reason or "")
     assert (k.version, canon(k.state), k.state_hash) == (before.version, before.state, before.hash)
     assert k.seq == before.seq + 1
     assert not d.events
@@ -191,7 +193,7 @@ def test_copy_does_not_alias_its_source():
 # -- optimistic concurrency ------------------------------------------------------------------
 
 
-def _bump(k: Kernel, path: str, value) -> None:
+def _bump(k: Kernel, path: str, value: Any) -> None:
     assert submit(k, "admin", [{"op": "add", "path": path, "value": value}]).accepted
 
 
@@ -200,7 +202,8 @@ def test_stale_when_a_written_path_changed(claims_kernel):
     _bump(k, "/count", 5)
     d = submit(k, "writer", [{"op": "replace", "path": "/count", "value": 1}], viewed_version=0)
     assert (d.record.outcome, d.stage) == ("rejected", "stale")
-    assert "/count" in d.reason and "version 0" in d.reason
+    reason = d.reason or ""
+    assert "/count" in reason and "version 0" in reason
     assert k.state["count"] == 5 and k.version == 1
     assert d.record.meta == {"viewed_version": 0}
     # viewed at the current version it goes through
@@ -219,7 +222,8 @@ def test_stale_when_something_inside_the_read_contract_changed(claims_kernel):
     _bump(k, "/notes/x", "changed")  # writer reads /notes but does not write /count's region
     d = submit(k, "writer", [{"op": "replace", "path": "/count", "value": 1}], viewed_version=0)
     assert d.stage == "stale"
-    assert "/notes/x" in d.reason and "read contract" in d.reason
+    reason = d.reason or ""
+    assert "/notes/x" in reason and "read contract" in reason
 
 
 def test_stale_when_a_tested_path_changed():
@@ -285,7 +289,7 @@ def test_viewed_version_older_than_the_known_history_is_stale():
     bp = claims_blueprint()
     k = Kernel(bp, bp.initial_state(), version=7, seq=7)  # restored from a snapshot: no change history
     d = submit(k, "appender", [{"op": "add", "path": "/log/-", "value": "x"}], viewed_version=5)
-    assert d.stage == "stale" and "too old" in d.reason
+    assert d.stage == "stale" and "too old" in (d.reason or "")
     assert submit(k, "appender", [{"op": "add", "path": "/log/-", "value": "x"}], viewed_version=7).accepted
 
 

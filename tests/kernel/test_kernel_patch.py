@@ -361,7 +361,7 @@ def test_object_keys_that_look_like_indexes_are_not_shifted(patch, changed):
     decision = submit(kernel, "admin", patch)
     assert decision.record.outcome == "accepted", decision.record.reason
     assert kernel.state == apply(initial, patch)
-    assert sorted(e.to_json()["path"] for e in decision.events) == changed
+    assert sorted(str(e.to_json()["path"]) for e in decision.events) == changed
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def test_committed_states_satisfy_schema_contracts_and_invariants(fam, data):
         assert not errors, (
             f"committed state violates the schema: {errors}\nstate: {step.after!r}\nbefore: {step.before!r}"
         )
-        for op in orjson.loads(rec.patch):
+        for op in orjson.loads(rec.patch or "[]"):
             if op["op"] == "test":
                 continue
             assert rec.worker in writes
@@ -231,7 +231,7 @@ def test_kernel_decides_like_the_reference_model(fam, data):
     def check(session: Session, step: Step) -> None:
         rec = step.decision.record
         before = json.loads(step.before)
-        expected, detail = reference_outcome(session, rec.worker, step.proposal.patch, copy.deepcopy(before))
+        expected, detail = reference_outcome(session, rec.worker or "", step.proposal.patch, copy.deepcopy(before))
         note(f"{_describe(session, step)} | reference: {expected} ({detail if expected == 'rejected' else ''})")
         assert rec.outcome == expected, (
             f"kernel {rec.outcome}/{rec.stage} ({rec.reason}), reference {expected} ({detail})"

@@ -4,6 +4,7 @@ values hash differently."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -26,6 +27,7 @@ def test_history_does_not_matter():
     """Two different patch sequences reaching the same value give the same hash."""
     bp = make_blueprint({"type": "object"}, {})
     k1, k2 = Kernel(bp), Kernel(bp)
+    patch: Any  # the two loops below spell their patches differently
     for patch in (
         [{"op": "add", "path": "/b", "value": []}],
         [{"op": "add", "path": "/b/-", "value": 2}],
@@ -51,7 +53,7 @@ def test_history_does_not_matter():
     assert k1.state_hash == h_before
 
 
-DISTINCT = [
+DISTINCT: list[Any] = [
     {},
     [],
     None,
@@ -180,7 +182,7 @@ def test_incremental_hash_matches_scratch_across_the_blob_threshold(initial, dat
         assert k.state_hash == state_hash(k.state), f"after {ops} ({d.record.outcome}/{d.stage})"
 
 
-def _nodes(value) -> int:
+def _nodes(value: Any) -> int:
     if isinstance(value, dict):
         return 1 + sum(_nodes(v) for v in value.values())
     if isinstance(value, list):

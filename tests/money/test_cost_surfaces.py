@@ -18,34 +18,24 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 from models_testkit import StubReply, StubServer, chat_completion
 
+from _support.boards import NOTE_REPLY, note_loop
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
 from slateboard.web._data import Dashboard
 
-PATCH = json.dumps({"patch": [{"op": "add", "path": "/notes/-", "value": "n"}]})
 USAGE = {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}
 CALL = (300 * 2.0 + 20 * 8.0) / 1e6  # $2 in, $8 out per million tokens
 SECRET = "sk-urlsecret-9f8e7d"
 
 
 def _bp(name: str, prices: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-        "initial_state": {"notes": []},
-        "workers": {"a": {"reads": ["/**"], "writes": ["/notes/-"]}},
-        "rules": [
-            {"on": {"op": "start"}, "invoke": "a"},
-            {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 3", "invoke": "a"},
-        ],
-        "limits": {"prices": prices},
-    }
+    return note_loop(name, until=3, limits={"prices": prices})
 
 
 @pytest.fixture
 async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[StubServer]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    server = await StubServer([StubReply(200, chat_completion(PATCH, usage=USAGE))]).start()
+    server = await StubServer([StubReply(200, chat_completion(NOTE_REPLY, usage=USAGE))]).start()
     yield server
     await server.close()
 

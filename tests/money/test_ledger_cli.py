@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from _support.boards import NOTE_REPLY, note_loop
 from slateboard.errors import InvalidInput, UnknownName
 from slateboard.runtime.ledger import Ledger, MemoryLedger, PostgresLedger, SqliteLedger, ledger_for
 from slateboard.stores import open_store
@@ -52,7 +53,7 @@ async def test_every_ledger_store_reserves_settles_lists_and_resets_alike(ledger
     assert [await ledger.reserve("day", 0.3) for _ in range(4)] == [True, True, True, False]
     await ledger.settle("day", 0.3, 0.1)
     state = await ledger.state("day")
-    assert (state.cap, state.spent, state.reserved) == (1.0, pytest.approx(0.1), pytest.approx(0.6))
+    assert state.cap == 1.0 and state.spent == pytest.approx(0.1) and state.reserved == pytest.approx(0.6)
     assert await ledger.reserve("all", 1e6)  # uncapped: counts only
     await ledger.reset("day")
     state = await ledger.state("day")
@@ -210,25 +211,11 @@ async def test_run_reserves_against_a_ledger_of_the_sqlite_store(
     from models_testkit import StubReply, StubServer, chat_completion
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    patch = json.dumps({"patch": [{"op": "add", "path": "/notes/-", "value": "n"}]})
     usage = {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}
-    server = await StubServer([StubReply(200, chat_completion(patch, usage=usage))]).start()
+    server = await StubServer([StubReply(200, chat_completion(NOTE_REPLY, usage=usage))]).start()
     bp = tmp_path / "bp.json"
-    bp.write_text(
-        json.dumps(
-            {
-                "name": "capped",
-                "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-                "initial_state": {"notes": []},
-                "workers": {"a": {"reads": ["/**"], "writes": ["/notes/-"]}},
-                "rules": [
-                    {"on": {"op": "start"}, "invoke": "a"},
-                    {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 30", "invoke": "a"},
-                ],
-                "limits": {"prices": {"*": {"input": 1.0, "output": 1.0}}, "max_steps": 60},
-            }
-        )
-    )
+    limits = {"prices": {"*": {"input": 1.0, "output": 1.0}}, "max_steps": 60}
+    bp.write_text(json.dumps(note_loop("capped", until=30, limits=limits)))
     url = f"sqlite:///{tmp_path / 'run.db'}"
     await _create(url)
     await SqliteLedger(tmp_path / "run.db").set_cap("tenant", 0.003)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _support.boards import add_note, note_loop
 from slateboard.kernel.record import Record, Usage
 from slateboard.models.pricing import PriceTable
 from slateboard.models.scripted import ScriptedModel
@@ -17,27 +18,14 @@ from slateboard.runtime.result import cost_by, cost_of, record_cost
 from slateboard.scheduling.coordinator import CoordinatorControl
 from slateboard.stores import open_store
 
-BP: dict[str, Any] = {
-    "name": "costed",
-    "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-    "initial_state": {"notes": []},
-    "workers": {"a": {"reads": ["/**"], "writes": ["/notes/-"]}},
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "a"},
-        {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 4", "invoke": "a"},
-    ],
-}
-
-
-def note(view: Any) -> Any:
-    return [{"op": "add", "path": "/notes/-", "value": "n"}]
+BP = note_loop("costed", until=4)
 
 
 async def _run(prices: dict[str, Any]) -> tuple[Any, list[Record]]:
     store = await open_store("memory://")
     board = await create_board(store, {**BP, "limits": {"prices": prices}})
     unit = CoordinatorControl(ScriptedModel([json.dumps({"choice": "a"})], cycle=True), ask_when_single=True)
-    result = await Runner(store, board, functions={"a": note}, control=unit).run()
+    result = await Runner(store, board, functions={"a": add_note}, control=unit).run()
     records = await store.read_records(board)
     await store.close()
     return result, records

@@ -16,31 +16,21 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 from models_testkit import StubReply, StubServer, chat_completion
 
+from _support.boards import NOTE_REPLY, add_note, note_loop
 from slateboard.errors import InvalidInput
 from slateboard.runtime import Runner, create_board
 from slateboard.runtime.ledger import MemoryLedger
 from slateboard.stores import open_store
 
-PATCH = json.dumps({"patch": [{"op": "add", "path": "/notes/-", "value": "n"}]})
 USAGE = {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}
 PRICES = {"*": {"input": 1.0, "output": 1.0}}  # a dollar per million tokens, any model
-BP: dict[str, Any] = {
-    "name": "capped",
-    "schema": {"type": "object", "properties": {"notes": {"type": "array", "items": {"type": "string"}}}},
-    "initial_state": {"notes": []},
-    "workers": {"a": {"reads": ["/**"], "writes": ["/notes/-"]}},
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "a"},
-        {"on": {"op": "add", "path": "/notes/-"}, "when": "size(state.notes) < 30", "invoke": "a"},
-    ],
-    "limits": {"prices": PRICES, "max_steps": 60},
-}
+BP = note_loop("capped", until=30, limits={"prices": PRICES, "max_steps": 60})
 
 
 @pytest.fixture
 async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[StubServer]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    server = await StubServer([StubReply(200, chat_completion(PATCH, usage=USAGE))]).start()
+    server = await StubServer([StubReply(200, chat_completion(NOTE_REPLY, usage=USAGE))]).start()
     yield server
     await server.close()
 
@@ -77,7 +67,7 @@ async def test_max_cost_makes_no_request_beyond_the_cap_and_ends_budget(fake: St
 
 async def test_a_provider_without_usage_is_settled_at_its_worst_case(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    server = await StubServer([StubReply(200, chat_completion(PATCH))]).start()
+    server = await StubServer([StubReply(200, chat_completion(NOTE_REPLY))]).start()
     try:
         result, records = await _run(server, max_cost=0.004)
     finally:
@@ -191,15 +181,12 @@ async def test_a_coordinator_control_unit_reserves_its_calls_too() -> None:
     from slateboard.models.scripted import ScriptedModel
     from slateboard.scheduling.coordinator import CoordinatorControl
 
-    def note(view: Any) -> Any:
-        return [{"op": "add", "path": "/notes/-", "value": "n"}]
-
     model = ScriptedModel([json.dumps({"choice": None, "terminate": False, "reason": "go"})], cycle=True)
     unit = CoordinatorControl(model, ask_when_single=True)
     store = await open_store("memory://")
     board = await create_board(store, BP)
     cap = 0.01  # $1 per million tokens: a few coordinator calls' worst case (prompt bytes + 160)
-    result = await Runner(store, board, functions={"a": note}, control=unit, max_cost=cap).run()
+    result = await Runner(store, board, functions={"a": add_note}, control=unit, max_cost=cap).run()
     records = await store.read_records(board)
     await store.close()
     assert result.end_reason == "budget:board" and result.end_status == "exhausted"

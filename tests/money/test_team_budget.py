@@ -62,6 +62,7 @@ async def test_max_cost_sends_no_request_beyond_the_cap_and_ends_budget(fake: St
     assert result.end_reason == "budget:board" and result.interrupted
     assert end_status("done", result.end_reason) == "exhausted"
     assert 0 < made < 30
+    assert result.cost_usd is not None
     assert result.cost_usd == pytest.approx(made * CALL) and result.cost_usd <= cap
     records = await store.read_records(result.board_id)
     refused = [r for r in records if r.outcome == "rejected" and "budget:board" in (r.reason or "")]
@@ -157,4 +158,5 @@ async def test_parallel_rounds_reserve_each_turn(fake: StubServer) -> None:
     result = await team.run("task")
     made = len(fake.requests)
     assert result.end_reason == "budget:board" and 0 < made < 90
+    assert result.cost_usd is not None
     assert result.cost_usd == pytest.approx(made * CALL) and result.cost_usd <= 0.004

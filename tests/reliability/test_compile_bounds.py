@@ -44,7 +44,7 @@ class _Counter(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[tuple[str, list[str]]]:
     """A loopback HTTP server that serves a schema and records every GET."""
-    hits: ClassVar[list[str]] = []
+    hits: list[str] = []
     handler = type("Handler", (_Counter,), {"hits": hits})
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -91,7 +91,7 @@ def test_d5_a_legacy_log_without_binding_still_replays_and_says_so() -> None:
     kernel = Kernel(bp)
     decision = kernel.submit(Proposal("w", [{"op": "add", "path": "/a", "value": 1}]))
     assert decision.accepted
-    body = decision.record.to_json()
+    body: dict[str, Any] = decision.record.to_json()
     assert body["meta"]["genesis"] == {"blueprint": bp.digest, "initial_state": Kernel(bp).state_hash}
     del body["meta"]["genesis"]
     legacy = Record.from_json(body).sealed()

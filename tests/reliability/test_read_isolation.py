@@ -81,7 +81,7 @@ def test_test_op_on_a_quarantined_path_is_refused_at_authorise_and_is_no_oracle(
         assert (d.record.outcome, d.stage) == ("rejected", "authorise"), d.reason
         assert "Invoice 77" not in (d.reason or "")
     # The right guess is answered exactly like the wrong one: no oracle.
-    assert wrong.reason == right.reason.replace(json.dumps(SECRET), json.dumps("guess"))  # type: ignore[union-attr]
+    assert wrong.reason == right.reason.replace(json.dumps(SECRET), json.dumps("guess"))
     whole = _submit(kernel, "reader", [{"op": "test", "path": "", "value": {}}])  # an ancestor of the region
     assert whole.stage == "authorise" and "Invoice 77" not in (whole.reason or "")
     assert "Invoice 77" not in kernel.prompt("reader")

@@ -92,7 +92,7 @@ def provider() -> Iterator[tuple[str, list[bytes]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"127.0.0.1:{server.server_address[1]}/v1", handler.bodies
+        yield f"127.0.0.1:{server.server_address[1]}/v1", handler.bodies  # type: ignore[attr-defined]  # set by type()
     finally:
         server.shutdown()
         server.server_close()

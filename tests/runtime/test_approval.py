@@ -10,31 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _support.boards import approved_answer
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
 from slateboard.runtime import ApprovalError, BoardSession, Runner, approve, create_board, held_proposals, refuse
 from slateboard.runtime.accounting import Accounts
 from slateboard.stores import open_store
 
-BP: dict[str, Any] = {
-    "name": "approved-answer",
-    "schema": {
-        "type": "object",
-        "properties": {"notes": {"type": "array", "items": {"type": "string"}}, "answer": {"type": "string"}},
-    },
-    "initial_state": {"notes": []},
-    "workers": {
-        "writer": {"reads": ["/**"], "writes": ["/notes/-"]},
-        "decider": {"reads": ["/**"], "writes": ["/answer"]},
-    },
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "writer"},
-        {"on": {"op": "add", "path": "/notes/-"}, "invoke": "decider"},
-    ],
-    "approval": ["/answer"],
-    "done": "has(state.answer)",
-    "answer": "/answer",
-}
+BP = approved_answer("approved-answer")
 
 
 class Calls:

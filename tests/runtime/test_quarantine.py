@@ -5,29 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from _support.boards import quarantine_blueprint
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
 
-BP: dict[str, Any] = {
-    "name": "quarantine",
-    "schema": {
-        "type": "object",
-        "properties": {
-            "quarantine": {"type": "array", "items": {"type": "string"}},
-            "facts": {"type": "array", "items": {"type": "string", "not": {"pattern": "(?i)ignore previous"}}},
-        },
-    },
-    "initial_state": {"quarantine": [], "facts": []},
-    "quarantine": "/quarantine/**",
-    "workers": {
-        "fetcher": {"reads": ["/facts"], "writes": ["/quarantine/-"], "untrusted": True},
-        "sanitiser": {"reads": ["/quarantine"], "writes": ["/facts/-"]},
-    },
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "fetcher"},
-        {"on": {"op": "add", "path": "/quarantine/-"}, "invoke": "sanitiser"},
-    ],
-}
+BP = quarantine_blueprint("quarantine", fact={"type": "string", "not": {"pattern": "(?i)ignore previous"}})
 
 
 async def test_untrusted_content_reaches_facts_only_through_the_sanitiser() -> None:

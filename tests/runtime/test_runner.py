@@ -9,55 +9,13 @@ from typing import Any
 
 import pytest
 
+from _support.boards import notes_blueprint
 from slateboard.kernel import replay
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
 from slateboard.stores.base import Store
 
-NOTES: dict[str, Any] = {
-    "name": "notes",
-    "schema": {
-        "type": "object",
-        "required": ["task", "notes"],
-        "additionalProperties": False,
-        "properties": {
-            "task": {"type": "string"},
-            "notes": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["author", "text"],
-                    "additionalProperties": False,
-                    "properties": {"author": {"type": "string"}, "text": {"type": "string", "maxLength": 200}},
-                },
-            },
-            "answer": {"type": "string"},
-        },
-    },
-    "initial_state": {"task": "", "notes": []},
-    "workers": {
-        "a": {"reads": ["/**"], "writes": ["/notes/-"]},
-        "b": {"reads": ["/**"], "writes": ["/notes/-"]},
-        "decider": {"reads": ["/**"], "writes": ["/answer"]},
-    },
-    "invariants": [{"at": "/notes/*", "rule": "size(self.text) > 0", "message": "notes are not empty"}],
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "a"},
-        {"on": {"op": "add", "path": "/notes/-"}, "when": "value.author == 'a'", "invoke": "b"},
-        {
-            "on": {"op": "add", "path": "/notes/-"},
-            "when": "value.author == 'b' && size(state.notes) < 6",
-            "invoke": "a",
-        },
-        {
-            "on": {"op": "add", "path": "/notes/-"},
-            "when": "value.author == 'b' && size(state.notes) >= 6",
-            "invoke": "decider",
-        },
-    ],
-    "done": "has(state.answer)",
-    "answer": "/answer",
-}
+NOTES = notes_blueprint(6)
 
 
 def note(author: str, text: str) -> list[dict[str, Any]]:

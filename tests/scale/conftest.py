@@ -7,12 +7,11 @@ without a server answering there, the tests that need it are skipped with the re
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from scale_testkit import Workers, drop_schema, pg_skip_reason, pg_url
+from scale_testkit import Workers, blueprint_file, private_pg_url  # noqa: F401  (blueprint_file: a fixture)
 
 from slateboard.stores import Store, open_store
 
@@ -20,11 +19,7 @@ from slateboard.stores import Store, open_store
 @pytest.fixture
 def pg_schema_url() -> Iterator[str]:
     """The URL of a fresh, private schema of the test database."""
-    if reason := pg_skip_reason():
-        pytest.skip(reason)
-    schema = f"sbt_scale_{uuid.uuid4().hex[:12]}"
-    yield pg_url(schema)
-    drop_schema(schema)
+    yield from private_pg_url("sbt_scale")
 
 
 @pytest.fixture

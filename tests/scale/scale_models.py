@@ -1,8 +1,8 @@
 """Scripted models for the scale tests and the scale benchmark, usable in real runner processes
 through the model string ``python:scale_models:NAME`` (with this directory on PYTHONPATH).
 
-``soak_model``: replies for the NOTES_PAIR blueprint (writers ``a`` and ``b`` append notes, the
-``decider`` answers) after a random latency: uniform between $SLATEBOARD_SOAK_MIN_MS and
+``soak_model``: replies for the NOTES_PAIR blueprint of scale_testkit (writers ``a`` and ``b``
+append notes, the ``decider`` answers) after a random latency: uniform between $SLATEBOARD_SOAK_MIN_MS and
 $SLATEBOARD_SOAK_MAX_MS (default 5-40 ms), seeded by $SLATEBOARD_SOAK_SEED (default 0) and the
 process id, so every process draws its own reproducible sequence. With probability
 $SLATEBOARD_SOAK_INVALID (default 0) a writer's first attempt proposes an empty note (the
@@ -25,55 +25,6 @@ from typing import Any
 from slateboard.models import Generation, GenerationUsage, Message
 
 _WORKER = re.compile(r"You are worker '([^']+)'")
-
-NOTES_TARGET = 6
-
-NOTES_PAIR: dict[str, Any] = {
-    "name": "notes-pair",
-    "schema": {
-        "type": "object",
-        "required": ["task", "notes"],
-        "additionalProperties": False,
-        "properties": {
-            "task": {"type": "string"},
-            "notes": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["author", "text"],
-                    "additionalProperties": False,
-                    "properties": {"author": {"type": "string"}, "text": {"type": "string"}},
-                },
-            },
-            "answer": {"type": "string"},
-        },
-    },
-    "initial_state": {"task": "", "notes": []},
-    "workers": {
-        # Writers read only the task, so two of them appending at once never make each other stale.
-        "a": {"instruction": "Add one note.", "reads": ["/task"], "writes": ["/notes/-"], "ops": ["add"]},
-        "b": {"instruction": "Add one note.", "reads": ["/task"], "writes": ["/notes/-"], "ops": ["add"]},
-        "decider": {"instruction": "Answer.", "reads": ["/**"], "writes": ["/answer"], "ops": ["add"]},
-    },
-    "invariants": [{"at": "/notes/*", "rule": "size(self.text) > 0", "message": "notes are not empty"}],
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "a"},
-        {"on": {"op": "start"}, "invoke": "b"},
-        {
-            "on": {"op": "add", "path": "/notes/-"},
-            "when": f"value.author == 'a' && size(state.notes) < {NOTES_TARGET}",
-            "invoke": "a",
-        },
-        {
-            "on": {"op": "add", "path": "/notes/-"},
-            "when": f"value.author == 'b' && size(state.notes) < {NOTES_TARGET}",
-            "invoke": "b",
-        },
-        {"on": {"op": "add", "path": "/notes/-"}, "when": f"size(state.notes) >= {NOTES_TARGET}", "invoke": "decider"},
-    ],
-    "done": "has(state.answer)",
-    "answer": "/answer",
-}
 
 
 def reply_for(messages: Sequence[Message], *, invalid: bool = False) -> str:

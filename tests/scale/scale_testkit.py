@@ -1,19 +1,80 @@
-"""Helpers for the scale tests: PostgreSQL URLs and runner subprocesses."""
+"""Helpers for the scale tests (and tests/follow): the NOTES_PAIR blueprint, PostgreSQL URLs,
+the CLI in-process and in subprocesses, and runner subprocesses."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+import pytest
+from typer.testing import CliRunner
+
+from _support.boards import notes_blueprint
+from slateboard.cli import app
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 CLI = ["-c", "from slateboard.cli import main; main()"]
 """Run the real CLI entry point in a fresh interpreter (what the ``slateboard`` script runs)."""
+
+NOTES_TARGET = 6
+# The replies of scale_models fit this blueprint; that module is loaded by runner subprocesses,
+# which have only this folder on their path, so the blueprint lives here.
+NOTES_PAIR: dict[str, Any] = notes_blueprint(
+    name="notes-pair",
+    max_text=None,
+    workers={
+        # Writers read only the task, so two of them appending at once never make each other stale.
+        "a": {"instruction": "Add one note.", "reads": ["/task"], "writes": ["/notes/-"], "ops": ["add"]},
+        "b": {"instruction": "Add one note.", "reads": ["/task"], "writes": ["/notes/-"], "ops": ["add"]},
+        "decider": {"instruction": "Answer.", "reads": ["/**"], "writes": ["/answer"], "ops": ["add"]},
+    },
+    rules=[
+        {"on": {"op": "start"}, "invoke": "a"},
+        {"on": {"op": "start"}, "invoke": "b"},
+        *(
+            {
+                "on": {"op": "add", "path": "/notes/-"},
+                "when": f"value.author == '{writer}' && size(state.notes) < {NOTES_TARGET}",
+                "invoke": writer,
+            }
+            for writer in ("a", "b")
+        ),
+        {"on": {"op": "add", "path": "/notes/-"}, "when": f"size(state.notes) >= {NOTES_TARGET}", "invoke": "decider"},
+    ],
+)
+"""Two writers, ``a`` and ``b``, both started at once, each appending notes until there are
+``NOTES_TARGET``; then the ``decider`` answers (the replies of scale_models)."""
+
+
+def invoke(*args: str) -> Any:
+    """The CLI in-process with a 1 ms model latency; exceptions propagate."""
+    return CliRunner().invoke(app, list(args), env={"SLATEBOARD_SOAK_LATENCY_MS": "1"}, catch_exceptions=False)
+
+
+def one_line_error(result: Any, code: int) -> str:
+    """Asserts that the command exited with ``code`` and wrote exactly one ``error: `` line to
+    stderr, and returns that line."""
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return str(lines[0])
+
+
+@pytest.fixture
+def blueprint_file(tmp_path: Path) -> Path:
+    """NOTES_PAIR written to a JSON file (import it into a conftest to use it)."""
+    path = tmp_path / "pair.json"
+    path.write_text(json.dumps(NOTES_PAIR), encoding="utf-8")
+    return path
 
 
 def pg_dsn() -> str:
@@ -42,6 +103,16 @@ def pg_url(schema: str) -> str:
     """The test database with the store's tables in ``schema``."""
     dsn = pg_dsn()
     return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+def private_pg_url(prefix: str) -> Iterator[str]:
+    """For a fixture to yield from: the URL of a fresh schema ``prefix_<random>`` of the test
+    database, dropped afterwards; skips the test when the server does not answer."""
+    if reason := pg_skip_reason():
+        pytest.skip(reason)
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    yield pg_url(schema)
+    drop_schema(schema)
 
 
 def drop_schema(schema: str) -> None:

@@ -6,36 +6,14 @@ import asyncio
 import json
 import signal
 from pathlib import Path
-from typing import Any
 
 import pytest
-from scale_models import NOTES_PAIR
-from scale_testkit import Workers
-from typer.testing import CliRunner
+from scale_testkit import Workers, invoke, one_line_error
 
-from slateboard.cli import app
 from slateboard.runtime import Runner, resolve_runner_model
 from slateboard.stores import open_store
 
 MODEL = "python:scale_models:fixed_model"
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), env={"SLATEBOARD_SOAK_LATENCY_MS": "1"}, catch_exceptions=False)
-
-
-def one_line_error(result: Any, code: int) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return str(lines[0])
-
-
-@pytest.fixture
-def blueprint_file(tmp_path: Path) -> Path:
-    path = tmp_path / "pair.json"
-    path.write_text(json.dumps(NOTES_PAIR), encoding="utf-8")
-    return path
 
 
 def test_submit_and_wait_on_sqlite(tmp_path: Path, blueprint_file: Path) -> None:

@@ -8,8 +8,7 @@ import signal
 from typing import Any
 
 import pytest
-from scale_models import NOTES_PAIR
-from scale_testkit import Workers
+from scale_testkit import NOTES_PAIR, Workers
 
 from slateboard.runtime import BoardSession, RunnerProcess, submit, wait
 from slateboard.runtime.session import ends_run

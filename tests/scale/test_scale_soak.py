@@ -25,8 +25,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from scale_models import NOTES_PAIR
-from scale_testkit import Worker, Workers, run_cli
+from scale_testkit import NOTES_PAIR, Worker, Workers, run_cli
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay

@@ -40,7 +40,7 @@ _invocations = st.builds(
 
 def _old_decode_invocation(data: bytes, status: str, attempts: int) -> Invocation:
     """The computation decode_invocation replaced: decode, then ``replace`` the columns in."""
-    inv = Invocation.from_json(c.decode_json(data, "test"))  # type: ignore[arg-type]
+    inv = Invocation.from_json(c.decode_json(data, "test"))
     if inv.status != status or inv.attempts != attempts:
         inv = replace(inv, status=status, attempts=attempts)
     return inv

@@ -54,28 +54,6 @@ async def verify_log(store: Store, board_id: str, *, revalidate: bool = False) -
     return replay(compile_blueprint(loaded.blueprint), loaded.initial_state, records, revalidate=revalidate)
 
 
-def llama_import_problem() -> str | None:
-    """Why llama_cpp cannot be imported (probed in a subprocess: a broken native build can kill
-    the importing process), or None when it imports and the default weights are installed."""
-    import importlib.util
-    import subprocess
-    import sys
-
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama_cpp is not installed (pip install 'slateboard[local]')"
-    probe = subprocess.run(
-        [sys.executable, "-c", "import llama_cpp; from slateboard.models.local import default_weights_path as d; d()"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if probe.returncode != 0:
-        tail = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
-        return f"the local model cannot be loaded (exit status {probe.returncode}): {tail}"
-    return None
-
-
 # -- loopback providers ----------------------------------------------------------------------------
 Answer = Callable[[dict[str, Any]], Any]
 """Given a request body, what the fake provider answers: a text, or (Anthropic, when the request

@@ -91,7 +91,7 @@ def test_agents_positionally_as_in_the_seed() -> None:
 )
 def test_loomflow_agent_keywords_are_refused_with_the_equivalent(keyword: str, equivalent: str) -> None:
     with pytest.raises(UnsupportedOption) as info:
-        Agent("x", **{keyword: object()})
+        Agent("x", **{keyword: object()})  # type: ignore[arg-type]  # an unsupported keyword on purpose
     assert f"{keyword}=" in str(info.value) and equivalent in str(info.value)
     assert isinstance(info.value, TypeError) and isinstance(info.value, UsageError)
 
@@ -109,7 +109,7 @@ def test_loomflow_agent_keywords_are_refused_with_the_equivalent(keyword: str, e
 )
 def test_loomflow_team_keywords_are_refused_with_the_equivalent(keyword: str, equivalent: str) -> None:
     with pytest.raises(UnsupportedOption) as info:
-        Team.blackboard({"a": Agent("x", model=ScriptedModel(["hi"]))}, **{keyword: "x"})
+        Team.blackboard({"a": Agent("x", model=ScriptedModel(["hi"]))}, **{keyword: "x"})  # type: ignore[arg-type]  # on purpose
     assert f"{keyword}=" in str(info.value) and equivalent in str(info.value)
 
 

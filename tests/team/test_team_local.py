@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from team_testkit import Events, llama_import_problem, verify_log
+from team_testkit import Events, verify_log
 
+from _support.probes import local_model_problem
 from slateboard.stores import open_store
 from slateboard.team import Agent, Team
 
-_REASON = llama_import_problem()
+_REASON = local_model_problem()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
 
 

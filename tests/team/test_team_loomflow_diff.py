@@ -243,7 +243,11 @@ def test_the_same_construction_errors(loom_boards: list[Any]) -> None:
     from loomflow import Agent as LoomAgent
     from loomflow.team import Team as LoomTeam
 
-    for kwargs, message in (({}, "Blackboard requires at least one agent"), ({"max_rounds": 0}, "max_rounds")):
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({}, "Blackboard requires at least one agent"),
+        ({"max_rounds": 0}, "max_rounds"),
+    ]
+    for kwargs, message in cases:
         agents: dict[str, Any] = {} if not kwargs else {"a": LoomAgent("x", model=LoomModel([]))}
         with pytest.raises(ValueError, match=message):
             LoomTeam.blackboard(agents, model=LoomModel([]), **kwargs)
@@ -295,7 +299,7 @@ async def test_max_tokens_is_the_providers_maximum_not_none(loom_boards: list[An
     theirs = await run_loomflow(script, loom_boards)
     ours = await run_slateboard(script)
     assert theirs.max_tokens == [None]
-    assert ours.max_tokens == [output_token_limit(ScriptedModel(["x"]))] and ours.max_tokens[0] > 512
+    assert ours.max_tokens == [output_token_limit(ScriptedModel(["x"]))] and (ours.max_tokens[0] or 0) > 512
 
 
 async def test_budget_interruption(loom_boards: list[Any]) -> None:

@@ -260,7 +260,7 @@ async def test_each_parallel_entry_goes_through_approval_in_agent_order(store: S
 
     def approval(request: Any) -> bool:
         asked.append((request.agent, request.entry["id"] if request.entry else None))
-        return request.agent != "b"
+        return bool(request.agent != "b")
 
     team, _, _ = gated_team(["c", "a", "b"], 1, store, approval=approval)
     result = await team.run("task")

@@ -177,7 +177,7 @@ def test_the_contracts_confine_and_the_views_hide_the_region() -> None:
     for worker in ("analyst", "__decider"):
         view = build_view(compiled, worker, readable_state(compiled, worker, kernel.state), kernel.version)
         assert INJECTED not in str(view.data), worker
-    assert "quarantine" in readable_state(compiled, "__system", kernel.state)  # type: ignore[operator]
+    assert "quarantine" in readable_state(compiled, "__system", kernel.state)
 
 
 def test_untrusted_and_sanitiser_are_validated_at_construction() -> None:

@@ -39,7 +39,7 @@ def _slow(value: JSON, limit: int) -> int:
     """The plain walk (the fast path switched off) on a fresh meter."""
     meter = Meter(10**9)
     saved = _measure._flat_size
-    _measure._flat_size = lambda *_: None  # type: ignore[assignment]
+    _measure._flat_size = lambda *_: None
     try:
         return meter.size(value, limit)
     finally:
@@ -118,7 +118,7 @@ def test_views_with_the_fast_path_are_byte_identical_to_plain_walks(
                 public.append(entry)
         fast = build_view(bp, "w", state, version, budget=budget)
         saved = _measure._flat_size
-        _measure._flat_size = lambda *_: None  # type: ignore[assignment]
+        _measure._flat_size = lambda *_: None
         try:
             slow = build_view(bp, "w", state, version, budget=budget)
         finally:
@@ -139,7 +139,7 @@ def test_a_classic_board_view_is_identical_with_and_without_the_fast_path(n: int
     }
     fast = build_view(bp, "w", state, 1, budget=100_000)
     saved = _measure._flat_size
-    _measure._flat_size = lambda *_: None  # type: ignore[assignment]
+    _measure._flat_size = lambda *_: None
     try:
         slow = build_view(bp, "w", state, 1, budget=100_000)
     finally:

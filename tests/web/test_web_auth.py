@@ -41,7 +41,7 @@ async def test_without_the_token_every_request_is_refused(store: Store, finished
             ({}, {"token": TOKEN[:-1]}),
             ({}, {"token": ""}),
         ]:
-            res = await c.get(url + ("&" if "?" in url else "?") + urlencode(query), headers=headers)
+            res = await c.get(url + ("&" if "?" in url else "?") + urlencode(query), headers=headers)  # type: ignore[arg-type]  # bytes on purpose
             assert res.status_code == 401, (headers, query)
             assert res.headers["www-authenticate"] == "Bearer"
             assert "token" in res.json()["error"]
@@ -52,7 +52,7 @@ async def test_without_the_token_every_request_is_refused(store: Store, finished
 async def test_with_the_token_every_request_is_answered(store: Store, finished: Boards, path: str) -> None:
     async with client_for(store, TOKEN, host="dashboard.example") as c:
         url = path.replace("{id}", finished.board_id)
-        by_header = await c.get(url, headers={"Authorization": f"Bearer {TOKEN}".encode()})
+        by_header = await c.get(url, headers={"Authorization": f"Bearer {TOKEN}".encode()})  # type: ignore[arg-type]
         by_query = await c.get(url + ("&" if "?" in url else "?") + urlencode({"token": TOKEN}))
         assert by_header.status_code == 200, by_header.text
         assert by_query.status_code == 200, by_query.text

@@ -26,7 +26,9 @@ async def test_d7_hostile_last_event_id_is_ignored_not_a_500(
     async with (
         httpx.AsyncClient(base_url=live_server.url, timeout=30) as http,
         http.stream(
-            "GET", f"/api/boards/{finished.board_id}/events", headers={"Last-Event-ID": last.encode("latin-1")}
+            "GET",
+            f"/api/boards/{finished.board_id}/events",
+            headers={"Last-Event-ID": last.encode("latin-1")},  # type: ignore[arg-type]  # bytes on purpose
         ) as res,
     ):
         assert res.status_code == 200

@@ -5,58 +5,22 @@ run with a coordinator and a decider."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from _support.boards import notes_blueprint
 from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, RunResult, create_board
 from slateboard.stores.base import Store
 from slateboard.team import Agent, Team, TeamResult
 
-NOTES: dict[str, Any] = {
-    "name": "notes",
-    "description": "a and b take turns writing notes, the decider answers",
-    "schema": {
-        "type": "object",
-        "required": ["task", "notes"],
-        "additionalProperties": False,
-        "properties": {
-            "task": {"type": "string"},
-            "notes": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["author", "text"],
-                    "additionalProperties": False,
-                    "properties": {"author": {"type": "string"}, "text": {"type": "string", "maxLength": 200}},
-                },
-            },
-            "answer": {"type": "string"},
-        },
-    },
-    "initial_state": {"task": "", "notes": []},
-    "workers": {
+NOTES = notes_blueprint(
+    4,
+    description="a and b take turns writing notes, the decider answers",
+    workers={
         "a": {"instruction": "Add one note.", "reads": ["/task", "/notes"], "writes": ["/notes/-"]},
         "b": {"instruction": "Reply with one note.", "reads": ["/notes"], "writes": ["/notes/-"]},
         "decider": {"instruction": "Answer from the notes.", "reads": ["/task", "/notes"], "writes": ["/answer"]},
     },
-    "invariants": [{"at": "/notes/*", "rule": "size(self.text) > 0", "message": "notes are not empty"}],
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "a"},
-        {"on": {"op": "add", "path": "/notes/-"}, "when": "value.author == 'a'", "invoke": "b"},
-        {
-            "on": {"op": "add", "path": "/notes/-"},
-            "when": "value.author == 'b' && size(state.notes) < 4",
-            "invoke": "a",
-        },
-        {
-            "on": {"op": "add", "path": "/notes/-"},
-            "when": "value.author == 'b' && size(state.notes) >= 4",
-            "invoke": "decider",
-        },
-    ],
-    "done": "has(state.answer)",
-    "answer": "/answer",
-}
+)
 
 
 def note(author: str, text: str) -> str:

@@ -67,6 +67,8 @@ class ThreadServer:
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any, str | None]]:
     """(event, parsed data, id) for each server-sent event of a streaming response."""
+    data: list[str]
+    ident: str | None
     kind, data, ident = "message", [], None
     async for line in response.aiter_lines():
         if line == "":
