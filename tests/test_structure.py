@@ -401,7 +401,7 @@ def _literal_vocabulary(source: str, where: str) -> Iterator[str]:
 def test_vocabulary_words_are_passed_by_constant() -> None:
     # A literal kind or status is a word mypy may check but a reader cannot find: name the
     # constant of slateboard.vocabulary instead (grep finds every emitter of an event by it).
-    bad = []
+    bad: list[str] = []
     for module, (path, _) in MODULES.items():
         bad.extend(_literal_vocabulary(path.read_text(encoding="utf-8"), module))
     assert bad == []

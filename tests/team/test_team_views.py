@@ -170,8 +170,9 @@ def test_every_entry_of_an_over_budget_view_is_shown_summarised_or_counted_exact
     # the prompt shows the pinned problem once in its place and counts the rest exactly.
     from datetime import UTC, datetime
 
-    from slateboard.team._agent import AgentWorker, DeciderWorker, _public_shown
+    from slateboard.team._agent import AgentWorker, DeciderWorker
     from slateboard.team._board import blackboard_blueprint, compile_blackboard
+    from slateboard.team._render import _public_shown
     from slateboard.views import build_view
 
     at = datetime(2026, 1, 1, tzinfo=UTC)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -110,10 +110,10 @@ class Team:
         constrain_coordinator: bool = True,
         name: str = "blackboard",
         approval: ApprovalPolicy | None = None,
-        approval_paths: Sequence[str] | None = None,
+        approval_paths: Iterable[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
         parallel: bool = False,
-        untrusted: Sequence[str] | None = None,
+        untrusted: Iterable[str] | None = None,
         sanitiser: Sanitiser | None = None,
         **unsupported: Any,
     ) -> None:
@@ -214,10 +214,10 @@ class Team:
         constrain_coordinator: bool = True,
         name: str = "blackboard",
         approval: ApprovalPolicy | None = None,
-        approval_paths: Sequence[str] | None = None,
+        approval_paths: Iterable[str] | None = None,
         circuit: Mapping[str, Any] | None = None,
         parallel: bool = False,
-        untrusted: Sequence[str] | None = None,
+        untrusted: Iterable[str] | None = None,
         sanitiser: Sanitiser | None = None,
         **unsupported: Any,
     ) -> Team:
