@@ -115,7 +115,7 @@ async def test_mcp_tools_can_be_declared_untrusted() -> None:
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from slateboard.mcp import mcp_tools
 
-    server = Path(__file__).resolve().parents[1] / "integrations" / "mcp_price_server.py"
+    server = Path(__file__).resolve().parents[1] / "mcp" / "mcp_price_server.py"
     async with mcp_tools(f"{sys.executable} {server}", untrusted=True) as tools:
         assert tools and all(t.untrusted for t in tools)
     async with mcp_tools(f"{sys.executable} {server}") as tools:
