@@ -1,8 +1,41 @@
-"""``SqliteStore``: the Store protocol's storage steps in SQL on SQLite's connection thread.
+"""SQLite store: one file, WAL, one dedicated connection thread per store object.
 
-Each method builds a function of one ``sqlite3.Connection`` and hands it to the connection
-handling (``SqliteConnection``: ``_w`` durable writes through the commit queue, ``_w_lease``
-lease bookkeeping, ``_r`` reads). The functions run synchronously on the connection thread.
+``sqlite:///abs/path.db`` (or ``sqlite://rel/path.db``; ``sqlite://`` alone uses the default file
+under the user's data directory). Query options: ``snapshot_every=N`` (records between
+snapshots), ``synchronous=full|normal``, ``busy_timeout_ms=N`` and ``writer=thread|loop``.
+
+Guarantees, on top of the Store protocol's:
+- Every write is one SQLite transaction started with ``BEGIN IMMEDIATE`` (the write lock is
+  taken before the CAS is read, so two writers in different processes serialise and the second
+  sees the first's record and gets ``Conflict``).
+- Group commit: durable writes (appends, board creation, status changes) go through a commit
+  queue drained by the store's one connection thread; every write queued while the previous
+  batch was flushing goes into the next transaction, each inside its own savepoint, so one
+  failing (a lost compare-and-set, say) rolls back only itself, and each is acknowledged only
+  after the batch's commit. One board appending alone pays one transaction and one thread
+  hand-off per step (``append(..., claim=...)`` leases its next invocation in it).
+- Lease bookkeeping (claims, heartbeats, releases) and background snapshots commit on a second
+  connection opened with ``synchronous=NORMAL`` (no per-claim ``PRAGMA`` switching): the WAL
+  is append-only, so the next durable commit syncs those frames too, and losing a lease change
+  to a power cut only makes an invocation claimable again, as an expired lease would.
+- ``writer=loop`` runs every database call on the event loop's own thread instead of the
+  connection thread: no thread hand-off (about 0.2 ms of CPU per step on a 2-core VM, see
+  benchmarks/peers.py), but the loop waits for each flush and nothing else in it runs
+  meanwhile, so concurrent boards no longer share flushes. For one board per process (one
+  Runner), not for a service driving many boards or a web server in the same loop. Each write
+  is then its own transaction; the guarantees above hold otherwise.
+- ``synchronous=full`` (the default) fsyncs the WAL at every commit: a returned append survives
+  a power loss. ``synchronous=normal`` survives the death of the process but may lose the last
+  commits on a power loss; it is faster on disks with slow syncs (see benchmarks/store.py).
+- A file that is not an SQLite database, is truncated, or is damaged raises ``StoreCorrupt``
+  naming the file and the problem; a locked file ``StoreUnavailable``; no sqlite3 exception
+  escapes.
+
+This module holds ``SqliteStore``, the protocol's storage steps: each method builds a function
+of one ``sqlite3.Connection``, run synchronously on the connection thread. Beside it:
+``_sqlite_file`` (the file a URL names, checked before SQLite opens it), ``_sqlite_connection``
+(the connection thread, the commit queue, error translation), ``_sqlite_statements`` and
+``_sqlite_rows`` (the SQL only SQLite runs, and its row operations).
 """
 
 from __future__ import annotations
@@ -15,15 +48,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ...kernel.record import GENESIS, Record
-from ...scheduling.invocation import Invocation
-from .. import _common as c
-from .. import _tx as shared
-from .._snapshots import SnapshotSource
-from .._sql import BOARD_TABLES, SQLITE
-from .._wake import wake
-from ..backend import NewBoard, NewRecord, claim_time
-from ..base import (
+from ..kernel.record import GENESIS, Record
+from ..scheduling.invocation import Invocation
+from . import _common as c
+from . import _sqlite_rows as rows
+from . import _sqlite_statements as sql
+from . import _tx as shared
+from ._snapshots import SnapshotSource
+from ._sql import BOARD_TABLES, SQLITE
+from ._sqlite_connection import SqliteConnection
+from ._sqlite_file import check_file, default_path, path_from_url
+from ._wake import wake
+from .backend import NewBoard, NewRecord, claim_time
+from .base import (
     DEFAULT_SNAPSHOT_EVERY,
     BoardExists,
     BoardInfo,
@@ -39,16 +76,14 @@ from ..base import (
     Snapshot,
     StoreError,
 )
-from . import _rows as rows
-from . import _statements as sql
-from ._connection import SqliteConnection
-from ._file import path_from_url
 
 OPTIONS = {"snapshot_every", "synchronous", "busy_timeout_ms", "writer"}
 
+__all__ = ["OPTIONS", "SqliteStore", "check_file", "default_path", "path_from_url"]
+
 
 class SqliteStore(SqliteConnection, KeepsLedgers):
-    """A Store in one SQLite file (see the ``slateboard.stores.sqlite`` docstring)."""
+    """A Store in one SQLite file (see the module docstring)."""
 
     _board_poll_s = 0.05  # another process may change a board: SQLite has no notifications
 
@@ -153,7 +188,7 @@ class SqliteStore(SqliteConnection, KeepsLedgers):
 
     # -- log --------------------------------------------------------------------------------------
     def _commit_append(self, job: NewRecord) -> Awaitable[tuple[int, Claim | None]]:
-        # Through the commit queue (see the package docstring): the transaction runs on the
+        # Through the commit queue (see the module docstring): the transaction runs on the
         # connection thread, synchronously.
         return self._w(lambda db: self._append_tx(db, job))
 

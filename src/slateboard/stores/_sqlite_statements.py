@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._sql import LIVE
+from ._sql import LIVE
 
 APPEND_CAS = (
     "UPDATE boards SET version = ?, last_seq = ?, last_hash = ?, updated_at = ?"

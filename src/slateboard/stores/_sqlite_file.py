@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import unquote
 
-from ..base import StoreCorrupt, StoreError, StoreUnavailable
+from .base import StoreCorrupt, StoreError, StoreUnavailable
 
 _HEADER = b"SQLite format 3\x00"
 

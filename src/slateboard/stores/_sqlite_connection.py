@@ -1,7 +1,7 @@
 """The SQLite store's connection handling: one connection thread, the commit queue, errors.
 
 ``SqliteConnection`` owns the store's two connections (the durable one and the lease one, see
-the package docstring) and the one thread they run on, and turns every ``sqlite3`` error into a
+the ``slateboard.stores.sqlite`` docstring) and the one thread they run on, and turns every ``sqlite3`` error into a
 ``StoreError`` (``_translate``). Work reaches the database in four ways:
 
 - ``_w``: a durable write through the commit queue (group commit: each write of a batch in its
@@ -26,14 +26,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import _common as c
-from .. import _tx as shared
-from .._sql import SQLITE
-from ..backend import StoreBackend
-from ..base import StoreCorrupt, StoreError, StoreUnavailable
-from ..migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, SQLITE_TABLES
-from . import _statements as sql
-from ._file import check_file
+from . import _common as c
+from . import _sqlite_statements as sql
+from . import _tx as shared
+from ._sql import SQLITE
+from ._sqlite_file import check_file
+from .backend import StoreBackend
+from .base import StoreCorrupt, StoreError, StoreUnavailable
+from .migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, SQLITE_TABLES
 
 T = TypeVar("T")
 

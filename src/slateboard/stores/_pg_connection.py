@@ -20,13 +20,13 @@ import psycopg
 from psycopg import AsyncConnection, errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from .. import _common as c
-from .. import _tx as shared
-from .._sql import POSTGRES
-from ..backend import NewRecord, StoreBackend
-from ..base import DEFAULT_SNAPSHOT_EVERY, Claim, StoreCorrupt, StoreError, StoreMissing, StoreUnavailable
-from ..migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE
-from . import _statements as sql
+from . import _common as c
+from . import _pg_statements as sql
+from . import _tx as shared
+from ._sql import POSTGRES
+from .backend import NewRecord, StoreBackend
+from .base import DEFAULT_SNAPSHOT_EVERY, Claim, StoreCorrupt, StoreError, StoreMissing, StoreUnavailable
+from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE
 
 OPTIONS = {"schema", "snapshot_every", "pool_min", "pool_max", "connect_timeout_s"}
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")

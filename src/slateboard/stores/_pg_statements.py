@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._sql import LIVE, POSTGRES
-from ..migrations import SCHEMA_TABLE
+from ._sql import LIVE, POSTGRES
+from .migrations import SCHEMA_TABLE
 
 NOTIFY = "SELECT pg_notify(%s, %s)"
 

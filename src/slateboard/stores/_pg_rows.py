@@ -10,12 +10,12 @@ from typing import Any
 
 from psycopg import AsyncCursor
 
-from ...scheduling.invocation import CANCELLED, CLAIMED, PENDING, Invocation
-from .. import _tx as shared
-from .._sql import POSTGRES
-from ..base import AgendaChanges, Snapshot
-from . import _statements as sql
-from ._connection import Conn
+from ..scheduling.invocation import CANCELLED, CLAIMED, PENDING, Invocation
+from . import _pg_statements as sql
+from . import _tx as shared
+from ._pg_connection import Conn
+from ._sql import POSTGRES
+from .base import AgendaChanges, Snapshot
 
 
 def _insert_args(board_id: str, inv: Invocation, blob: bytes) -> tuple[Any, ...]:

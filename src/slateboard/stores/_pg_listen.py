@@ -15,12 +15,12 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 
-from .. import _common as c
-from .. import _tx as shared
-from .._sql import POSTGRES
-from ..base import StoreError
-from . import _statements as sql
-from ._connection import Conn, PostgresConnection
+from . import _common as c
+from . import _pg_statements as sql
+from . import _tx as shared
+from ._pg_connection import Conn, PostgresConnection
+from ._sql import POSTGRES
+from .base import StoreError
 
 APPEND_NOTE = "+"
 """Prefix of the board id in the status channel's payload when the NOTIFY comes from an append."""

@@ -8,12 +8,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ...scheduling.invocation import CANCELLED, CLAIMED, PENDING, Invocation
-from .. import _common as c
-from .. import _tx as shared
-from .._sql import SQLITE
-from ..base import AgendaChanges, Snapshot
-from . import _statements as sql
+from ..scheduling.invocation import CANCELLED, CLAIMED, PENDING, Invocation
+from . import _common as c
+from . import _sqlite_statements as sql
+from . import _tx as shared
+from ._sql import SQLITE
+from .base import AgendaChanges, Snapshot
 
 
 def has_work(db: sqlite3.Connection, worker_names: list[str] | None) -> bool:
