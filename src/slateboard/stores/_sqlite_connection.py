@@ -1,8 +1,8 @@
 """The SQLite store's connection handling: one connection thread, the commit queue, errors.
 
 ``SqliteConnection`` owns the store's two connections (the durable one and the lease one, see
-the ``slateboard.stores.sqlite`` docstring) and the one thread they run on, and turns every ``sqlite3`` error into a
-``StoreError`` (``_translate``). Work reaches the database in four ways:
+the ``slateboard.stores.sqlite`` docstring) and the one thread they run on, and turns every
+``sqlite3`` error into a ``StoreError`` (``_translate``). Work reaches the database in four ways:
 
 - ``_w``: a durable write through the commit queue (group commit: each write of a batch in its
   own savepoint, every caller answered only after the batch's ``COMMIT``); ``writer=loop``
