@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..vocabulary import BoardStatus
+from .migrations import SCHEMA_TABLE
+
 LIVE = "status IN ('pending', 'claimed')"
 """Live invocations: the only ones claims and agenda reads walk."""
 
@@ -135,6 +138,29 @@ class Dialect:
             f" invocations i WHERE i.board_id = b.board_id AND i.{LIVE})"
             f" ORDER BY b.created_at, b.{self.order}"
         )
+
+    @property
+    def schema_version(self) -> str:
+        return f"SELECT MAX(version) FROM {SCHEMA_TABLE}"
+
+    @property
+    def record_migration(self) -> str:
+        return self.q(f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)")
+
+    @property
+    def invocation_status(self) -> str:
+        return self.q("SELECT status FROM invocations WHERE board_id = ? AND id = ?")
+
+    @property
+    def expired_claims(self) -> str:
+        """Claimed invocations whose lease ended by time ``?``, in insertion order."""
+        return self.q(
+            f"SELECT board_id, id FROM invocations WHERE status = 'claimed' AND lease_until <= ? ORDER BY {self.order}"
+        )
+
+    def list_boards_query(self, status: BoardStatus | None) -> tuple[str, tuple[str, ...]]:
+        """Every board, or those in ``status``, oldest first: the statement and its parameters."""
+        return (self.list_boards, ()) if status is None else (self.list_boards_in, (status,))
 
     def claimable(self, alias: str = "i") -> str:
         """The WHERE terms of an invocation (table alias ``alias``) a claim may take at time ``?``."""

@@ -28,7 +28,7 @@ from typing import Any
 from ..kernel.record import Record
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from . import _common as c
-from .backend import SnapshotSource
+from ._snapshots import SnapshotSource
 from .base import (
     BOARD_STATUSES,
     AgendaChanges,

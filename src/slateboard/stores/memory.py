@@ -10,12 +10,10 @@ validates everything before it changes anything, so a failing append leaves no t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from mypy_extensions import mypyc_attr
 
@@ -25,12 +23,12 @@ from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocatio
 from ..vocabulary import BOARD_RUNNING, BoardStatus
 from . import _common as c
 from . import _tx as shared
-from .backend import SnapshotSource, StoreBackend
+from ._snapshots import SnapshotSource
+from ._wake import set_done, wake
+from .backend import NewBoard, NewRecord, StoreBackend, claim_time
 from .base import (
-    DEFAULT_LEASE_S,
     DEFAULT_SNAPSHOT_EVERY,
     AgendaChanges,
-    AppendResult,
     BoardExists,
     BoardInfo,
     BoardNotFound,
@@ -40,15 +38,9 @@ from .base import (
     Lease,
     LeaseLost,
     LoadedBoard,
-    ReportsCommits,
-    ReportsLeases,
-    ScansStalledBoards,
     ServesManyRunners,
     Snapshot,
-    Store,
     StoreError,
-    WatchesBoards,
-    WatchesWork,
 )
 
 
@@ -120,30 +112,22 @@ class _Board:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users subclass it; compiled too (hatch_build.py)
-class MemoryStore(
-    StoreBackend,
-    Store,
-    WatchesWork,
-    WatchesBoards,
-    ScansStalledBoards,
-    ReportsCommits,
-    ReportsLeases,
-    ServesManyRunners,
-):
+class MemoryStore(StoreBackend, ServesManyRunners):
     """A Store kept in process memory (see module docstring)."""
 
     compresses = False  # nothing persists: deflating would only cost CPU
+    _commit_yields = False
 
     def __init__(self, url: str = "memory://", *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY) -> None:
         self._init_backend()
         self.url = url
         self.snapshot_every = snapshot_every
+        self._where = "memory"
         self._boards: dict[str, _Board] = {}
         self._lock = threading.Lock()
         self._counter = itertools.count(1)
         self._waiters: set[asyncio.Future[bool]] = set()
-        self._status_waiters: set[asyncio.Future[bool]] = set()
-        self._closed = False
+        self._status_waiters: set[asyncio.Future[None]] = set()
 
     @classmethod
     def from_url(cls, url: str) -> MemoryStore:
@@ -170,18 +154,7 @@ class MemoryStore(
             raise BoardNotFound(board_id)
         return board
 
-    async def create_board(
-        self,
-        blueprint: dict[str, Any],
-        initial_state: JSON,
-        *,
-        board_id: str | None = None,
-        name: str | None = None,
-        meta: dict[str, JSON] | None = None,
-        agenda: Sequence[Invocation] = (),
-    ) -> BoardInfo:
-        """See Store.create_board."""
-        new = self.prepare_board(blueprint, initial_state, board_id=board_id, name=name, meta=meta, agenda=agenda)
+    async def _insert_board(self, new: NewBoard) -> BoardInfo:
         meta_copy = c.decode_json(new.meta, "meta")
         assert isinstance(meta_copy, dict)
         with self._lock:
@@ -201,15 +174,12 @@ class MemoryStore(
         with self._lock:
             return self._board(board_id).info()
 
-    async def list_boards(self, *, status: BoardStatus | None = None) -> list[BoardInfo]:
-        """See Store.list_boards."""
+    async def _list_boards(self, status: BoardStatus | None) -> list[BoardInfo]:
         with self._lock:
             boards = sorted(self._boards.values(), key=lambda b: b.created)
             return [b.info() for b in boards if status is None or b.status == status]
 
-    async def set_status(self, board_id: str, status: BoardStatus, reason: str | None = None) -> BoardInfo:
-        """See Store.set_status."""
-        shared.check_status(status)
+    async def _set_status(self, board_id: str, status: BoardStatus, reason: str | None) -> BoardInfo:
         with self._lock:
             board = self._board(board_id)
             board.status, board.reason, board.updated_at = status, reason, c.now()
@@ -225,21 +195,9 @@ class MemoryStore(
             self._boards.pop(board_id, None)
 
     # -- log --------------------------------------------------------------------------------------
-    async def append(
-        self,
-        board_id: str,
-        record: Record,
-        *,
-        agenda: AgendaChanges | None = None,
-        expected_version: int | None = None,
-        state: JSON = None,
-        claim: ClaimRequest | None = None,
-    ) -> AppendResult:
-        """See Store.append."""
-        job = self.prepare_append(
-            board_id, record, agenda=agenda, expected_version=expected_version, state=state, claim=claim
-        )
-        changes = job.changes
+    async def _commit_append(self, job: NewRecord) -> tuple[int, Claim | None]:
+        # Nothing here yields: the append is atomic under the lock (see ``_commit_yields``).
+        board_id, record, changes = job.board_id, job.record, job.changes
         with self._lock:
             board = self._board(board_id)
             c.check_position(
@@ -248,7 +206,7 @@ class MemoryStore(
                 last_seq=board.seq,
                 last_hash=board.last_hash,
                 version=board.version,
-                expected_version=expected_version,
+                expected_version=job.expected_version,
             )
             self._check_agenda(board, changes)
             # Everything is validated: apply.
@@ -265,24 +223,20 @@ class MemoryStore(
                     board.set_status(inv_id, row, CANCELLED)
             for inv, blob in job.requeues:
                 self._requeue(board, inv, blob)
-            pushed = self._push(board, job.pushes)
+            self._push(board, job.pushes)
             got = self._claim_in(board, job.claim) if job.claim is not None else None
             snap_seq = board.snapshot[2] if board.snapshot else 0
             self.count_flush(flushes=0)
-        if pushed or job.requeues:
+        return snap_seq, got
+
+    def _after_append(self, job: NewRecord) -> None:
+        if job.pushes or job.requeues:
             self._wake()
         # Watchers (``wait_for_board(after_seq=...)``) see the record at once, not a poll later.
         self._wake_status()
-        result = self.finish_append(job, snap_seq, got)
-        if result.snapshot_written:
-            # Nothing above yields: let the snapshot task start its worker thread now, or a
-            # caller appending in a tight loop would leave it (and its whole replay) to the
-            # next read.
-            await asyncio.sleep(0)
-        return result
 
     def _claim_in(self, board: _Board, req: ClaimRequest) -> Claim | None:
-        t = c.now() if req.now is None else req.now
+        t = claim_time(req)
         workers = set(req.worker_names) if req.worker_names is not None else None
         best = self._best(board, t, workers, req.invocation_id)
         return None if best is None else self._lease(board, best[1], best[2], req.owner, t + req.lease_s)
@@ -339,8 +293,7 @@ class MemoryStore(
             added.append(inv.id)
         return added
 
-    async def read_records(self, board_id: str, from_seq: int = 1, *, limit: int | None = None) -> list[Record]:
-        """See Store.read_records."""
+    async def _read_records(self, board_id: str, from_seq: int, limit: int | None) -> list[Record]:
         with self._lock:
             board = self._board(board_id)
             start = max(from_seq, 1) - 1
@@ -348,9 +301,7 @@ class MemoryStore(
             blobs = board.records[start:stop]
         return [c.decode_record(b, f"memory board {board_id}", start + i + 1) for i, b in enumerate(blobs)]
 
-    async def load_board(self, board_id: str) -> LoadedBoard:
-        """See Store.load_board."""
-        await self.settle_snapshots(board_id)
+    async def _load_board(self, board_id: str) -> LoadedBoard:
         with self._lock:
             board = self._board(board_id)
             info = board.info()
@@ -368,36 +319,26 @@ class MemoryStore(
         agenda = sorted(shared.invocations_from(invs, where), key=c.agenda_sort_key)
         return shared.loaded_board(info, bp, init, snapshot, records, agenda, where)
 
-    async def write_snapshot(
-        self, board_id: str, state: JSON, *, version: int, seq: int, last_hash: str, state_hash: str
-    ) -> None:
-        """See Store.write_snapshot."""
-        blob = c.encode_json(state, compress=False)
+    async def _write_snapshot(self, board_id: str, at: Snapshot, blob: bytes) -> None:
+        seq = at.seq
         with self._lock:
             board = self._board(board_id)
             if seq < 1 or seq > board.seq:
                 raise Conflict(board_id, f"snapshot at record {seq}, but the log ends at {board.seq}")
             rec = c.decode_record(board.records[seq - 1], f"memory board {board_id}", seq)
-            shared.check_logged(board_id, rec, version=version, last_hash=last_hash, state_hash=state_hash)
+            shared.check_logged(board_id, rec, version=at.version, last_hash=at.last_hash, state_hash=at.state_hash)
             if board.snapshot is None or board.snapshot[2] < seq:
-                board.snapshot = (blob, version, seq, last_hash, state_hash)
-
-    async def compact(self, board_id: str) -> Snapshot | None:
-        """See Store.compact."""
-        return await c.compact(self, board_id, "memory")
+                board.snapshot = (blob, at.version, seq, at.last_hash, at.state_hash)
 
     # -- agenda -----------------------------------------------------------------------------------
-    async def push_invocations(self, board_id: str, invocations: Sequence[Invocation]) -> list[str]:
-        """See Store.push_invocations."""
-        rows = [(inv, c.encode_invocation(inv, compress=False)) for inv in invocations]
+    async def _push_invocations(self, board_id: str, rows: list[tuple[Invocation, bytes]]) -> list[str]:
         with self._lock:
             added = self._push(self._board(board_id), rows)
         if added:
             self._wake()
         return added
 
-    async def agenda(self, board_id: str, statuses: Sequence[str] = (PENDING, CLAIMED)) -> list[Invocation]:
-        """See Store.agenda."""
+    async def _read_agenda(self, board_id: str, statuses: tuple[str, ...]) -> list[Invocation]:
         with self._lock:
             board = self._board(board_id)
             # Live statuses only: walk the live set, not the board's whole history.
@@ -420,19 +361,10 @@ class MemoryStore(
                 if o.status == CLAIMED and o.owner is not None and o.lease_until is not None
             ]
 
-    async def claim(
-        self,
-        board_id: str | None,
-        *,
-        owner: str,
-        lease_s: float = DEFAULT_LEASE_S,
-        worker_names: Sequence[str] | None = None,
-        now: float | None = None,
-        invocation_id: str | None = None,
-    ) -> Claim | None:
-        """See Store.claim (walks the live invocations of running boards only)."""
-        t = c.now() if now is None else now
-        workers = set(worker_names) if worker_names is not None else None
+    async def _claim(self, board_id: str | None, req: ClaimRequest) -> Claim | None:
+        # Walks the live invocations of running boards only.
+        t = claim_time(req)
+        workers = set(req.worker_names) if req.worker_names is not None else None
         with self._lock:
             if board_id is not None:
                 boards = [self._board(board_id)]
@@ -442,13 +374,13 @@ class MemoryStore(
             for board in boards:
                 if board.status != BOARD_RUNNING:
                     continue
-                got = self._best(board, t, workers, invocation_id)
+                got = self._best(board, t, workers, req.invocation_id)
                 if got is not None and (best is None or got[0] < best[0]):
                     best = (*got, board)
             if best is None:
                 return None
             _, inv_id, row, board = best
-            return self._lease(board, inv_id, row, owner, t + lease_s)
+            return self._lease(board, inv_id, row, req.owner, t + req.lease_s)
 
     @staticmethod
     def _best(
@@ -479,21 +411,15 @@ class MemoryStore(
         inv = c.decode_invocation(row.data, CLAIMED, row.attempts, f"memory board {board.board_id}")
         return Claim(board.board_id, inv, owner, until, row.claims)
 
-    async def heartbeat(
-        self, board_id: str, invocation_id: str, *, owner: str, lease_s: float, now: float | None = None
-    ) -> float:
-        """See Store.heartbeat."""
-        t = c.now() if now is None else now
+    async def _heartbeat(self, board_id: str, invocation_id: str, owner: str, until: float) -> None:
         with self._lock:
             row = self._board(board_id).invs.get(invocation_id)
             if row is None or row.status != CLAIMED or row.owner != owner:
                 raise LeaseLost(f"board {board_id}: invocation {invocation_id!r} is not claimed by {owner!r}")
-            row.lease_until = t + lease_s
-            return row.lease_until
+            row.lease_until = until
 
-    async def release_expired(self, now: float | None = None) -> int:
-        """See Store.release_expired."""
-        t = c.now() if now is None else now
+    async def _release_expired(self, now: float) -> int:
+        t = now
         count = 0
         with self._lock:
             for board in self._boards.values():
@@ -530,24 +456,10 @@ class MemoryStore(
                     return True
         return False
 
-    async def wait_for_board(self, board_id: str, timeout: float, *, after_seq: int | None = None) -> BoardInfo:
-        """See WatchesBoards.wait_for_board (woken by ``set_status`` and ``append`` in this process)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            fut: asyncio.Future[bool] = loop.create_future()
-            self._status_waiters.add(fut)
-            try:
-                info = await self.board_info(board_id)
-                left = deadline - loop.time()
-                if info.status != BOARD_RUNNING or left <= 0 or self._closed:
-                    return info
-                if after_seq is not None and info.seq > after_seq:
-                    return info
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(fut, left)
-            finally:
-                self._status_waiters.discard(fut)
+    async def _watch_board(self, board_id: str, fut: asyncio.Future[None], appends: bool) -> Callable[[], None]:
+        # Woken by ``set_status`` and ``append`` in this process (of any board: it reads again).
+        self._status_waiters.add(fut)
+        return lambda: self._status_waiters.discard(fut)
 
     async def stalled_boards(self) -> list[str]:
         """See ScansStalledBoards.stalled_boards."""
@@ -556,16 +468,7 @@ class MemoryStore(
             return [b.board_id for b in boards if b.status == BOARD_RUNNING and not b.live]
 
     def _wake(self) -> None:
-        for fut in list(self._waiters):
-            if not fut.done():
-                fut.get_loop().call_soon_threadsafe(_set_true, fut)
+        wake(self._waiters)
 
     def _wake_status(self) -> None:
-        for fut in list(self._status_waiters):
-            if not fut.done():
-                fut.get_loop().call_soon_threadsafe(_set_true, fut)
-
-
-def _set_true(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(True)
+        wake(self._status_waiters, set_done)
