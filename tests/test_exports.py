@@ -417,6 +417,7 @@ EXPECTED: dict[str, set[str]] = {
         "make_entry",
     },
     "slateboard.testing": {"Board", "OpenStore", "StoreConformance", "entry", "require"},
+    "slateboard.testing.conformance": {"StoreConformance", "require"},
     "slateboard.views": {
         "Handle",
         "View",
