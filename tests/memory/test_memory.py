@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from memory_testkit import FINDINGS, RESEARCH
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import replay
@@ -22,29 +23,6 @@ from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
 from slateboard.stores.base import Store
-
-RESEARCH: dict[str, Any] = {
-    "name": "research",
-    "schema": {
-        "type": "object",
-        "required": ["task", "facts"],
-        "additionalProperties": False,
-        "properties": {"task": {"type": "string"}, "facts": {"type": "array", "items": {"type": "string"}}},
-    },
-    "initial_state": {"task": "find the project facts", "facts": []},
-    "workers": {"finder": {"reads": ["/task", "/facts"], "writes": ["/facts/-"]}},
-    "rules": [
-        {"on": {"op": "start"}, "invoke": "finder"},
-        {"on": {"op": "add", "path": "/facts/-"}, "invoke": "finder"},
-    ],
-    "done": "size(state.facts) >= 3",
-}
-
-FINDINGS = [
-    "The Orion project stores its backups in the Lisbon data centre.",
-    "The vault code of the Orion project is 4711.",
-    "Release trains of the Vega project leave every second Tuesday.",
-]
 
 FACT_ITEM = {
     "type": "object",

@@ -6,13 +6,12 @@ import asyncio
 import json
 from pathlib import Path
 
+from memory_testkit import FINDINGS, RESEARCH
 from typer.testing import CliRunner
 
 from slateboard.cli import app
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
-
-from .test_memory import FINDINGS, RESEARCH
 
 
 async def make_boards(url: str) -> tuple[str, str]:
