@@ -431,7 +431,7 @@ class RunnerProcess:
     async def _run(self, session: BoardSession, claimed: Invocation) -> None:
         inv = await session.begin(claimed)
         if inv is None:
-            if session.ended_at_head:
+            if session.accounts.ended_at_head:
                 self._ended(session)
             else:
                 self.log_line(f"board {session.board_id}: {claimed.id} was committed elsewhere; skipped")
@@ -499,7 +499,7 @@ class RunnerProcess:
                     return None
                 await asyncio.sleep(0.01)
             current = await session.begin(current)
-            if current is None and session.ended_at_head:
+            if current is None and session.accounts.ended_at_head:
                 self._ended(session)
         return None
 
@@ -537,7 +537,7 @@ class RunnerProcess:
         self._evict(session.board_id)
         if not session.finished_here:
             return
-        last = session.last_record
+        last = session.accounts.last
         reason = last.reason if last is not None else "?"
         self.stats.boards_ended += 1
         self.log_line(f"board {session.board_id} ended: {reason} (version {session.kernel.version})")

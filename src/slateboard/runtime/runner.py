@@ -370,12 +370,12 @@ class Runner:
         if not self._opened:
             await self.open()
         session = self.session
-        if session.ended_at_head:
+        if session.accounts.ended_at_head:
             # The board's run has ended (its last record is the run-end record): running it again
             # would select work its claims can never take (D4), and a second run-end record would
             # be appended (D16). Its result is the one the log holds. (After an approval decision
             # the run-end record is no longer the head, and the board runs on.)
-            last = session.last_record
+            last = session.accounts.last
             return await session.result((last.reason if last is not None else None) or "")
         self._emit(RUN_STARTED, version=self.kernel.version, seq=self.kernel.seq, parallel=self.parallel)
         end_reason: str | None = await session.approved_first()
@@ -402,7 +402,7 @@ class Runner:
                     for task in done:
                         running.pop(task, None)
                         task.result()  # re-raise a store failure from a worker task
-                    end_reason = session.halted
+                    end_reason = session.accounts.halted
                     continue
                 selection = await self.control.select(eligible, session.summary())
                 await self._note_control_spend(selection.reason)
@@ -424,7 +424,7 @@ class Runner:
                 if self.parallel == 1:
                     # In this task: no task to create and switch to per step.
                     held = (await self._invoke(inv, selection)).claimed
-                    end_reason = session.halted
+                    end_reason = session.accounts.halted
                     continue
                 task = asyncio.create_task(self._invoke(inv, selection))
                 in_flight.add(task)

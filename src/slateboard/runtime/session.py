@@ -177,35 +177,10 @@ class BoardSession(StepEngine):
     @property
     def history(self) -> list[Record]:
         """Every record of the board, in order (only for a session made with ``keep_history``:
-        otherwise ``RunnerError``; read the store's log, or ``last_record``, instead)."""
+        otherwise ``RunnerError``; read the store's log, or ``accounts.last``, instead)."""
         if not self.keep_history:
             raise RunnerError(f"board {self.board_id}: this session keeps no record history (keep_history=False)")
         return self.accounts.history
-
-    @property
-    def last_record(self) -> Record | None:
-        """The board's last record (None for an empty log)."""
-        return self.accounts.last
-
-    @property
-    def halted(self) -> str | None:
-        """Why the board is halted (circuit) or paused (approval), or None."""
-        return self.accounts.halted
-
-    @property
-    def ended_at_head(self) -> bool:
-        """True when the board's last record is a run-end record."""
-        return self.accounts.ended_at_head
-
-    @property
-    def steps(self) -> int:
-        """Proposal records in the board's log."""
-        return self.accounts.steps
-
-    @property
-    def tokens(self) -> int:
-        """Tokens of every record in the board's log."""
-        return self.accounts.tokens
 
     # -- loading --------------------------------------------------------------------------------
     async def load(self) -> None:
@@ -405,9 +380,9 @@ class BoardSession(StepEngine):
         committed meanwhile."""
         async with self.lock:
             await self._refresh()
-            if not self.ended_at_head and self.kernel.approvals():
+            if not self.accounts.ended_at_head and self.kernel.approvals():
                 await self._approved_first()
-            if self.ended_at_head:
+            if self.accounts.ended_at_head:
                 await self._finish("")  # another runner ended it: make sure the status says so
                 return None
             reason = self.limit_reason()
@@ -424,7 +399,7 @@ class BoardSession(StepEngine):
         async with self.lock:
             if catch_up:
                 await self._refresh()
-            if not self.ended_at_head:
+            if not self.accounts.ended_at_head:
                 if self.kernel.approvals():
                     await self._approved_first()
                 reason = self.end_reason()
@@ -466,9 +441,9 @@ class BoardSession(StepEngine):
 
         done = await self.transact(prepare)
         if isinstance(done, Dropped):
-            if not self.ended_at_head:
+            if not self.accounts.ended_at_head:
                 return None
-            last = self.last_record
+            last = self.accounts.last
             ended = (last.reason if last is not None else None) or reason
             await self.store.set_status(self.board_id, status_for(ended), ended)
             return ended

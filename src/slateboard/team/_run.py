@@ -126,7 +126,7 @@ class _BlackboardRun(_RunParallel, _RunEnd):
         history = self.session.history
         # A run paused at a held entry goes on when this team has a policy to decide it.
         decidable = team.approval is not None and bool(waiting_approvals(history))
-        if self.session.ended_at_head and not decidable:
+        if self.session.accounts.ended_at_head and not decidable:
             # The run ended (its last record is the run-end record): nothing to redo (D4/D16).
             self.rounds = self.spend().rounds
             run_meta = history[-1].meta

@@ -153,7 +153,7 @@ class _RunBase:
 
     def _halted(self) -> str | None:
         """Why the board cannot go on: a circuit halt, or a held entry awaiting approval."""
-        return self.session.halted
+        return self.session.accounts.halted
 
     async def _claim(self, inv: Invocation) -> Invocation:
         """Lease ``inv`` from the store (taking over a dead run's lease when resuming)."""
@@ -191,7 +191,7 @@ class _RunBase:
         spec = self.session.blueprint.spec.circuit
         tail = self.echo.sync(self.public())  # what echo_check reads of the board, kept incrementally
         action = echo_check(tail, repeats=self.team.max_repeats, alternations=spec.max_alternations)
-        if action is None or self.session.halted:
+        if action is None or self.session.accounts.halted:
             return
         await self.transact(
             lambda: self.kernel.action(CIRCUIT_KIND, action.reason, worker=action.worker, meta=action.to_record_meta())
