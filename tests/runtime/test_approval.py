@@ -116,16 +116,16 @@ async def test_an_approved_patch_counts_as_a_step_like_a_reload_counts_it(tmp_pa
     await approve(store, board, seq)
     session = BoardSession(store, board, functions=calls.functions())
     await session.load()
-    before = session.steps
+    before = session.accounts.steps
     assert await session.approved_first() is None
     # The approved patch is a proposal record: the session that committed it counts it now,
     # exactly as a session that loads the log afterwards does.
-    assert session.steps == before + 1
+    assert session.accounts.steps == before + 1
     reloaded = BoardSession(store, board, functions=calls.functions())
     await reloaded.load()
-    assert reloaded.steps == session.steps
+    assert reloaded.accounts.steps == session.accounts.steps
     fold = Accounts.of(await store.read_records(board))
-    assert (fold.steps, fold.tokens) == (session.steps, session.tokens)
+    assert (fold.steps, fold.tokens) == (session.accounts.steps, session.accounts.tokens)
     await store.close()
 
 

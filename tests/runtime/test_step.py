@@ -87,7 +87,7 @@ def _everything_a_step_changes(session: BoardSession) -> tuple[Any, ...]:
         session.kernel.state_hash,
         session.scheduler.to_json(),
         session.agenda.to_json(),
-        session.steps,
+        session.accounts.steps,
         len(session.history),
     )
 
@@ -111,5 +111,5 @@ async def test_a_failed_append_aborts_kernel_scheduler_mirror_and_accounts_toget
     assert outcome.record is not None and outcome.record.outcome == "accepted"
     stored = await inner.agenda(board)
     assert [i.worker for i in stored] == ["w"] and session.agenda.get(stored[0].id) is not None
-    assert session.steps == before[4] + 1 == Accounts.of(await inner.read_records(board)).steps
+    assert session.accounts.steps == before[4] + 1 == Accounts.of(await inner.read_records(board)).steps
     await inner.close()
