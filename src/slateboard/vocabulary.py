@@ -4,18 +4,21 @@ spelling each, typed so that mypy checks every use.
 What it holds:
 
 - ``RecordKind``: the ``kind`` of each record slateboard writes (``Kernel.action`` takes one);
+- ``Outcome``: what became of a logged record (``Record.outcome``);
 - meta keys: the members of a record's (or a board's, or an invocation's) ``meta`` that one
   module writes and another reads;
 - ``EventKind``: the ``kind`` of each run event (what runners and teams emit, and what the
   ``meta["event"]`` of an action record names);
 - ``EndStatus``: how a board ended, in the words a user reads (``status.end_status``);
 - end reasons: what a run writes as its end (``status`` classifies them);
-- ``BoardStatus``: a board's lifecycle in its store (``Store.set_status`` takes one).
+- ``BoardStatus``: a board's lifecycle in its store (``Store.set_status`` takes one);
+- ``InvocationStatus``: where an invocation stands on the agenda (``Invocation.status``).
 
 Guarantees: every Literal is paired with the tuple of its values in the same order
-(``RECORD_KINDS``, ``EVENT_KINDS``, ...: ``typing.get_args`` of the Literal, so they cannot
-drift; a test holds each to it), and every constant's type is its Literal, so a constant cannot name a word the Literal
-lacks. It imports nothing from slateboard: every layer, the kernel included, may import it.
+(``RECORD_KINDS``, ``OUTCOMES``, ``EVENT_KINDS``, ...: ``typing.get_args`` of the Literal, so
+they cannot drift; a test holds each to it), and every constant's type is its Literal, so a
+constant cannot name a word the Literal lacks. It imports nothing from slateboard: every layer,
+the kernel included, may import it.
 """
 
 from __future__ import annotations
@@ -61,9 +64,14 @@ __all__ = [
     "FAIL_PREFIX",
     "GENESIS_META",
     "INTERRUPTED",
+    "INVOCATION_CANCELLED",
+    "INVOCATION_CLAIMED",
+    "INVOCATION_DONE",
     "INVOCATION_FAILED",
     "INVOCATION_KIND",
+    "INVOCATION_PENDING",
     "INVOCATION_STARTED",
+    "INVOCATION_STATUSES",
     "LOST_WORK",
     "MAX_COST",
     "MAX_ROUNDS",
@@ -73,6 +81,12 @@ __all__ = [
     "MODEL_META",
     "MODEL_UNAVAILABLE",
     "ONCE_KEY",
+    "OUTCOMES",
+    "OUTCOME_ACCEPTED",
+    "OUTCOME_ACTION",
+    "OUTCOME_HELD",
+    "OUTCOME_NOOP",
+    "OUTCOME_REJECTED",
     "PAUSED_PREFIX",
     "PROPOSAL_DECIDED",
     "PROPOSAL_KIND",
@@ -111,7 +125,9 @@ __all__ = [
     "BoardStatus",
     "EndStatus",
     "EventKind",
+    "InvocationStatus",
     "MetaKey",
+    "Outcome",
     "RecordKind",
 ]
 
@@ -139,6 +155,24 @@ CONTROL_KIND: Final[RecordKind] = "control"
 """A team coordinator's decision for a round (who speaks, or the end)."""
 QUARANTINE_KIND: Final[RecordKind] = "quarantine"
 """A team sanitiser withholding a quarantined entry."""
+
+# -- record outcomes ---------------------------------------------------------------------------
+Outcome = Literal["accepted", "rejected", "noop", "held", "action"]
+"""What became of a logged record: a proposal is accepted (a new version), rejected (at a
+stage), a no-op (valid but changes nothing) or held (awaiting human approval); kernel actions
+(circuit actions, approvals, run ends) are ``action``."""
+OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
+
+OUTCOME_ACCEPTED: Final[Outcome] = "accepted"
+"""The proposal was committed: the state moved to a new version."""
+OUTCOME_REJECTED: Final[Outcome] = "rejected"
+"""The proposal was refused at a kernel stage (``Record.stage`` names it)."""
+OUTCOME_NOOP: Final[Outcome] = "noop"
+"""The proposal was valid but changed nothing (or its worker declined)."""
+OUTCOME_HELD: Final[Outcome] = "held"
+"""The proposal waits for a human's approval (``runtime.approval``)."""
+OUTCOME_ACTION: Final[Outcome] = "action"
+"""Not a proposal: a kernel action (circuit action, approval, stage, run end, spend, ...)."""
 
 # -- meta keys ---------------------------------------------------------------------------------
 MetaKey = Literal[
@@ -333,3 +367,17 @@ BOARD_DONE: Final[BoardStatus] = "done"
 """The run ended (solved or a limit reached)."""
 BOARD_FAILED: Final[BoardStatus] = "failed"
 """The run ended in failure (circuit halt, ``fail`` condition, or it raised)."""
+
+# -- invocation statuses -----------------------------------------------------------------------
+InvocationStatus = Literal["pending", "claimed", "done", "cancelled"]
+"""Where an invocation stands on a board's agenda (``Invocation.status``)."""
+INVOCATION_STATUSES: Final[tuple[InvocationStatus, ...]] = get_args(InvocationStatus)
+
+INVOCATION_PENDING: Final[InvocationStatus] = "pending"
+"""Waiting to be claimed."""
+INVOCATION_CLAIMED: Final[InvocationStatus] = "claimed"
+"""Claimed by a runner (under a lease in a shared store) and being worked on."""
+INVOCATION_DONE: Final[InvocationStatus] = "done"
+"""Its proposal was decided (or it ran out of retries): it leaves the agenda."""
+INVOCATION_CANCELLED: Final[InvocationStatus] = "cancelled"
+"""Dropped before it ran (a duplicate of a pending one, or its stage terminated)."""

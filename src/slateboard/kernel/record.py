@@ -26,6 +26,8 @@ from ..vocabulary import (
     GENESIS_META,
     INVOCATION_KIND,
     MODEL_META,
+    OUTCOME_ACCEPTED,
+    OUTCOMES,
     PROPOSAL_KIND,
     QUARANTINE_KIND,
     RECORD_KINDS,
@@ -33,13 +35,14 @@ from ..vocabulary import (
     RUN_KIND,
     SPEND_KIND,
     STAGE_KIND,
+    Outcome,
     RecordKind,
 )
 from .canonical import JSON, JSONValue, canonical_bytes, hash_json, sha256_hex
 from .statehash import state_hash
 
-# The record kinds and meta keys live in ``slateboard.vocabulary``; this module, their first
-# home, re-exports them.
+# The record kinds, outcomes and meta keys live in ``slateboard.vocabulary``; this module, their
+# first home, re-exports them.
 __all__ = [
     "APPROVAL_DECISION_META",
     "APPROVAL_KIND",
@@ -148,11 +151,6 @@ def is_legacy_genesis(first: Record) -> bool:
     return first.seq == 1 and GENESIS_META not in first.meta
 
 
-Outcome = Literal["accepted", "rejected", "noop", "held", "action"]
-"""What became of a logged record: a proposal is accepted (a new version), rejected (at a
-stage), a no-op (valid but changes nothing) or held (awaiting human approval); kernel actions
-(circuit actions, approvals, run ends) are ``action``."""
-
 Stage = Literal[
     "parse", "ops", "authorise", "stale", "preconditions", "apply", "schema", "invariants",
     "approval", "internal", "model", "decline",
@@ -160,7 +158,6 @@ Stage = Literal[
 """The kernel stage that rejected (or held) a proposal, in the order the stages run; ``decline``
 marks the no-op of a worker that declined (``{"decline": reason}``)."""
 
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
@@ -205,7 +202,7 @@ class Record:
 
     seq: int
     kind: str
-    outcome: str
+    outcome: Outcome
     worker: str | None
     invocation: str | None
     event: JSON
@@ -273,6 +270,8 @@ class Record:
             value = data[name]
             if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
                 raise InvalidInput(f"record field {name!r} has type {type(value).__name__}")
+        if data["outcome"] not in OUTCOMES:
+            raise InvalidInput(f"record field 'outcome' is {data['outcome']!r}, not one of {', '.join(OUTCOMES)}")
         usage = data["usage"]
         if set(usage) != _USAGE_KEYS:
             raise InvalidInput(f"record usage keys differ: {sorted(usage)}")
@@ -323,7 +322,7 @@ class Record:
     @property
     def accepted(self) -> bool:
         """True for a committed state transition."""
-        return self.outcome == "accepted"
+        return self.outcome == OUTCOME_ACCEPTED
 
 
 _KEYS = frozenset(

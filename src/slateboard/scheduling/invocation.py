@@ -10,9 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON, canonical_str
+from ..vocabulary import INVOCATION_CANCELLED as CANCELLED
+from ..vocabulary import INVOCATION_CLAIMED as CLAIMED
+from ..vocabulary import INVOCATION_DONE as DONE
+from ..vocabulary import INVOCATION_PENDING as PENDING
+from ..vocabulary import INVOCATION_STATUSES, InvocationStatus
 
-PENDING, CLAIMED, DONE, CANCELLED = "pending", "claimed", "done", "cancelled"
+# The statuses live in ``slateboard.vocabulary`` (``INVOCATION_PENDING``, ...); this module, their
+# first home, re-exports them under their first names.
+__all__ = ["CANCELLED", "CLAIMED", "DONE", "INVOCATION_STATUSES", "PENDING", "Invocation", "InvocationStatus"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +40,7 @@ class Invocation:
     event: JSON = None
     rule: str | None = None
     binding: tuple[str, ...] = ()
-    status: str = PENDING
+    status: InvocationStatus = PENDING
     attempts: int = 0
     feedback: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -46,7 +54,7 @@ class Invocation:
         """Agenda order: higher priority first, then older first."""
         return (-self.priority, self.order)
 
-    def with_status(self, status: str) -> Invocation:
+    def with_status(self, status: InvocationStatus) -> Invocation:
         """A copy in another status."""
         return replace(self, status=status)
 
@@ -68,7 +76,10 @@ class Invocation:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Invocation:
-        """Inverse of to_json."""
+        """Inverse of to_json; raises InvalidInput on a status that is not an invocation status."""
+        status = d.get("status", PENDING)
+        if status not in INVOCATION_STATUSES:
+            raise InvalidInput(f"invocation status {status!r} is not one of {', '.join(INVOCATION_STATUSES)}")
         return cls(
             id=d["id"],
             worker=d["worker"],
@@ -77,7 +88,7 @@ class Invocation:
             event=d.get("event"),
             rule=d.get("rule"),
             binding=tuple(d.get("binding") or ()),
-            status=d.get("status", PENDING),
+            status=status,
             attempts=int(d.get("attempts", 0)),
             feedback=d.get("feedback"),
             meta=dict(d.get("meta") or {}),
