@@ -16,7 +16,8 @@ What it guards:
   backend module or URL;
 - the vocabulary's words are passed by constant, never spelled out: no string literal as the
   kind of an emitted run event, nor as the status a store's ``set_status`` gets (``kernel.action``
-  kinds: ``tests/kernel/test_kernel_vocabulary.py``).
+  kinds: ``tests/kernel/test_kernel_vocabulary.py``), nor compared (``==``, ``!=``, ``in``) with
+  an attribute named ``outcome``, ``status`` or ``kind``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+import slateboard.vocabulary as vocabulary
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = "slateboard"
@@ -393,12 +396,46 @@ def _literal_vocabulary(source: str, where: str) -> Iterator[str]:
                 yield f"{where}:{node.lineno} {name}(...) gets the {what} {arg.value!r} as a literal"
 
 
+COMPARED_ATTRIBUTES = frozenset({"outcome", "status", "kind"})
+"""Attributes whose value is a vocabulary word (a record's outcome and kind, an invocation's or a
+board's status, an event's kind): what they are compared with must be a constant."""
+
+
+def _vocabulary_words() -> frozenset[str]:
+    """Every word of every vocabulary tuple (``RECORD_KINDS``, ``OUTCOMES``, ...)."""
+    tuples = [v for n, v in vars(vocabulary).items() if n.isupper() and isinstance(v, tuple)]
+    return frozenset(w for t in tuples for w in t if isinstance(w, str))
+
+
+def _literal_comparisons(source: str, where: str, words: frozenset[str]) -> Iterator[str]:
+    """The places ``source`` compares an attribute named in ``COMPARED_ATTRIBUTES`` with a string
+    literal that is one of ``words``: ``x.outcome == "accepted"``, ``"done" != x.status``,
+    ``x.kind in ("proposal", ...)``."""
+    for node in ast.walk(ast.parse(source, where)):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands[:-1], operands[1:], strict=True):
+            if not isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                continue
+            for attr, other in ((left, right), (right, left)):
+                if not (isinstance(attr, ast.Attribute) and attr.attr in COMPARED_ATTRIBUTES):
+                    continue
+                items = other.elts if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else [other]
+                for item in items:
+                    if isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value in words:
+                        yield f"{where}:{node.lineno} compares .{attr.attr} with the literal {item.value!r}"
+
+
 def test_vocabulary_words_are_passed_by_constant() -> None:
     # A literal kind or status is a word mypy may check but a reader cannot find: name the
     # constant of slateboard.vocabulary instead (grep finds every emitter of an event by it).
     bad: list[str] = []
+    words = _vocabulary_words()
     for module, (path, _) in MODULES.items():
-        bad.extend(_literal_vocabulary(path.read_text(encoding="utf-8"), module))
+        source = path.read_text(encoding="utf-8")
+        bad.extend(_literal_vocabulary(source, module))
+        bad.extend(_literal_comparisons(source, module, words))
     assert bad == []
 
 
@@ -419,3 +456,22 @@ def test_the_vocabulary_check_sees_literal_kinds_and_statuses() -> None:
     )
     found = sorted(line.split(" ", 1)[0] for line in _literal_vocabulary(sample, "sample"))
     assert found == ["sample:2", "sample:3", "sample:4", "sample:5", "sample:6", "sample:7"]
+
+
+def test_the_vocabulary_check_sees_literal_comparisons() -> None:
+    # The comparison check must be able to fail, and let through a word outside the vocabulary
+    # (a stage, a circuit action) and a literal compared with anything but those attributes.
+    sample = (
+        "def f(rec, inv, board, event, row):\n"
+        "    if rec.outcome == 'accepted': pass\n"
+        "    if 'done' != inv.status: pass\n"
+        "    if rec.kind in ('proposal', 'parse'): pass\n"
+        "    if event.kind not in ['run.ended']: pass\n"
+        "    if 0 < rec.version and board.status == 'paused': pass\n"
+        "    if rec.outcome == OUTCOME_ACCEPTED: pass\n"
+        "    if rec.stage == 'stale' or rec.kind == 'not-a-word': pass\n"
+        "    if row['status'] == 'done' or outcome == 'held': pass\n"
+        "    if rec.outcome is not None and rec.reason == 'accepted': pass\n"
+    )
+    found = sorted(line.split(" ", 1)[0] for line in _literal_comparisons(sample, "sample", _vocabulary_words()))
+    assert found == ["sample:2", "sample:3", "sample:4", "sample:5", "sample:6"]

@@ -40,7 +40,7 @@ import orjson
 
 from .errors import InvalidInput
 from .kernel.canonical import JSON
-from .vocabulary import CUSTOM_EVENT, TOKENS_EVENT, UPDATE_EVENT, VALUES_EVENT, EventKind
+from .vocabulary import CUSTOM_EVENT, OUTCOME_ACCEPTED, TOKENS_EVENT, UPDATE_EVENT, VALUES_EVENT, EventKind
 
 if TYPE_CHECKING:
     from .kernel.record import Record
@@ -269,7 +269,7 @@ def committed(board_id: str, record: Record, version: int, state: JSON) -> None:
     """Report an accepted proposal's ``record`` (reaching ``version`` with ``state``) to a tap that
     wants ``updates`` or ``values`` (the step engine calls this after each decision)."""
     tap = _TAP.get()
-    if tap is None or record.outcome != "accepted":
+    if tap is None or record.outcome != OUTCOME_ACCEPTED:
         return
     updates, values = tap.wants("updates"), tap.wants("values")
     if updates:

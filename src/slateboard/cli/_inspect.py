@@ -18,7 +18,17 @@ from rich.text import Text
 
 from ..errors import StoreError
 from ..status import end_status
-from ..vocabulary import END_EXHAUSTED, END_FAILED, END_RUNNING, END_SOLVED, EndStatus
+from ..vocabulary import (
+    END_EXHAUSTED,
+    END_FAILED,
+    END_RUNNING,
+    END_SOLVED,
+    OUTCOME_ACCEPTED,
+    OUTCOME_ACTION,
+    OUTCOME_NOOP,
+    OUTCOME_REJECTED,
+    EndStatus,
+)
 from ._anchor import AnchorOption, KeyFileOption
 from ._common import (
     JsonOption,
@@ -46,7 +56,7 @@ if TYPE_CHECKING:
 BoardArg = Annotated[
     str, typer.Argument(metavar="BOARD", help="A board id (or a unique prefix of one).", show_default=False)
 ]
-OUTCOMES = ("accepted", "rejected", "noop", "action")
+OUTCOMES = (OUTCOME_ACCEPTED, OUTCOME_REJECTED, OUTCOME_NOOP, OUTCOME_ACTION)
 
 
 _STYLES: dict[EndStatus, str] = {END_FAILED: "red", END_RUNNING: "yellow", END_EXHAUSTED: "yellow", END_SOLVED: "green"}
@@ -230,7 +240,7 @@ def log_command(
     if patches:
         table.add_column("patch", overflow="fold")
     for r in chosen:
-        style = {"accepted": "green", "rejected": "red", "noop": "yellow"}.get(r.outcome, "dim")
+        style = {OUTCOME_ACCEPTED: "green", OUTCOME_REJECTED: "red", OUTCOME_NOOP: "yellow"}.get(r.outcome, "dim")
         row: list[str | Text] = [
             str(r.seq),
             r.kind,

@@ -28,6 +28,10 @@ from ..vocabulary import (
     END_FAILED,
     END_PAUSED,
     INVOCATION_STARTED,
+    OUTCOME_ACCEPTED,
+    OUTCOME_ACTION,
+    OUTCOME_NOOP,
+    OUTCOME_REJECTED,
     PROPOSAL_DECIDED,
     RUN_ENDED,
     RUN_STARTED,
@@ -41,6 +45,8 @@ if TYPE_CHECKING:
     from ..stores.base import BoardInfo
 
 _RECENT = 6
+# An event's outcome is any string (a listener reads it off the event's data), hence ``str`` keys.
+_STYLES: dict[str, str] = {OUTCOME_ACCEPTED: "green", OUTCOME_REJECTED: "red"}
 
 
 class RunDisplay:
@@ -80,11 +86,11 @@ class RunDisplay:
                 self.steps += 1
                 outcome = str(d.get("outcome"))
                 stage = str(d.get("stage") or "")
-                if outcome == "accepted":
+                if outcome == OUTCOME_ACCEPTED:
                     self.accepted += 1
-                elif outcome == "rejected":
+                elif outcome == OUTCOME_REJECTED:
                     self.rejected[stage or "-"] += 1
-                elif outcome == "noop":
+                elif outcome == OUTCOME_NOOP:
                     self.noops += 1
                 self.version = event_int(d.get("version"))
                 self.tokens = event_int(d.get("tokens"))
@@ -131,7 +137,7 @@ class RunDisplay:
             table.add_column("stage", no_wrap=True)
             table.add_column("reason")
             for seq, worker, outcome, stage, reason in self.recent:
-                style = {"accepted": "green", "rejected": "red"}.get(outcome, "yellow")
+                style = _STYLES.get(outcome, "yellow")
                 table.add_row(str(seq), worker, Text(outcome, style=style), stage or "-", cell(reason))
             parts.append(table)
         for line in self.circuit:
@@ -175,21 +181,23 @@ def print_summary(
         out.print("[bold]Answer:[/]")
         out.print(Pretty(result.answer))
     outcomes = Counter(r.outcome for r in records)
-    stages = Counter(r.stage or "-" for r in records if r.outcome == "rejected")
+    stages = Counter(r.stage or "-" for r in records if r.outcome == OUTCOME_REJECTED)
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
     grid.add_row("board", f"{info.board_id} ({info.name}), {result.end_status}: {result.end_reason}")
     grid.add_row("version", str(result.version))
-    counts = ", ".join(f"{outcomes[k]} {k}" for k in ("accepted", "rejected", "noop", "action") if outcomes[k])
+    counts = ", ".join(
+        f"{outcomes[k]} {k}" for k in (OUTCOME_ACCEPTED, OUTCOME_REJECTED, OUTCOME_NOOP, OUTCOME_ACTION) if outcomes[k]
+    )
     grid.add_row("records", f"{len(records)}" + (f": {counts}" if counts else ""))
-    accepted = Counter(r.worker for r in records if r.outcome == "accepted")
+    accepted = Counter(r.worker for r in records if r.outcome == OUTCOME_ACCEPTED)
     if accepted:
         grid.add_row("accepted", ", ".join(f"{w} {n}" for w, n in accepted.items()))
     if stages:
         grid.add_row("rejected by stage", ", ".join(f"{s} {n}" for s, n in sorted(stages.items())))
         # What the kernel refused and why: each distinct reason once, with how often.
-        reasons = Counter(f"[{r.worker}] {r.stage}: {r.reason}" for r in records if r.outcome == "rejected")
+        reasons = Counter(f"[{r.worker}] {r.stage}: {r.reason}" for r in records if r.outcome == OUTCOME_REJECTED)
         shown = [Text(f"{n}x {why}" if n > 1 else why) for why, n in reasons.most_common(5)]
         more = len(reasons) - len(shown)
         grid.add_row("rejections", Group(*shown, *([Text(f"... and {more} more reason(s)")] if more > 0 else [])))

@@ -46,7 +46,15 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from ..errors import InvalidInput
-from ..vocabulary import BUDGET_EXHAUSTED, MODEL_UNAVAILABLE
+from ..vocabulary import (
+    BUDGET_EXHAUSTED,
+    MODEL_UNAVAILABLE,
+    OUTCOME_ACCEPTED,
+    OUTCOME_ACTION,
+    OUTCOME_NOOP,
+    OUTCOME_REJECTED,
+    Outcome,
+)
 from .canonical import JSON
 from .protocol import CircuitTerms, KernelBlueprint, KernelLimits
 from .record import CIRCUIT_KIND, PROPOSAL_KIND, Record
@@ -105,7 +113,7 @@ class CircuitAction:
     @classmethod
     def from_record(cls, record: Record) -> CircuitAction | None:
         """The action a circuit record logged, or None for any other record."""
-        if record.outcome != "action" or record.kind != CIRCUIT_KIND:
+        if record.outcome != OUTCOME_ACTION or record.kind != CIRCUIT_KIND:
             return None
         meta = record.meta or {}
         kind = meta.get("action")
@@ -188,7 +196,7 @@ class CircuitPolicy:
         window = self.spec.cycle_window
         accepted: list[Record] = []
         for rec in reversed(tail):
-            if rec.outcome == "accepted":
+            if rec.outcome == OUTCOME_ACCEPTED:
                 accepted.append(rec)
                 if len(accepted) == window:
                     break
@@ -239,7 +247,7 @@ class CircuitPolicy:
         for rec in reversed(tail):
             if rec.kind != PROPOSAL_KIND:
                 continue
-            if rec.outcome == "accepted":
+            if rec.outcome == OUTCOME_ACCEPTED:
                 return None
             count += 1
             first_seq = rec.seq
@@ -265,7 +273,7 @@ class CircuitPolicy:
                 r = act.details.get("retry")
                 prior = r if isinstance(r, int) else self.spec.retries
                 break
-            if rec.kind == PROPOSAL_KIND and rec.outcome == "accepted" and len(recent) < n:
+            if rec.kind == PROPOSAL_KIND and rec.outcome == OUTCOME_ACCEPTED and len(recent) < n:
                 recent.append(rec)
         if len(recent) < n:
             return None  # not enough accepted proposals since the last alternation action
@@ -300,13 +308,13 @@ class CircuitPolicy:
             details | {"retry": k},
         )  # fmt: skip
 
-    def _streak(self, tail: list[Record], worker: str, outcome: str, trigger: str) -> tuple[list[Record], int]:
+    def _streak(self, tail: list[Record], worker: str, outcome: Outcome, trigger: str) -> tuple[list[Record], int]:
         """The worker's latest run of ``outcome`` proposals since the last action for this
         trigger (oldest first), and that action's ``retry`` count (0 when there was none)."""
         streak: list[Record] = []
         prior = 0
         for rec in reversed(tail):
-            if rec.outcome == "action":
+            if rec.outcome == OUTCOME_ACTION:
                 act = CircuitAction.from_record(rec)
                 if act is not None and act.worker == worker and act.trigger == trigger:
                     r = act.details.get("retry")
@@ -315,7 +323,7 @@ class CircuitPolicy:
                 continue
             if rec.kind != PROPOSAL_KIND or rec.worker != worker:
                 continue
-            if (rec.outcome == "rejected" and rec.stage == "stale") or rec.stage == "decline":
+            if (rec.outcome == OUTCOME_REJECTED and rec.stage == "stale") or rec.stage == "decline":
                 continue  # neither counts nor breaks a streak: a decline is an answer, not a failure
             if rec.outcome != outcome:
                 break
@@ -326,7 +334,7 @@ class CircuitPolicy:
     def _invalid(self, tail: list[Record], worker: str) -> CircuitAction | None:
         spec = self.spec
         threshold = spec.max_consecutive_invalid
-        streak, prior = self._streak(tail, worker, "rejected", "invalid")
+        streak, prior = self._streak(tail, worker, OUTCOME_REJECTED, "invalid")
         if len(streak) < threshold:
             return None
         recent = streak[-threshold:]
@@ -362,7 +370,7 @@ class CircuitPolicy:
 
     def _noop(self, tail: list[Record], worker: str) -> CircuitAction | None:
         spec = self.spec
-        streak, prior = self._streak(tail, worker, "noop", "noop")
+        streak, prior = self._streak(tail, worker, OUTCOME_NOOP, "noop")
         if len(streak) < spec.max_noops:
             return None
         head = f"{len(streak)} consecutive no-op proposals by {worker!r} (max_noops={spec.max_noops})"

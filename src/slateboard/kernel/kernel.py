@@ -27,7 +27,7 @@ import orjson
 from mypy_extensions import mypyc_attr
 
 from ..errors import InvalidInput, SlateboardError, detached
-from ..vocabulary import RecordKind
+from ..vocabulary import OUTCOME_ACCEPTED, OUTCOME_ACTION, OUTCOME_HELD, OUTCOME_NOOP, OUTCOME_REJECTED, RecordKind
 from ._busy import KernelBusy as KernelBusy
 from .canonical import JSON, CanonicalError, JSONValue, canonical_str
 from .cel import BUDGET_EXCEEDED
@@ -144,7 +144,7 @@ class Decision:
     @property
     def accepted(self) -> bool:
         """True when the proposal becomes a new state version."""
-        return self.record.outcome == "accepted"
+        return self.record.outcome == OUTCOME_ACCEPTED
 
     @property
     def stage(self) -> str | None:
@@ -233,7 +233,7 @@ class Kernel:
                 # The worker answered that it has nothing to add: logged, nothing changes, and it
                 # is neither a rejection to retry nor a no-op streak for the circuit.
                 why = f"declined: {declined}" if declined else "declined"
-                rec = self._record(proposal, "noop", patch_text, "decline", why, before, before)
+                rec = self._record(proposal, OUTCOME_NOOP, patch_text, "decline", why, before, before)
                 return self._hold(Decision(rec))
             ops = self._ops(value, proposal.worker)
             contract = self.blueprint.workers[proposal.worker]
@@ -252,7 +252,7 @@ class Kernel:
             if applied is not None:
                 applied.undo()
                 self.state = applied.root
-            rec = self._record(proposal, "rejected", patch_text, rej.stage, rej.reason, before, before)
+            rec = self._record(proposal, OUTCOME_REJECTED, patch_text, rej.stage, rej.reason, before, before)
             return self._hold(Decision(rec))
         except Exception as bug:  # a kernel bug must not corrupt state or escape as a crash
             # (not "exc": compiled, a name has one type, and "exc" is an ApplyError above)
@@ -264,7 +264,7 @@ class Kernel:
             if worker is None or not self.read_scope(worker).reads_everything:
                 # The message may quote any value; the worker may not read them all.
                 reason = f"internal error: {type(bug).__name__} (details withheld from {proposal.worker!r})"
-            rec = self._record(proposal, "rejected", patch_text, "internal", reason, before, before)
+            rec = self._record(proposal, OUTCOME_REJECTED, patch_text, "internal", reason, before, before)
             return self._hold(Decision(rec))
         after = self.hasher.hexdigest
         # A blind write (issue 29): a patch that writes a node its worker may not read is
@@ -281,16 +281,16 @@ class Kernel:
                 # Nothing changes and no one is asked: a no-op (not a rejection to retry), so a
                 # worker that has nothing but the refused patch ends its invocation here.
                 why = f"this exact patch was refused by a human (held record {refused}); nothing changed"
-                rec = self._record(proposal, "noop", patch_text, "approval", why, before, before)
+                rec = self._record(proposal, OUTCOME_NOOP, patch_text, "approval", why, before, before)
             else:
-                rec = self._record(proposal, "held", patch_text, "approval", held, before, before)
+                rec = self._record(proposal, OUTCOME_HELD, patch_text, "approval", held, before, before)
             return self._hold(Decision(rec))
         if not changes:
             applied.undo()
             self.state = applied.root
             rec = self._record(
                 proposal,
-                "noop",
+                OUTCOME_NOOP,
                 patch_text,
                 None,
                 "patch leaves the state unchanged",
@@ -298,7 +298,7 @@ class Kernel:
                 before,
             )
             return self._hold(Decision(rec))
-        rec = self._record(proposal, "accepted", patch_text, None, None, before, after, version=self.version + 1)
+        rec = self._record(proposal, OUTCOME_ACCEPTED, patch_text, None, None, before, after, version=self.version + 1)
         events = [self._event(e, self.version + 1) for e in effects]
         # An array insert or delete also moves every later item: keep where the shift starts.
         changed: list[tuple[Tokens, int | None]] = [(e.path, None) for e in effects]
@@ -316,7 +316,7 @@ class Kernel:
         self.seq = rec.seq
         self.last_hash = rec.hash
         self.note_approval(rec)
-        if rec.outcome == "accepted":
+        if rec.outcome == OUTCOME_ACCEPTED:
             self.version = rec.version
             self._changes.append((rec.version, decision._changed))
             decision._applied = None
@@ -355,7 +355,7 @@ class Kernel:
         rec = Record(
             seq=self.seq + 1,
             kind=kind,
-            outcome="action",
+            outcome=OUTCOME_ACTION,
             worker=worker,
             invocation=invocation,
             event=None,
@@ -385,7 +385,7 @@ class Kernel:
             if isinstance(worker, str) and isinstance(patch, str) and isinstance(held, int):
                 kept = self._approved if meta.get(APPROVAL_DECISION_META) == APPROVED else self._refused
                 kept[(worker, patch)] = held
-        elif record.outcome == "accepted" and record.worker is not None and record.patch is not None:
+        elif record.outcome == OUTCOME_ACCEPTED and record.worker is not None and record.patch is not None:
             self._approved.pop((record.worker, record.patch), None)
 
     def approvals(self) -> dict[tuple[str, str], int]:
@@ -428,7 +428,7 @@ class Kernel:
         if record.seq != self.seq + 1 or record.prev != self.last_hash:
             raise InvalidInput(f"record {record.seq} does not follow record {self.seq}")
         if (
-            record.outcome == "accepted"
+            record.outcome == OUTCOME_ACCEPTED
             or record.version != self.version
             or not record.state_before == record.state_after == h
         ):

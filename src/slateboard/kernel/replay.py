@@ -21,7 +21,7 @@ from typing import cast
 
 import orjson
 
-from ..vocabulary import RecordKind
+from ..vocabulary import OUTCOME_ACCEPTED, OUTCOME_REJECTED, RecordKind
 from .canonical import JSON
 from .kernel import Kernel, Proposal
 from .patch import ApplyError, OpError, apply_ops, check_ops
@@ -116,7 +116,7 @@ def replay(
                 rec,
                 f"state_before {rec.state_before[:12]} does not match replayed state {current[:12]}",
             )
-        if rec.outcome == "accepted":
+        if rec.outcome == OUTCOME_ACCEPTED:
             if rec.version != version + 1:
                 return fail(rec, f"accepted record has version {rec.version}, expected {version + 1}")
             try:
@@ -199,7 +199,7 @@ def redecide(kernel: Kernel, rec: Record) -> str | None:
     problem = _check_link(rec, kernel.seq, kernel.last_hash)
     if problem is not None:
         return problem
-    if rec.kind == PROPOSAL_KIND and rec.meta.get("patch_lossy") and rec.outcome == "rejected":
+    if rec.kind == PROPOSAL_KIND and rec.meta.get("patch_lossy") and rec.outcome == OUTCOME_REJECTED:
         # The log keeps only a lossy copy of what was proposed: adopt its verdict as logged.
         return _adopt(kernel, rec)
     if rec.kind == PROPOSAL_KIND:
@@ -228,7 +228,7 @@ def redecide(kernel: Kernel, rec: Record) -> str | None:
             kernel.commit(decision)
             return None
         kernel.abort(decision)
-        if mine.outcome != "accepted":
+        if mine.outcome != OUTCOME_ACCEPTED:
             # Same verdict at the same stage; the reason text may quote a Python object that
             # the log only keeps as its repr, so adopt the logged record as it is.
             return _adopt(kernel, rec)

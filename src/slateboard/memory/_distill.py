@@ -14,7 +14,7 @@ from ..kernel.canonical import JSON
 from ..kernel.pointer import MISSING, Pattern, parse_pointer, resolve
 from ..kernel.record import Record, Usage
 from ..stores.base import Store
-from ..vocabulary import BOARD_DONE, BOARD_FAILED
+from ..vocabulary import BOARD_DONE, BOARD_FAILED, OUTCOME_ACCEPTED, PROPOSAL_KIND
 from ..workers.base import Feedback, WorkerReply
 from ._model import NewFact
 from ._store import FactStore
@@ -86,7 +86,7 @@ def facts_from_records(
     patterns = [Pattern.parse(p) for p in paths]
     out: list[NewFact] = []
     for rec in records:
-        if rec.kind != "proposal" or rec.outcome != "accepted" or not rec.patch:
+        if rec.kind != PROPOSAL_KIND or rec.outcome != OUTCOME_ACCEPTED or not rec.patch:
             continue
         ops = orjson.loads(rec.patch)
         for op in ops if isinstance(ops, list) else []:

@@ -20,6 +20,7 @@ from ..kernel.circuit import HALT, TIGHTEN_BUDGET
 from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, CIRCUIT_KIND, EVENT_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
 from ..status import CIRCUIT_PREFIX, PAUSED_PREFIX
+from ..vocabulary import OUTCOME_HELD, OUTCOME_REJECTED
 from .boards import Held, ends_run, held_of
 from .events import INVOCATION_FAILED
 from .result import record_cost
@@ -109,14 +110,14 @@ class Accounts:
                 self.unpriced = True
             else:
                 self.cost += cost
-        if rec.outcome == "rejected" and rec.worker:
+        if rec.outcome == OUTCOME_REJECTED and rec.worker:
             self.rejections[rec.worker].append(rec)
         elif rec.accepted and rec.worker and rec.kind == PROPOSAL_KIND:
             # an accepted proposal answers the worker's earlier rejections: re-sending them on
             # every later call would cost their tokens for the rest of the episode and tell the
             # worker its last proposal failed when it did not
             self.rejections.pop(rec.worker, None)
-        elif rec.outcome == "held" and rec.seq not in self.decided:
+        elif rec.outcome == OUTCOME_HELD and rec.seq not in self.decided:
             self.held[rec.seq] = rec
         if rec.kind == APPROVAL_KIND:
             decided = rec.meta.get(APPROVAL_RECORD_META)
@@ -131,7 +132,7 @@ class Accounts:
             self.lost.append(rec.invocation)
         elif rec.kind == CIRCUIT_KIND and rec.meta.get("action") == HALT:
             self.halted = f"{CIRCUIT_PREFIX}: {rec.reason}"
-        elif rec.outcome == "held":
+        elif rec.outcome == OUTCOME_HELD:
             self.halted = f"{PAUSED_PREFIX}: awaiting approval of record {rec.seq}"
         elif rec.kind == APPROVAL_KIND and (self.halted or "").startswith(PAUSED_PREFIX):
             self.halted = None

@@ -37,7 +37,7 @@ from ..kernel.record import (
 )
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..stores.base import AgendaChanges, LoadedBoard, Store
-from ..vocabulary import BOARD_RUNNING
+from ..vocabulary import BOARD_RUNNING, OUTCOME_HELD, OUTCOME_REJECTED
 from .boards import Held, RunnerError, kernel_from, waiting_approvals
 from .events import INVOCATION_FAILED
 from .step import append_decision, cas_retry
@@ -200,11 +200,11 @@ async def approve_edited(
     trial = kernel.prepare(Proposal(held.worker, value, meta={"edited_by": by}))
     kernel.abort(trial)  # a dry run: the patch is committed by the board's next run
     outcome = trial.record
-    if outcome.outcome == "rejected":
+    if outcome.outcome == OUTCOME_REJECTED:
         raise ApprovalError(
             f"board {board_id}: the edited patch for record {seq} fails stage {outcome.stage}: {outcome.reason}"
         )
-    if outcome.outcome != "held" or outcome.patch is None:
+    if outcome.outcome != OUTCOME_HELD or outcome.patch is None:
         raise ApprovalError(
             f"board {board_id}: the edited patch for record {seq} needs no approval ({outcome.outcome}: {outcome.reason})"
         )

@@ -21,7 +21,16 @@ from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, EVENT_META, PRO
 from ..kernel.replay import replay
 from ..status import CIRCUIT_PREFIX, FAIL_PREFIX, PAUSED_PREFIX
 from ..stores.base import LoadedBoard, Store
-from ..vocabulary import BOARD_DONE, BOARD_FAILED, BOARD_PAUSED, RUN_ENDED, BoardStatus
+from ..vocabulary import (
+    BOARD_DONE,
+    BOARD_FAILED,
+    BOARD_PAUSED,
+    OUTCOME_ACCEPTED,
+    OUTCOME_HELD,
+    OUTCOME_REJECTED,
+    RUN_ENDED,
+    BoardStatus,
+)
 from .result import RunResult, cost_by, cost_of, price_table, usage_by
 
 
@@ -53,7 +62,7 @@ def waiting_approvals(records: Sequence[Record]) -> list[Held]:
         for r in records
         if r.kind == APPROVAL_KIND and not isinstance(d := r.meta.get(APPROVAL_RECORD_META), (list, dict))
     }
-    return [held_of(r) for r in records if r.outcome == "held" and r.seq not in decided]
+    return [held_of(r) for r in records if r.outcome == OUTCOME_HELD and r.seq not in decided]
 
 
 def held_of(record: Record) -> Held:
@@ -123,8 +132,8 @@ def make_result(
         end_reason=reason,
         version=version,
         records=len(records),
-        accepted=sum(r.outcome == "accepted" for r in records),
-        rejected=sum(r.outcome == "rejected" for r in records),
+        accepted=sum(r.outcome == OUTCOME_ACCEPTED for r in records),
+        rejected=sum(r.outcome == OUTCOME_REJECTED for r in records),
         steps=sum(r.kind == PROPOSAL_KIND for r in records),
         usage=usage_by(records, "component"),
         usage_by_worker=usage_by(proposals, "worker"),

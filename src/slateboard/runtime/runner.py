@@ -47,7 +47,7 @@ from ..scheduling.units import CONTROL_UNITS, make_control
 from ..status import AGENDA_EMPTY
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
 from ..streaming import StreamTap, streaming_to
-from ..vocabulary import BOARD_RUNNING
+from ..vocabulary import BOARD_RUNNING, OUTCOME_ACCEPTED
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
 from .events import (
@@ -256,7 +256,7 @@ class Runner:
                     continue
                 if "events" in modes:
                     yield event
-                if event.kind != PROPOSAL_DECIDED or event.data.get("outcome") != "accepted":
+                if event.kind != PROPOSAL_DECIDED or event.data.get("outcome") != OUTCOME_ACCEPTED:
                     continue
                 seq = event.data.get("seq")
                 if not isinstance(seq, int):
@@ -310,7 +310,7 @@ class Runner:
         if (
             self._values_wanted
             and kind == PROPOSAL_DECIDED
-            and data.get("outcome") == "accepted"
+            and data.get("outcome") == OUTCOME_ACCEPTED
             and isinstance(seq, int)
         ):
             # Copied now: by the time a listener reads the event the kernel may have moved on.

@@ -68,7 +68,7 @@ from ..stores.base import (
 )
 from ..streaming import committed, invocation_scope
 from ..views import View, ViewCache, build_view, readable_state
-from ..vocabulary import CONTROL_META, ONCE_KEY, STALE_KEY, EventKind
+from ..vocabulary import CONTROL_META, ONCE_KEY, OUTCOME_REJECTED, STALE_KEY, EventKind
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
 from .events import CIRCUIT_ACTION, INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
@@ -662,7 +662,10 @@ class StepEngine:
             rec = decision.record
             stale = rec.stage == "stale"
             requeued = (stale and stale_count < stale_limit) or (
-                rec.outcome == "rejected" and not stale and not inv.meta.get(ONCE_KEY) and inv.attempts + 1 < retries
+                rec.outcome == OUTCOME_REJECTED
+                and not stale
+                and not inv.meta.get(ONCE_KEY)
+                and inv.attempts + 1 < retries
             )
             if not requeued:
                 return AgendaChanges(push=pushed, complete=(inv.id,))

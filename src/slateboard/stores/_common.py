@@ -16,6 +16,7 @@ from ..kernel.patch import ApplyError, OpError, apply_ops, check_ops
 from ..kernel.record import Record
 from ..kernel.statehash import state_hash
 from ..scheduling.invocation import Invocation
+from ..vocabulary import OUTCOME_ACCEPTED
 from .base import (
     AgendaChanges,
     Conflict,
@@ -174,7 +175,7 @@ def decode_invocation(data: bytes | memoryview | None, status: str, attempts: in
 
 def expected_version_after(record: Record, version: int) -> int:
     """The version a record must carry when appended at ``version``."""
-    return version + 1 if record.outcome == "accepted" else version
+    return version + 1 if record.outcome == OUTCOME_ACCEPTED else version
 
 
 def check_position(
@@ -244,7 +245,7 @@ def build_snapshot(
     version = start.version if start is not None else 0
     last: Record | None = None
     for rec in records:
-        if rec.outcome == "accepted":
+        if rec.outcome == OUTCOME_ACCEPTED:
             try:
                 applied = apply_ops(state, check_ops(orjson.loads(rec.patch or "null")))
             except (orjson.JSONDecodeError, OpError, ApplyError) as exc:

@@ -34,8 +34,8 @@ from typing import Any
 
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS_META, Record, board_genesis
-from ..scheduling.invocation import CLAIMED, PENDING, Invocation
-from ..vocabulary import BOARD_RUNNING, BoardStatus
+from ..scheduling.invocation import CLAIMED, PENDING, Invocation, InvocationStatus
+from ..vocabulary import BOARD_RUNNING, OUTCOME_ACCEPTED, BoardStatus
 from . import _common as c
 from . import _tx as shared
 from ._snapshots import SnapshotKeeper
@@ -87,7 +87,7 @@ class NewRecord:
     @property
     def prev_version(self) -> int:
         """The board version this record was prepared at."""
-        return self.record.version - 1 if self.record.outcome == "accepted" else self.record.version
+        return self.record.version - 1 if self.record.outcome == OUTCOME_ACCEPTED else self.record.version
 
     def cas_args(self, now: float) -> tuple[Any, ...]:
         """The parameters of the SQL compare-and-set, in statement order: the board's new
@@ -266,7 +266,9 @@ class StoreBackend(
         """See Store.push_invocations."""
         return await self._push_invocations(board_id, self.encode_invocations(invocations))
 
-    async def agenda(self, board_id: str, statuses: Sequence[str] = (PENDING, CLAIMED)) -> list[Invocation]:
+    async def agenda(
+        self, board_id: str, statuses: Sequence[InvocationStatus] = (PENDING, CLAIMED)
+    ) -> list[Invocation]:
         """See Store.agenda."""
         return await self._read_agenda(board_id, tuple(statuses))
 

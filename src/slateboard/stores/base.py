@@ -62,6 +62,7 @@ from ..scheduling.invocation import Invocation
 
 # A board's lifecycle (claims are only handed out for running boards): re-exported, its first home.
 from ..vocabulary import BOARD_STATUSES as BOARD_STATUSES
+from ..vocabulary import INVOCATION_CLAIMED, INVOCATION_PENDING, InvocationStatus
 from ..vocabulary import BoardStatus as BoardStatus
 
 DEFAULT_SNAPSHOT_EVERY = 100
@@ -395,7 +396,9 @@ class AgendaStore(Protocol):
         (ids already present, or keys already pending, are skipped)."""
         ...
 
-    async def agenda(self, board_id: str, statuses: Sequence[str] = ("pending", "claimed")) -> list[Invocation]:
+    async def agenda(
+        self, board_id: str, statuses: Sequence[InvocationStatus] = (INVOCATION_PENDING, INVOCATION_CLAIMED)
+    ) -> list[Invocation]:
         """The board's invocations in these statuses, in agenda order."""
         ...
 

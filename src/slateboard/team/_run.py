@@ -21,7 +21,7 @@ from ..runtime.session import BoardSession
 from ..scheduling.invocation import Invocation
 from ..status import BUDGET_PREFIX, MAX_ROUNDS, TERMINATED
 from ..stores.base import AgendaChanges
-from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, ONCE_KEY, RAISED_PREFIX, RESUMED
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, INVOCATION_CLAIMED, ONCE_KEY, RAISED_PREFIX, RESUMED
 from ..workers.base import Worker
 from ._agent import AgentWorker, DeciderWorker
 from ._board import compile_blackboard
@@ -140,7 +140,7 @@ class _BlackboardRun(_RunParallel, _RunEnd):
                 answer if isinstance(answer, str) else (final if isinstance(final, str) else ""),
                 interrupted=run_meta.get("interrupted") is True,
             )
-        claimed = await self.store.agenda(board_id, ("claimed",))
+        claimed = await self.store.agenda(board_id, (INVOCATION_CLAIMED,))
         self.takeover = {i.id for i in claimed}
         if info.status != BOARD_RUNNING:
             await self.store.set_status(board_id, BOARD_RUNNING, RESUMED)

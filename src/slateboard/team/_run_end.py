@@ -12,7 +12,7 @@ from ..runtime.events import RUN_ENDED
 from ..runtime.result import cost_by, cost_of, price_table, usage_by
 from ..scheduling.invocation import Invocation
 from ..status import BUDGET_PREFIX
-from ..vocabulary import ONCE_KEY, PROPOSAL_KIND
+from ..vocabulary import ONCE_KEY, OUTCOME_REJECTED, PROPOSAL_KIND
 from ._control import DECIDE_INVOCATION, Tally, decide_invocation
 from ._events import BUDGET_EXCEEDED, DECIDER_FAILED, HALTED, PREVIEW, REJECTED
 from ._result import BudgetStatus, TeamResult, typed_text
@@ -47,7 +47,7 @@ class _RunEnd(_RunBase):
         ops = reply.patch if isinstance(reply.patch, list) else []
         value = ops[0].get("value") if ops and isinstance(ops[0], dict) else None
         final = value if isinstance(value, str) else ""
-        if rec.outcome == "rejected":
+        if rec.outcome == OUTCOME_REJECTED:
             await self.emit(REJECTED, round=None, agent=self.decider.name, stage=rec.stage, reason=rec.reason)
         return final
 
@@ -57,9 +57,9 @@ class _RunEnd(_RunBase):
         the committed answer's JSON text, or ""."""
         while True:
             rec, reply = await self._step(inv)
-            if rec.outcome == "rejected":
+            if rec.outcome == OUTCOME_REJECTED:
                 await self.emit(REJECTED, round=None, agent=self.decider.name, stage=rec.stage, reason=rec.reason)
-            again = self._requeued(inv.id) if rec.outcome == "rejected" else None
+            again = self._requeued(inv.id) if rec.outcome == OUTCOME_REJECTED else None
             if again is None:
                 break
             inv = again

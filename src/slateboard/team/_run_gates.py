@@ -15,7 +15,16 @@ from ..kernel.record import QUARANTINE_KIND, Record
 from ..redaction import redact
 from ..runtime.approval import Held, approve, refuse
 from ..runtime.boards import waiting_approvals
-from ..vocabulary import APPROVAL_DECISION_META, APPROVAL_KIND, APPROVAL_RECORD_META, APPROVED, EVENT_META, ROUND_META
+from ..vocabulary import (
+    APPROVAL_DECISION_META,
+    APPROVAL_KIND,
+    APPROVAL_RECORD_META,
+    APPROVED,
+    EVENT_META,
+    OUTCOME_ACCEPTED,
+    OUTCOME_HELD,
+    ROUND_META,
+)
 from ..workers.base import WorkerReply
 from ._board import SYSTEM_WORKER
 from ._control import round_id
@@ -32,13 +41,13 @@ class _RunGates(_RunBase):
 
     async def _taken(self, agent: str, round_num: int, rec: Record, reply: WorkerReply) -> None:
         """What follows a decided turn: its events, the stuck detector, the approval when held."""
-        if rec.outcome == "accepted" and agent in self.team.untrusted:
+        if rec.outcome == OUTCOME_ACCEPTED and agent in self.team.untrusted:
             await self._quarantined(agent, round_num)
-        elif rec.outcome == "accepted":
+        elif rec.outcome == OUTCOME_ACCEPTED:
             entry = self.public()[-1]
             await self.emit(CONTRIBUTION, round=round_num, agent=agent, content=str(entry["content"])[:PREVIEW])
             await self._echo()
-        elif rec.outcome == "held":
+        elif rec.outcome == OUTCOME_HELD:
             await self._settle_approvals()
         else:
             await self.emit(
@@ -115,13 +124,13 @@ class _RunGates(_RunBase):
             event={"kind": "quarantine", "round": round_num, "path": where},
             meta={**meta, "event": RELEASED},
         )
-        if rec.outcome == "held":
+        if rec.outcome == OUTCOME_HELD:
             # The release changes the public board, which ``approval=`` guards: the approval
             # callback decides it now, as every held entry (issue 29, R10: never a silent pause).
             await self._settle_approvals()
             if self._approved(rec.seq):
                 await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:PREVIEW])
-        elif rec.outcome == "accepted":
+        elif rec.outcome == OUTCOME_ACCEPTED:
             await self.emit(RELEASED, round=round_num, agent=agent, path=where, content=released[:PREVIEW])
         else:
             await self.emit(REJECTED, round=round_num, agent=SYSTEM_WORKER, stage=rec.stage, reason=rec.reason)

@@ -13,6 +13,7 @@ from ..kernel.canonical import JSON, canonical_bytes, canonical_str, sha256_hex
 from ..kernel.pointer import PointerError, escape_token, is_array_index, parse_pointer
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
+from ..vocabulary import OUTCOME_REJECTED
 from ._cache import ViewCache, _Scope
 from ._costs import FillMemo
 from ._errors import UnknownWorker as UnknownWorker
@@ -291,7 +292,7 @@ def build_view(
     targets = _targets(root, expand, event, recent)
     writable = _writable_of(blueprint, contract)
     recs = sorted(
-        (r for r in rejections if r.worker == worker_name and r.outcome == "rejected"),
+        (r for r in rejections if r.worker == worker_name and r.outcome == OUTCOME_REJECTED),
         key=lambda r: r.seq,
         reverse=True,
     )[:MAX_REJECTIONS]

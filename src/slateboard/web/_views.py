@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..stores.base import BoardInfo
-from ..vocabulary import CIRCUIT_KIND, PROPOSAL_KIND, RUN_KIND
+from ..vocabulary import CIRCUIT_KIND, OUTCOME_REJECTED, PROPOSAL_KIND, RUN_KIND
 from ._replay import BoardLog, State, StateCache
 from ._shapes import ApiError
 
@@ -135,7 +135,7 @@ def view_inputs(records: Sequence[Record], rec: Record, viewed: int, viewed_end:
         elif r.kind == PROPOSAL_KIND and r.worker == worker:
             raw = r.meta.get("expand")
             expand = tuple(h for h in raw if isinstance(h, str)) if isinstance(raw, list) else ()
-        if r.outcome == "rejected" and r.worker == worker:
+        if r.outcome == OUTCOME_REJECTED and r.worker == worker:
             rejections.append(r)
         elif r.accepted and r.worker == worker and r.kind == PROPOSAL_KIND:
             rejections = []  # as runtime.accounting: an accepted proposal clears them

@@ -17,7 +17,14 @@ from ...stores import (
     Store,
     StoreError,
 )
-from ...vocabulary import BOARD_PAUSED, BOARD_RUNNING
+from ...vocabulary import (
+    BOARD_PAUSED,
+    BOARD_RUNNING,
+    INVOCATION_CANCELLED,
+    INVOCATION_CLAIMED,
+    INVOCATION_DONE,
+    INVOCATION_PENDING,
+)
 from ..kit import WORKERS, Board, OpenStore, entry, inv
 
 
@@ -53,7 +60,7 @@ class AgendaTests:
         pending = await store.agenda(board.board_id)
         assert [i.id for i in pending] == ["high-old", "high-new", "low-old", "low-new"]
         c1 = await store.claim(board.board_id, owner="a", worker_names=["w1", "w0"])
-        assert c1 is not None and c1.invocation.id == "high-new" and c1.invocation.status == "claimed"
+        assert c1 is not None and c1.invocation.id == "high-new" and c1.invocation.status == INVOCATION_CLAIMED
         assert c1.board_id == board.board_id and c1.claims == 1
         assert await store.claim(board.board_id, owner="a", worker_names=[]) is None
         await store.set_status(board.board_id, BOARD_PAUSED)
@@ -91,7 +98,7 @@ class AgendaTests:
         # release_expired puts it back to pending for everyone.
         assert await store.release_expired(now=t + 20) == 0
         assert await store.release_expired(now=t + 25) == 1
-        assert [(i.id, i.status) for i in await store.agenda(board.board_id)] == [("job", "pending")]
+        assert [(i.id, i.status) for i in await store.agenda(board.board_id)] == [("job", INVOCATION_PENDING)]
         with pytest.raises(LeaseLost):
             await store.heartbeat(board.board_id, "job", owner="live", lease_s=10, now=t + 26)
 
@@ -101,8 +108,8 @@ class AgendaTests:
         assert await store.claim(board.board_id, owner="o", lease_s=1, now=t) is not None
         assert await store.push_invocations(board.board_id, [inv("x2", binding=("k",))]) == ["x2"]
         assert await store.release_expired(now=t + 5) == 1
-        everything = await store.agenda(board.board_id, ("pending", "claimed", "cancelled"))
-        assert [(i.id, i.status) for i in everything] == [("x1", "cancelled"), ("x2", "pending")]
+        everything = await store.agenda(board.board_id, (INVOCATION_PENDING, INVOCATION_CLAIMED, INVOCATION_CANCELLED))
+        assert [(i.id, i.status) for i in everything] == [("x1", INVOCATION_CANCELLED), ("x2", INVOCATION_PENDING)]
 
     async def test_agenda_changes_in_append(self, store: Store) -> None:
         board = await Board.create(store, agenda=[inv("a", "w0"), inv("b", "w1"), inv("c", "w2")])
@@ -116,8 +123,18 @@ class AgendaTests:
             invocation="a",
             agenda=AgendaChanges(push=[inv("d", "w1", order=4)], complete=["a"], requeue=[requeued], cancel=["c"]),
         )
-        rows = {i.id: i for i in await store.agenda(board.board_id, ("pending", "claimed", "done", "cancelled"))}
-        assert {k: v.status for k, v in rows.items()} == {"a": "done", "b": "pending", "c": "cancelled", "d": "pending"}
+        rows = {
+            i.id: i
+            for i in await store.agenda(
+                board.board_id, (INVOCATION_PENDING, INVOCATION_CLAIMED, INVOCATION_DONE, INVOCATION_CANCELLED)
+            )
+        }
+        assert {k: v.status for k, v in rows.items()} == {
+            "a": INVOCATION_DONE,
+            "b": INVOCATION_PENDING,
+            "c": INVOCATION_CANCELLED,
+            "d": INVOCATION_PENDING,
+        }
         assert rows["b"].attempts == 1 and rows["b"].feedback == "stale: /entries changed"
         with pytest.raises(AgendaError, match="re-queue done"):
             await board.step("w0", entry("w0", "y"), agenda=AgendaChanges(requeue=[rows["a"]]))
@@ -174,7 +191,7 @@ class AgendaTests:
         [got] = await store.agenda(board.board_id)
         assert got == original
         claim = await store.claim(board.board_id, owner="o")
-        assert claim is not None and claim.invocation == original.with_status("claimed")
+        assert claim is not None and claim.invocation == original.with_status(INVOCATION_CLAIMED)
 
     async def test_closed_store_refuses_work(self, open_another: OpenStore) -> None:
         first = await open_another()

@@ -14,6 +14,7 @@ from ...stores import (
     Conflict,
     Store,
 )
+from ...vocabulary import INVOCATION_CLAIMED, INVOCATION_DONE, INVOCATION_PENDING
 from ..kit import WORKERS, Board, entry, inv, kernel_from
 
 
@@ -33,8 +34,11 @@ class AppendTests:
         )
         assert res.claim is not None and res.claim.invocation.id == "c" and res.claim.owner == "r"
         assert res.claim.board_id == board.board_id and res.claim.claims == 1
-        statuses = {i.id: i.status for i in await store.agenda(board.board_id, ("pending", "claimed", "done"))}
-        assert statuses == {"a": "done", "b": "pending", "c": "claimed"}
+        statuses = {
+            i.id: i.status
+            for i in await store.agenda(board.board_id, (INVOCATION_PENDING, INVOCATION_CLAIMED, INVOCATION_DONE))
+        }
+        assert statuses == {"a": INVOCATION_DONE, "b": INVOCATION_PENDING, "c": INVOCATION_CLAIMED}
         # Nothing eligible: the append commits, the claim is None.
         _, res = await board.step(
             "w2", entry("w2", "y"), invocation="c", agenda=AgendaChanges(complete=["c"]),
@@ -46,7 +50,7 @@ class AppendTests:
             await board.step(
                 "w1", entry("w1", "z"), agenda=AgendaChanges(complete=["ghost"]), claim=ClaimRequest(owner="r")
             )
-        assert [(i.id, i.status) for i in await store.agenda(board.board_id)] == [("b", "pending")]
+        assert [(i.id, i.status) for i in await store.agenda(board.board_id)] == [("b", INVOCATION_PENDING)]
 
     async def test_claim_a_named_invocation(self, store: Store) -> None:
         board = await Board.create(store, agenda=[inv("a", priority=5), inv("b", priority=1)])

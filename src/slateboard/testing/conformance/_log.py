@@ -16,6 +16,7 @@ from ...stores import (
     Store,
     StoreError,
 )
+from ...vocabulary import INVOCATION_CLAIMED, INVOCATION_DONE, INVOCATION_PENDING
 from ..kit import WORKERS, Board, OpenStore, compiled, entry, inv, kernel_from
 from ._support import UNICODE, user_meta
 
@@ -109,7 +110,7 @@ class LogTests:
             "w0", entry("w0", "a"), invocation="start", agenda=AgendaChanges(push=[inv("i1")], complete=["start"])
         )
         before_state = board.kernel.state_hash
-        before_agenda = await store.agenda(board.board_id, ("pending", "claimed", "done"))
+        before_agenda = await store.agenda(board.board_id, (INVOCATION_PENDING, INVOCATION_CLAIMED, INVOCATION_DONE))
         # The record would be fine; its agenda change names an unknown invocation: nothing may stick.
         with pytest.raises(AgendaError, match="unknown invocation 'ghost'"):
             await board.step(
@@ -121,7 +122,10 @@ class LogTests:
         info = await store.board_info(board.board_id)
         assert (info.seq, info.version, info.last_hash) == (1, 1, rec1.hash)
         assert await store.read_records(board.board_id) == [rec1]
-        assert await store.agenda(board.board_id, ("pending", "claimed", "done")) == before_agenda
+        assert (
+            await store.agenda(board.board_id, (INVOCATION_PENDING, INVOCATION_CLAIMED, INVOCATION_DONE))
+            == before_agenda
+        )
         # The same position is still free.
         rec2, _ = await board.step("w1", entry("w1", "b"), agenda=AgendaChanges(complete=["i1"]))
         assert rec2.seq == 2
