@@ -16,6 +16,7 @@ from slateboard.kernel import replay
 from slateboard.runtime import ApprovalError, BoardSession, Runner, approve, create_board, held_proposals, refuse
 from slateboard.runtime.accounting import Accounts
 from slateboard.stores import open_store
+from slateboard.vocabulary import OUTCOME_ACCEPTED, OUTCOME_HELD, Outcome
 
 BP = approved_answer("approved-answer")
 
@@ -130,7 +131,7 @@ async def test_an_approved_patch_counts_as_a_step_like_a_reload_counts_it(tmp_pa
 
 
 # -- the accounts' running index of held proposals (a Runner keeps no history) ---------------------
-def _rec(seq: int, kind: str, outcome: str, meta: dict[str, Any]) -> Any:
+def _rec(seq: int, kind: str, outcome: Outcome, meta: dict[str, Any]) -> Any:
     from slateboard.kernel.record import Record, Usage
 
     return Record(seq, kind, outcome, "writer", None, None, None, "[]", None, f"r{seq}", 0, "", "", Usage(), "", meta)
@@ -160,7 +161,7 @@ def test_accounts_waiting_equals_a_scan_of_the_whole_log(steps: list[tuple[str, 
         elif what == "circuit":
             rec = _rec(seq, "circuit", "accepted", {"action": "noop"})
         else:
-            rec = _rec(seq, "proposal", what.split("-")[1], {})
+            rec = _rec(seq, "proposal", OUTCOME_HELD if what == "proposal-held" else OUTCOME_ACCEPTED, {})
         records.append(rec)
         accounts.note(rec)
         assert accounts.waiting() == waiting_approvals(records)

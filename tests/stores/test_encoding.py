@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from slateboard.kernel.canonical import JSON, canonical_bytes
 from slateboard.kernel.record import GENESIS, Record, Usage
-from slateboard.scheduling.invocation import Invocation
+from slateboard.scheduling.invocation import INVOCATION_STATUSES, Invocation, InvocationStatus
 from slateboard.stores import _common as c
 
 _text = st.text(max_size=40)
@@ -31,14 +31,14 @@ _invocations = st.builds(
     event=_json,
     rule=st.none() | _text,
     binding=st.lists(_text, max_size=3).map(tuple),
-    status=st.sampled_from(["pending", "claimed", "done", "cancelled"]),
+    status=st.sampled_from(INVOCATION_STATUSES),
     attempts=st.integers(0, 9),
     feedback=st.none() | _text,
     meta=st.dictionaries(_text, _json, max_size=3),
 )
 
 
-def _old_decode_invocation(data: bytes, status: str, attempts: int) -> Invocation:
+def _old_decode_invocation(data: bytes, status: InvocationStatus, attempts: int) -> Invocation:
     """The computation decode_invocation replaced: decode, then ``replace`` the columns in."""
     inv = Invocation.from_json(c.decode_json(data, "test"))
     if inv.status != status or inv.attempts != attempts:
@@ -49,12 +49,12 @@ def _old_decode_invocation(data: bytes, status: str, attempts: int) -> Invocatio
 @settings(max_examples=300, deadline=None)
 @given(
     inv=_invocations,
-    status=st.sampled_from(["pending", "claimed", "done", "cancelled"]),
+    status=st.sampled_from(INVOCATION_STATUSES),
     attempts=st.integers(0, 9),
     compress=st.booleans(),
 )
 def test_decode_invocation_equals_decode_then_replace(
-    inv: Invocation, status: str, attempts: int, compress: bool
+    inv: Invocation, status: InvocationStatus, attempts: int, compress: bool
 ) -> None:
     blob = c.encode_invocation(inv, compress=compress)
     got = c.decode_invocation(blob, status, attempts, "test")

@@ -21,6 +21,7 @@ from slateboard.errors import UsageError
 from slateboard.kernel import GENESIS, Kernel, Proposal, Record, Usage
 from slateboard.kernel.canonical import canonical_str
 from slateboard.kernel.pointer import MISSING, Pattern, Tokens, escape_token, parse_pointer, region_contains, resolve
+from slateboard.kernel.record import Outcome
 from slateboard.views import Handle, View, ViewCache, build_view, kernel_view, parse_expand_request
 from slateboard.views._build import MAX_EXPAND, MAX_REJECTIONS, UnknownWorker, ViewBudgetError, visible_pointers
 
@@ -90,7 +91,7 @@ def board(n: int = 3, text_len: int = 0) -> dict[str, Any]:
     }
 
 
-def reject(seq: int, worker: str, reason: str = "bad", patch: str = "[]", outcome: str = "rejected") -> Record:
+def reject(seq: int, worker: str, reason: str = "bad", patch: str = "[]", outcome: Outcome = "rejected") -> Record:
     return Record(
         seq=seq,
         kind="proposal",
