@@ -16,7 +16,14 @@ from ...stores import (
     Store,
     StoreError,
 )
-from ...vocabulary import INVOCATION_CLAIMED, INVOCATION_DONE, INVOCATION_PENDING
+from ...vocabulary import (
+    INVOCATION_CLAIMED,
+    INVOCATION_DONE,
+    INVOCATION_PENDING,
+    OUTCOME_ACCEPTED,
+    OUTCOME_NOOP,
+    OUTCOME_REJECTED,
+)
 from ..kit import WORKERS, Board, OpenStore, compiled, entry, inv, kernel_from
 from ._support import UNICODE, user_meta
 
@@ -31,7 +38,7 @@ class LogTests:
         await board.step("w2", [{"op": "add", "path": "/notes/k", "value": "v"}])
         await board.step("w2", [{"op": "test", "path": "/notes/k", "value": "v"}])  # noop
         outcomes = [r.outcome for r in board.records]
-        assert outcomes == ["accepted", "rejected", "accepted", "noop"]
+        assert outcomes == [OUTCOME_ACCEPTED, OUTCOME_REJECTED, OUTCOME_ACCEPTED, OUTCOME_NOOP]
         info = await store.board_info(board.board_id)
         assert (info.seq, info.version, info.last_hash) == (4, 2, board.kernel.last_hash)
         loaded = await store.load_board(board.board_id)
