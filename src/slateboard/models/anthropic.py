@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
 from slateboard.models._http import JsonPoster, error_for_status, reply_json
+from slateboard.models._provider import HttpModel, Reply
 from slateboard.models.errors import ModelBadResponse, ModelConfigError, ModelServerError
 from slateboard.models.protocol import (
     DEFAULT_MAX_TOKENS,
@@ -20,9 +19,9 @@ from slateboard.models.protocol import (
     GenerationUsage,
     Message,
 )
-from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.models.retry import RetryPolicy
 from slateboard.redaction import register_secret
-from slateboard.streaming import TokenSink, token_sink
+from slateboard.streaming import TokenSink
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicModel"]
 
@@ -59,7 +58,7 @@ def _conversation(messages: Sequence[Message]) -> tuple[str | None, list[dict[st
     return system, turns
 
 
-class AnthropicModel:
+class AnthropicModel(HttpModel):
     """A `Model` over Anthropic's Messages API, via httpx.
 
     Guarantees: as `OpenAICompatModel` for errors, retries (429, 5xx including 529 overloaded,
@@ -99,11 +98,6 @@ class AnthropicModel:
         self._poster = JsonPoster(self._name, base_url, headers, client=client)
         self._path = _messages_path(base_url)
         self.retry = retry or RetryPolicy()
-
-    @property
-    def name(self) -> str:
-        """The model string this model was resolved from."""
-        return self._name
 
     def _payload(
         self,
@@ -148,39 +142,21 @@ class AnthropicModel:
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Generation:
         """Generate one reply; see `Model.generate` for the guarantees."""
-        started = time.perf_counter()
         payload = self._payload(messages, json_schema, max_tokens, temperature)
-        sink = token_sink() if self.streams else None
-        if sink is not None:
-            streamed = {**payload, "stream": True}
-            (text, finish_reason, usage), retries = await call_with_retries(
-                self._name,
-                lambda: self._attempt_stream(streamed, messages, json_schema is not None, sink),
-                policy=self.retry,
-                timeout=timeout,
-            )
-            return Generation(
-                text=text,
-                usage=usage,
-                finish_reason=finish_reason,
-                model=self._name,
-                latency_s=time.perf_counter() - started,
-                retries=retries,
-            )
-        response, retries = await call_with_retries(
-            self._name, lambda: self._attempt(payload), policy=self.retry, timeout=timeout
-        )
-        data = reply_json(self._name, response)
-        text = self._text(data, structured=json_schema is not None)
-        stop_reason = data.get("stop_reason")
-        finish_reason = _FINISH_REASONS.get(str(stop_reason), str(stop_reason or "unknown"))
-        return Generation(
-            text=text,
-            usage=_usage(data.get("usage"), messages, text),
-            finish_reason=finish_reason,
-            model=self._name,
-            latency_s=time.perf_counter() - started,
-            retries=retries,
+        structured = json_schema is not None
+
+        def parse(response: httpx.Response) -> Reply:
+            data = reply_json(self._name, response)
+            text = self._text(data, structured=structured)
+            stop_reason = data.get("stop_reason")
+            finish_reason = _FINISH_REASONS.get(str(stop_reason), str(stop_reason or "unknown"))
+            return text, finish_reason, _usage(data.get("usage"), messages, text)
+
+        return await self.generate_with(
+            timeout,
+            once=lambda: self._attempt(payload),
+            parse=parse,
+            streamed=lambda sink: self._attempt_stream({**payload, "stream": True}, messages, structured, sink),
         )
 
     async def _attempt_stream(
@@ -267,21 +243,6 @@ class AnthropicModel:
         if not texts:
             raise ModelBadResponse(self._name, "reply has no text block")
         return "".join(texts)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this model created."""
-        await self._poster.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _usage(raw: object, messages: Sequence[Message], text: str) -> GenerationUsage:

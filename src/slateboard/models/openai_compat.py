@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import httpx
 import orjson
 
 from slateboard.models._http import SCHEMA_ERROR_CODES, JsonPoster, error_fields, error_for_status, reply_json
+from slateboard.models._provider import HttpModel
 from slateboard.models.errors import ModelBadResponse, ModelConfigError, ModelServerError, one_line
 from slateboard.models.protocol import (
     DEFAULT_MAX_TOKENS,
@@ -23,9 +22,9 @@ from slateboard.models.protocol import (
     GenerationUsage,
     Message,
 )
-from slateboard.models.retry import RetryPolicy, call_with_retries
+from slateboard.models.retry import RetryPolicy
 from slateboard.redaction import register_secret
-from slateboard.streaming import TokenSink, token_sink
+from slateboard.streaming import TokenSink
 
 __all__ = [
     "OPENAI_BASE_URL",
@@ -161,7 +160,7 @@ def _rejects_response_format(response: httpx.Response) -> bool:
     return "response_format" in text and "json_object" in text
 
 
-class OpenAICompatModel:
+class OpenAICompatModel(HttpModel):
     """A `Model` over an OpenAI-compatible `/chat/completions` endpoint, via httpx.
 
     Guarantees: failures surface as typed `ModelError`s; 429 (honouring Retry-After), 5xx and
@@ -219,11 +218,6 @@ class OpenAICompatModel:
         self._poster = JsonPoster(self._name, base_url, headers, client=client)
         self.retry = retry or RetryPolicy()
         self.structured_output: StructuredOutput = structured_output
-
-    @property
-    def name(self) -> str:
-        """The model string this model was resolved from."""
-        return self._name
 
     @property
     def base_url(self) -> str:
@@ -320,37 +314,11 @@ class OpenAICompatModel:
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Generation:
         """Generate one reply; see `Model.generate` for the guarantees."""
-        started = time.perf_counter()
-        sink = token_sink() if self.streams else None
-        if sink is not None:
-            (text, finish_reason, usage), retries = await call_with_retries(
-                self._name,
-                lambda: self._attempt_stream(messages, json_schema, max_tokens, temperature, sink),
-                policy=self.retry,
-                timeout=timeout,
-            )
-            return Generation(
-                text=text,
-                usage=usage,
-                finish_reason=finish_reason,
-                model=self._name,
-                latency_s=time.perf_counter() - started,
-                retries=retries,
-            )
-        response, retries = await call_with_retries(
-            self._name,
-            lambda: self._attempt(messages, json_schema, max_tokens, temperature),
-            policy=self.retry,
-            timeout=timeout,
-        )
-        text, finish_reason, usage = self._parse(reply_json(self._name, response), messages)
-        return Generation(
-            text=text,
-            usage=usage,
-            finish_reason=finish_reason,
-            model=self._name,
-            latency_s=time.perf_counter() - started,
-            retries=retries,
+        return await self.generate_with(
+            timeout,
+            once=lambda: self._attempt(messages, json_schema, max_tokens, temperature),
+            parse=lambda response: self._parse(reply_json(self._name, response), messages),
+            streamed=lambda sink: self._attempt_stream(messages, json_schema, max_tokens, temperature, sink),
         )
 
     def _stream_payload(
@@ -462,21 +430,6 @@ class OpenAICompatModel:
             raise ModelBadResponse(self._name, "reply message has no text content")
         finish_reason = choice.get("finish_reason")
         return text, str(finish_reason or "unknown"), _usage(data.get("usage"), messages, text)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this model created."""
-        await self._poster.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _names_stream_options(response: httpx.Response) -> bool:
