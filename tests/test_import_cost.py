@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("cel", "prompt_toolkit", "numpy", "matplotlib", "textworld", "llama_cpp", "scienceworld")
+HEAVY = ("cel", "prompt_toolkit", "numpy", "matplotlib", "textworld", "llama_cpp", "scienceworld", "genai_prices")
 
 _PROBE = """
 import json, sys

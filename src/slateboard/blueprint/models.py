@@ -178,10 +178,11 @@ class CircuitSpec(_Strict):
 
 
 class Price(_Strict):
-    """What a model's tokens cost, in the user's currency per million tokens."""
+    """What a model's tokens cost, in the user's currency per million tokens (at most 10,000: a
+    larger figure is a typo, as in ``slateboard.models.pricing.MAX_PRICE``)."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float = Field(ge=0, le=10_000, allow_inf_nan=False)
+    output: float = Field(ge=0, le=10_000, allow_inf_nan=False)
 
 
 class Limits(_Strict):

@@ -2,15 +2,24 @@
 
 Order of lookup for a model string: the user's table (exact string, then ``*``), then local and
 scripted models (free: they run in process or replay text), then pydantic's ``genai-prices``
-when it is installed (an optional dependency: list prices of the known providers, cached-input
-tokens included). A model none of them knows costs ``None`` ("unknown"), not zero: a budget or a
-report must never mistake an unpriced call for a free one.
+(a dependency: list prices of the known providers from the data bundled in its wheel, never
+fetched at run time; cache reads and writes at their own rates). A model none of them knows
+costs ``None`` ("unknown"), not zero: a budget or a report must never mistake an unpriced call
+for a free one.
+
+Every model string form finds its provider's list: bare (``gpt-4o``), ``provider:model``
+(``groq:llama-3.3-70b-versatile``, pydantic-ai's ``google-gla:gemini-2.0-flash``), litellm's
+``provider/model`` (``openai/gpt-4o``, ``gemini/gemini-2.0-flash``) and ``provider:model@URL``
+(the URL's host picks the provider when the list knows it, else the named provider, else, for
+``openai:`` (any OpenAI-compatible endpoint), the provider whose models the id names).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,50 +28,67 @@ from typing import Any
 from ..errors import InvalidInput
 from .errors import ModelError
 
+logger = logging.getLogger(__name__)
+
 FREE_PROVIDERS = ("local", "scripted", "replay")
 """Model string prefixes that cost nothing (in-process or replayed models)."""
+
+MAX_PRICE = 10_000.0
+"""The highest price a table may give, in dollars per million tokens (the dearest list price is
+a few hundred): a larger figure is a typo (cents for dollars, a per-token price) and is refused."""
 
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """US dollars per million tokens: ``input``, ``output`` and ``cached_input`` (input tokens the
-    provider served from its prompt cache; ``None``: priced as plain input)."""
+    """US dollars per million tokens: ``input``, ``output``, ``cached_input`` (input tokens the
+    provider served from its prompt cache) and ``cache_write`` (input tokens it wrote to the
+    cache); ``None``: priced as plain input."""
 
     input: float
     output: float
     cached_input: float | None = None
+    cache_write: float | None = None
 
-    def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0) -> float:
-        """Dollars for these token counts; ``cached_in`` is part of ``tokens_in``."""
+    def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0) -> float:
+        """Dollars for these token counts; ``cached_in`` and ``cache_write`` are part of
+        ``tokens_in`` (callers refuse counts that do not fit: see ``PriceTable.cost``)."""
         cached = min(max(cached_in, 0), tokens_in)
+        written = min(max(cache_write, 0), tokens_in - cached)
         cached_rate = self.input if self.cached_input is None else self.cached_input
-        return ((tokens_in - cached) * self.input + cached * cached_rate + tokens_out * self.output) / 1e6
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        plain = tokens_in - cached - written
+        return (plain * self.input + cached * cached_rate + written * write_rate + tokens_out * self.output) / 1e6
 
 
 def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(f"price table: {where} must be a number of dollars per million tokens, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise InvalidInput(f"price table: {where} must be a finite number >= 0, got {value!r}")
+    if not math.isfinite(value) or value < 0 or value > MAX_PRICE:
+        raise InvalidInput(
+            f"price table: {where} must be a finite number from 0 to {MAX_PRICE:g} (dollars per million tokens),"
+            f" got {value!r}"
+        )
     return float(value)
 
 
 def _price(model: str, entry: object) -> Price:
     if isinstance(entry, Price):
-        return _price(model, {"input": entry.input, "output": entry.output, "cached_input": entry.cached_input})
+        fields = {"input": entry.input, "output": entry.output}
+        return _price(model, {**fields, "cached_input": entry.cached_input, "cache_write": entry.cache_write})
     if not isinstance(entry, Mapping):
         raise InvalidInput(f"price table: model {model!r} needs an object with input and output, got {entry!r}")
-    unknown = sorted(set(entry) - {"input", "output", "cached_input"})
+    unknown = sorted(set(entry) - {"input", "output", "cached_input", "cache_write"})
     if unknown:
         raise InvalidInput(f"price table: model {model!r} has unknown field(s) {', '.join(map(str, unknown))}")
     for name in ("input", "output"):
         if name not in entry:
             raise InvalidInput(f"price table: model {model!r} is missing field {name!r}")
-    cached = entry.get("cached_input")
+    cached, written = entry.get("cached_input"), entry.get("cache_write")
     return Price(
         _number(entry["input"], f"{model}.input"),
         _number(entry["output"], f"{model}.output"),
         None if cached is None else _number(cached, f"{model}.cached_input"),
+        None if written is None else _number(written, f"{model}.cache_write"),
     )
 
 
@@ -70,30 +96,79 @@ _GENAI: list[Any] = []
 """``[Usage, calc_price]`` of genai-prices, ``[None]`` once its import failed: a failed import is
 not cached by Python, and results price every record of a log."""
 
+_URL = re.compile(r"@(?=https?://)")
+# Providers slateboard serves without a list price of their own (a local server's models).
+_UNLISTED = frozenset({"ollama", "ollama_chat"})
+
 
 def _genai() -> Any:
     if not _GENAI:
-        try:  # optional: absent means "unknown"
+        try:  # a dependency, but a broken install must read "unknown", never fail a run
             from genai_prices import Usage, calc_price  # type: ignore[import-not-found,unused-ignore]
 
             _GENAI.extend((Usage, calc_price))
         except ImportError:
+            logger.warning("genai-prices is not importable: models without a user price cost 'unknown'")
             _GENAI.append(None)
     return None if _GENAI[0] is None else _GENAI
 
 
-def _genai_price(model: str, tokens_in: int, tokens_out: int, cached_in: int) -> float | None:
+def price_lookups(model: str) -> list[tuple[str, dict[str, str]]]:
+    """Where a model string's list price is looked up, in order: ``(model id, where)`` with
+    ``where`` one of ``{"provider_api_url": URL}``, ``{"provider_id": NAME}`` or ``{}`` (the
+    provider whose models the id names). See the module docstring for the forms."""
+    text = model.strip()
+    parts = _URL.split(text, maxsplit=1)
+    head, url = parts[0].strip(), (parts[1].strip() if len(parts) == 2 else None)
+    provider, sep, rest = head.partition(":")
+    if not sep or "/" in provider or not rest:
+        first, slash, tail = head.partition("/")
+        provider, rest = (first, tail) if slash and tail and ":" not in first else ("", head)
+    provider = provider.strip().lower()
+    rest = rest.strip()
+    if provider in _UNLISTED or not rest:
+        return []
+    if not provider and url is None:
+        # a bare name: the provider slateboard would call (chatgpt-*, gemini-* ...), then the
+        # provider whose models the list says it names
+        from .registry import normalise_model_string
+
+        try:
+            called = normalise_model_string(text)
+        except ModelError:
+            called = text
+        if called != text:
+            return [*price_lookups(called), (rest, {})]
+    out: list[tuple[str, dict[str, str]]] = []
+    if url is not None:
+        out.append((rest, {"provider_api_url": url}))
+    if provider:
+        out.append((rest, {"provider_id": provider}))
+    if not provider or (provider == "openai" and url is not None):
+        out.append((rest, {}))
+    return out
+
+
+def _genai_price(model: str, tokens_in: int, tokens_out: int, cached_in: int, cache_write: int) -> float | None:
     found = _genai()
     if found is None:
         return None
     Usage, calc_price = found
-    _, _, name = model.partition(":") if ":" in model.split("/")[0] else ("", "", model)
-    name = name.split("@", 1)[0]
-    try:
-        usage = Usage(input_tokens=tokens_in, output_tokens=tokens_out, cache_read_tokens=cached_in or None)
-        return float(calc_price(usage, name).total_price)
-    except Exception:  # any lookup failure of the optional table is "unknown"
-        return None
+    usage = Usage(
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cache_read_tokens=cached_in or None,
+        cache_write_tokens=cache_write or None,
+    )
+    for name, where in price_lookups(model):
+        try:
+            return float(calc_price(usage, name, **where).total_price)
+        except LookupError:  # not this provider's (or no provider's) model: try the next place
+            continue
+        except Exception as exc:  # bad counts or data: "unknown", never a wrong number
+            logger.warning("genai-prices could not price a call of %s: %s", name, type(exc).__name__)
+            return None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,15 +216,24 @@ class PriceTable:
             return Price(0.0, 0.0)
         return None
 
-    def cost(self, model: str | None, tokens_in: int, tokens_out: int, cached_in: int = 0) -> float | None:
-        """Dollars for one call of ``model``, or ``None`` when no table knows it ("unknown")."""
-        if model is None:
-            return None if not self.prices.get("*") else self.prices["*"].cost(tokens_in, tokens_out, cached_in)
-        price = self.price_of(model)
+    def cost(
+        self, model: str | None, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0
+    ) -> float | None:
+        """Dollars for one call of ``model``, or ``None`` ("unknown") when no table knows it or
+        the counts do not fit together (negative, or more cached tokens than prompt tokens: a
+        provider's report that no price can be trusted on; logged)."""
+        if min(tokens_in, tokens_out, cached_in, cache_write) < 0 or cached_in + cache_write > tokens_in:
+            logger.warning(
+                "usage of %d prompt tokens (%d cache reads, %d cache writes) and %d output tokens does not add up:"
+                " its cost is unknown",
+                tokens_in, cached_in, cache_write, tokens_out,
+            )  # fmt: skip
+            return None
+        price = self.prices.get("*") if model is None else self.price_of(model)
         if price is not None:
-            return price.cost(tokens_in, tokens_out, cached_in)
-        if self.use_genai_prices:
-            return _genai_price(model, tokens_in, tokens_out, cached_in)
+            return price.cost(tokens_in, tokens_out, cached_in, cache_write)
+        if model is not None and self.use_genai_prices:
+            return _genai_price(model, tokens_in, tokens_out, cached_in, cache_write)
         return None
 
 
