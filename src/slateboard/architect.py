@@ -197,13 +197,15 @@ class Design:
 
 
 def _sum(parts: Any) -> Usage:
-    tin = tout = 0
+    tin = tout = read = written = 0
     lat = 0.0
     for u in parts:
         tin += u.tokens_in
         tout += u.tokens_out
         lat += u.latency_ms
-    return Usage(tin, tout, round(lat, 3), COMPONENT)
+        read += u.cache_read
+        written += u.cache_write
+    return Usage(tin, tout, round(lat, 3), COMPONENT, read, written)
 
 
 class Architect:
@@ -330,6 +332,8 @@ class Architect:
                 gen.usage.completion_tokens,
                 round((time.perf_counter() - started) * 1000.0, 3),
                 COMPONENT,
+                gen.usage.cache_read,
+                gen.usage.cache_write,
             )
             self._count(usage)
             compiled, issues = self.check_outline(gen.text, request) if outline else self.check(gen.text)
@@ -355,6 +359,8 @@ class Architect:
             self.usage.tokens_out + usage.tokens_out,
             round(self.usage.latency_ms + usage.latency_ms, 3),
             COMPONENT,
+            self.usage.cache_read + usage.cache_read,
+            self.usage.cache_write + usage.cache_write,
         )
 
 

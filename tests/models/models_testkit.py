@@ -138,7 +138,7 @@ def free_port() -> int:
     return port
 
 
-def chat_completion(content: str | None = "hello", *, usage: dict[str, int] | None = None) -> dict[str, Any]:
+def chat_completion(content: str | None = "hello", *, usage: dict[str, Any] | None = None) -> dict[str, Any]:
     """A minimal OpenAI chat.completion body."""
     body: dict[str, Any] = {
         "id": "chatcmpl-1",

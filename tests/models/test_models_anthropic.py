@@ -83,6 +83,7 @@ async def test_plain_text_reply(
     assert generation.text == "Hello there"
     assert generation.finish_reason == "stop"
     assert (generation.usage.prompt_tokens, generation.usage.completion_tokens) == (25, 5)
+    assert (generation.usage.cache_read, generation.usage.cache_write) == (4, 0)
     assert not generation.usage.estimated
     request = server.requests[0]
     assert request.path == "/v1/messages"

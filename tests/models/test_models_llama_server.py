@@ -38,6 +38,9 @@ async def test_plain_generation(llama_server: LlamaServer) -> None:
     assert generation.usage.prompt_tokens > 0
     assert 0 < generation.usage.completion_tokens <= 24
     assert generation.model == f"openai:smollm2@{llama_server.base_url}"
+    # the same prompt again: whatever the server says it served from its cache fits in the prompt
+    again = await model.generate([Message.user("Say hello in one short sentence.")], max_tokens=24, timeout=120)
+    assert 0 <= again.usage.cache_read <= again.usage.prompt_tokens and again.usage.cache_write == 0
     await model.aclose()
 
 

@@ -115,7 +115,13 @@ def test_a_user_table_wins_and_unknown_stays_unknown() -> None:
     assert mine.cost("openai:gpt-4o-mini", 1_000_000, 0) == pytest.approx(100.0)
     assert mine.cost("openai/gpt-4o-mini", 1_000_000, 0) == pytest.approx(0.15)  # another string: the list
     table = PriceTable()
-    for unknown in ("openai:nobody-priced-this@http://127.0.0.1:9/v1", "ollama:llama3", "groq:no-such-model"):
+    unknown_models = (
+        "openai:nobody-priced-this@http://127.0.0.1:9/v1",
+        "ollama:llama3",
+        "groq:no-such-model",
+        "walkthrough",
+    )
+    for unknown in unknown_models:
         assert table.cost(unknown, 1000, 1000) is None
 
 

@@ -265,7 +265,8 @@ LOG_LEGEND = (
     " accepted (a new version), rejected (at stage), noop (nothing changed; stage decline = the worker"
     " declined), held (awaiting approval), action (a kernel action); stage = the kernel stage that decided;"
     " ver = state version after the record; tokens = tokens in + out, and for a model proposal"
-    " (vV fF iI) = its prompt tokens spent on the view, the format rules and the instruction;"
+    " (vV fF iI) = its prompt tokens spent on the view, the format rules and the instruction,"
+    " cC wW = prompt tokens the provider read from and wrote to its cache;"
     " cost = those tokens in dollars at the board's prices (unknown: the model has no price)"
 )
 """The legend line ``log`` prints under its table (also in ``log --help``)."""
@@ -284,13 +285,19 @@ def cost_cell(r: Record, prices: PriceTable) -> str:
 
 def tokens_cell(r: Record) -> str:
     """A record's tokens; for an LLM proposal also its prompt tokens split into view, format and
-    instruction (``meta.prompt_parts``): ``412 (v300 f90 i22)``."""
+    instruction (``meta.prompt_parts``), and the prompt tokens the provider read from its cache
+    (``c``) and wrote to it (``w``): ``412 (v300 f90 i22 c256)``."""
     total = str(r.usage.tokens_in + r.usage.tokens_out)
     parts = r.meta.get("prompt_parts")
     split = parts.get("tokens") if isinstance(parts, dict) else None
-    if not isinstance(split, dict) or not any(split.values()):
-        return total
-    return f"{total} (v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)})"
+    shown = []
+    if isinstance(split, dict) and any(split.values()):
+        shown.append(f"v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)}")
+    if r.usage.cache_read:
+        shown.append(f"c{r.usage.cache_read}")
+    if r.usage.cache_write:
+        shown.append(f"w{r.usage.cache_write}")
+    return f"{total} ({' '.join(shown)})" if shown else total
 
 
 async def read_intact(st: Any, board_id: str, last_seq: int) -> tuple[list[Record], tuple[int, str] | None]:

@@ -214,10 +214,24 @@ def print_summary(
         table.add_column(title)
         table.add_column("in", justify="right")
         table.add_column("out", justify="right")
+        # the prompt-cache columns only where a provider reported cached tokens
+        cached = any(u.cache_read or u.cache_write for u in usage.values())
+        if cached:
+            table.add_column("cache read", justify="right")
+            table.add_column("cache write", justify="right")
         table.add_column("calls", justify="right")
         table.add_column("cost", justify="right")
         for key, u in sorted(usage.items()):
-            table.add_row(key, f"{u.tokens_in:,}", f"{u.tokens_out:,}", str(u.calls), format_cost(costs.get(key, 0.0)))
+            caches = [f"{u.cache_read:,}", f"{u.cache_write:,}"] if cached else []
+            row = [
+                key,
+                f"{u.tokens_in:,}",
+                f"{u.tokens_out:,}",
+                *caches,
+                str(u.calls),
+                format_cost(costs.get(key, 0.0)),
+            ]
+            table.add_row(*row)
         out.print(table)
     if store is not None and store.lower().startswith("memory:"):
         out.print(Text("the board lived in a memory:// store: it is gone now that this process ends", style="dim"))

@@ -163,21 +163,33 @@ STAGES: tuple[Stage, ...] = get_args(Stage)
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Cost of one invocation: tokens in/out and latency; ``component`` attributes it."""
+    """Cost of one invocation: tokens in/out and latency; ``component`` attributes it.
+
+    ``cache_read`` and ``cache_write`` are the input tokens the provider served from its prompt
+    cache and wrote to it (part of ``tokens_in``, billed at their own rates). They are in the
+    JSON form only when non-zero, so a record without them has the bytes (and hash) it always had.
+    """
 
     tokens_in: int = 0
     tokens_out: int = 0
     latency_ms: float = 0.0
     component: str = "worker"
+    cache_read: int = 0
+    cache_write: int = 0
 
     def to_json(self) -> dict[str, JSONValue]:
         """Plain JSON form."""
-        return {
+        out: dict[str, JSONValue] = {
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "latency_ms": round(self.latency_ms, 3),
             "component": self.component,
         }
+        if self.cache_read:
+            out["cache_read"] = self.cache_read
+        if self.cache_write:
+            out["cache_write"] = self.cache_write
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Usage:
@@ -189,6 +201,8 @@ class Usage:
             int(data.get("tokens_out", 0)),
             float(data.get("latency_ms", 0.0)),
             str(data.get("component", "worker")),
+            int(data.get("cache_read", 0)),
+            int(data.get("cache_write", 0)),
         )
 
 
@@ -273,8 +287,12 @@ class Record:
         if data["outcome"] not in OUTCOMES:
             raise InvalidInput(f"record field 'outcome' is {data['outcome']!r}, not one of {', '.join(OUTCOMES)}")
         usage = data["usage"]
-        if set(usage) != _USAGE_KEYS:
+        if not _USAGE_KEYS <= set(usage) <= _USAGE_KEYS | _CACHE_KEYS:
             raise InvalidInput(f"record usage keys differ: {sorted(usage)}")
+        for key in _CACHE_KEYS & set(usage):
+            count = usage[key]
+            if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+                raise InvalidInput(f"record usage {key!r} must be a count > 0 (absent when 0), got {count!r}")
         return cls(
             seq=data["seq"],
             kind=data["kind"],
@@ -332,6 +350,8 @@ _KEYS = frozenset(
     }
 )  # fmt: skip
 _USAGE_KEYS = frozenset({"tokens_in", "tokens_out", "latency_ms", "component"})
+_CACHE_KEYS = frozenset({"cache_read", "cache_write"})
+"""Usage keys a record has only when their count is non-zero (prompt-cache tokens)."""
 _NONE = type(None)
 _TYPES: dict[str, tuple[type, ...]] = {
     "seq": (int,),

@@ -18,6 +18,7 @@ from slateboard.models.protocol import (
     Generation,
     GenerationUsage,
     Message,
+    estimate_tokens,
 )
 from slateboard.models.retry import RetryPolicy
 from slateboard.redaction import register_secret
@@ -29,6 +30,10 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 # The forced tool's name; the model "calls" it with the structured reply as its input.
 RESPONSE_TOOL = "respond"
+CACHE_MIN_TOKENS = 1024
+"""The shortest prompt prefix (tools and system, estimated tokens) marked for Anthropic's prompt
+cache: the API caches nothing shorter (2048 on Haiku models), and a marked prefix is billed as
+a cache write (1.25x input) on a miss, read back at 0.1x on later calls."""
 
 _FINISH_REASONS = {
     "end_turn": "stop",
@@ -71,6 +76,12 @@ class AnthropicModel(HttpModel):
     ``input_json_delta`` of the forced tool) goes to the token sink as it arrives; the reply,
     usage (``message_start`` and ``message_delta``) and finish reason are those of the
     unstreamed call.
+
+    Prompt caching: the system text is the part of a worker's prompt that does not change
+    between its calls (role, format rules, writable paths); when it and the reply tool come to
+    ``CACHE_MIN_TOKENS`` (estimated) or more, the system block carries
+    ``cache_control: {"type": "ephemeral"}`` so later calls read that prefix from the cache
+    (``cache_prompt=False``: never). Usage keeps the cache reads and writes the API reports.
     """
 
     def __init__(
@@ -84,9 +95,11 @@ class AnthropicModel(HttpModel):
         retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
         stream: bool = True,
+        cache_prompt: bool = True,
     ) -> None:
         self.model_id = model_id
         self.streams = stream
+        self.cache_prompt = cache_prompt
         self._name = name or f"anthropic:{model_id}@{base_url}"
         if not model_id:
             raise ModelConfigError(self._name, "empty model id")
@@ -113,8 +126,6 @@ class AnthropicModel(HttpModel):
             "temperature": temperature,
             "messages": turns,
         }
-        if system is not None:
-            payload["system"] = system
         if json_schema is not None:
             payload["tools"] = [
                 {
@@ -124,6 +135,13 @@ class AnthropicModel(HttpModel):
                 }
             ]
             payload["tool_choice"] = {"type": "tool", "name": RESPONSE_TOOL}
+        if system is not None:
+            # tools, then system, is the order the API caches a prefix in
+            prefix = estimate_tokens(system) + (estimate_tokens(json.dumps(json_schema)) if json_schema else 0)
+            if self.cache_prompt and prefix >= CACHE_MIN_TOKENS:
+                payload["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+            else:
+                payload["system"] = system
         return payload
 
     async def _attempt(self, payload: dict[str, Any]) -> httpx.Response:
@@ -249,11 +267,11 @@ def _usage(raw: object, messages: Sequence[Message], text: str) -> GenerationUsa
     if isinstance(raw, dict):
         prompt, completion = raw.get("input_tokens"), raw.get("output_tokens")
         if isinstance(prompt, int) and isinstance(completion, int):
-            # Cached prompt tokens are billed separately but are still prompt tokens.
-            cached = sum(
-                v
-                for k in ("cache_creation_input_tokens", "cache_read_input_tokens")
-                if isinstance(v := raw.get(k), int)
+            # Cached prompt tokens are billed at their own rates but are still prompt tokens
+            # (this API's input_tokens counts only the rest).
+            read, written = (
+                v if isinstance(v := raw.get(k), int) and not isinstance(v, bool) and v > 0 else 0
+                for k in ("cache_read_input_tokens", "cache_creation_input_tokens")
             )
-            return GenerationUsage(prompt + cached, completion)
+            return GenerationUsage(prompt + read + written, completion, cache_read=read, cache_write=written)
     return GenerationUsage.estimate(messages, text)

@@ -454,5 +454,20 @@ def _usage(raw: object, messages: Sequence[Message], text: str) -> GenerationUsa
     if isinstance(raw, dict):
         prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
         if isinstance(prompt, int) and isinstance(completion, int):
-            return GenerationUsage(prompt, completion)
+            return GenerationUsage(prompt, completion, cache_read=_cached_tokens(raw, prompt))
     return GenerationUsage.estimate(messages, text)
+
+
+def _cached_tokens(raw: dict[str, Any], prompt: int) -> int:
+    """The prompt tokens served from the provider's cache: OpenAI's
+    ``prompt_tokens_details.cached_tokens`` (DeepSeek's ``prompt_cache_hit_tokens``), 0 when not
+    reported. Kept as reported; more than the prompt is logged (its price is then unknown)."""
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if not isinstance(cached, int) or isinstance(cached, bool):
+        cached = raw.get("prompt_cache_hit_tokens")
+    if not isinstance(cached, int) or isinstance(cached, bool) or cached <= 0:
+        return 0
+    if cached > prompt:
+        logger.warning("the server reported %d cached prompt tokens of %d: the call's cost is unknown", cached, prompt)
+    return cached

@@ -131,11 +131,12 @@ def price_lookups(model: str) -> list[tuple[str, dict[str, str]]]:
     if not provider and url is None:
         # a bare name: the provider slateboard would call (chatgpt-*, gemini-* ...), then the
         # provider whose models the list says it names
+        from .errors import ModelConfigError
         from .registry import normalise_model_string
 
         try:
             called = normalise_model_string(text)
-        except ModelError:
+        except ModelConfigError:  # a name slateboard would not call: only the list's own match
             called = text
         if called != text:
             return [*price_lookups(called), (rest, {})]

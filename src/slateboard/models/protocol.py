@@ -94,11 +94,16 @@ class GenerationUsage:
 
     What a provider reports for one call. A worker turns the calls of one invocation into the
     kernel's ``Usage`` (tokens in/out, latency, component), which is what the log keeps.
+    ``cache_read`` and ``cache_write`` are the prompt tokens the provider served from its prompt
+    cache and wrote to it (both part of ``prompt_tokens``; 0 where it reports none), kept as
+    reported: a report of more cached than prompt tokens is priced ``unknown``, never clamped.
     """
 
     prompt_tokens: int
     completion_tokens: int
     estimated: bool = False
+    cache_read: int = 0
+    cache_write: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -112,12 +117,18 @@ class GenerationUsage:
         return cls(prompt, estimate_tokens(completion), estimated=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict that `from_dict` reads back unchanged."""
-        return {
+        """A JSON-ready dict that `from_dict` reads back unchanged (the cache counts only when
+        non-zero, so recordings made before they existed read the same)."""
+        out: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "estimated": self.estimated,
         }
+        if self.cache_read:
+            out["cache_read"] = self.cache_read
+        if self.cache_write:
+            out["cache_write"] = self.cache_write
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GenerationUsage:
@@ -126,6 +137,8 @@ class GenerationUsage:
             int(data["prompt_tokens"]),
             int(data["completion_tokens"]),
             bool(data.get("estimated", False)),
+            int(data.get("cache_read", 0)),
+            int(data.get("cache_write", 0)),
         )
 
 

@@ -514,6 +514,8 @@ class RunnerProcess:
             usage.tokens_out - before.tokens_out,
             round(max(0.0, usage.latency_ms - before.latency_ms), 3),
             usage.component or "control",
+            usage.cache_read - before.cache_read,
+            usage.cache_write - before.cache_write,
         )
         self._control_spent[session.board_id] = usage
         model = getattr(getattr(control, "model", None), "name", None)

@@ -15,11 +15,14 @@ from ..vocabulary import EndStatus
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
-    """Tokens in/out and calls, for one component or worker."""
+    """Tokens in/out and calls, for one component or worker; ``cache_read``/``cache_write`` are
+    the input tokens a provider served from its prompt cache and wrote to it (part of ``tokens_in``)."""
 
     tokens_in: int = 0
     tokens_out: int = 0
     calls: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
 
     @property
     def total(self) -> int:
@@ -28,7 +31,13 @@ class TokenUsage:
 
     def to_json(self) -> dict[str, int]:
         """Plain JSON form."""
-        return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "calls": self.calls}
+        return {
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "calls": self.calls,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+        }
 
 
 def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
@@ -38,9 +47,13 @@ def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
         name = rec.usage.component if key == "component" else (rec.worker or "-")
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
-        cur = out.get(name, TokenUsage())
+        cur, u = out.get(name, TokenUsage()), rec.usage
         out[name] = TokenUsage(
-            cur.tokens_in + rec.usage.tokens_in, cur.tokens_out + rec.usage.tokens_out, cur.calls + 1
+            cur.tokens_in + u.tokens_in,
+            cur.tokens_out + u.tokens_out,
+            cur.calls + 1,
+            cur.cache_read + u.cache_read,
+            cur.cache_write + u.cache_write,
         )
     return out
 
@@ -68,12 +81,14 @@ def blueprint_prices(blueprint: Mapping[str, object]) -> PriceTable:
 
 
 def record_cost(rec: Record, table: PriceTable) -> float | None:
-    """Dollars of one record's logged usage, priced by its ``meta.model`` (0.0 with no tokens;
-    ``None`` when no table knows the model). Derived from the log, so replay never changes it."""
-    if not (rec.usage.tokens_in or rec.usage.tokens_out):
+    """Dollars of one record's logged usage, priced by its ``meta.model`` with its prompt-cache
+    reads and writes at their own rates (0.0 with no tokens; ``None`` when no table knows the
+    model or the counts do not add up). Derived from the log, so replay never changes it."""
+    u = rec.usage
+    if not (u.tokens_in or u.tokens_out):
         return 0.0
     model = rec.meta.get(MODEL_META)
-    return table.cost(model if isinstance(model, str) else None, rec.usage.tokens_in, rec.usage.tokens_out)
+    return table.cost(model if isinstance(model, str) else None, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)
 
 
 def cost_of(records: Iterable[Record], table: PriceTable) -> float | None:

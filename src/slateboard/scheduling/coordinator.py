@@ -321,6 +321,8 @@ class CoordinatorControl:
             gen.usage.completion_tokens,
             round((time.perf_counter() - started) * 1000.0, 3),
             COMPONENT,
+            gen.usage.cache_read,
+            gen.usage.cache_write,
         )
         raw = gen.text
         obj = parse_json_object(raw, keys=("choice", "terminate"))
@@ -352,6 +354,8 @@ class CoordinatorControl:
                 self.usage.tokens_out + usage.tokens_out,
                 round(self.usage.latency_ms + usage.latency_ms, 3),
                 COMPONENT,
+                self.usage.cache_read + usage.cache_read,
+                self.usage.cache_write + usage.cache_write,
             )
         self.decisions.append(CoordinatorDecision(sel, raw, fallback, used))
         return sel

@@ -13,6 +13,7 @@ they are imported here under their old paths too (``slateboard.team._agent.Agent
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -368,7 +369,7 @@ class DeciderWorker:
             json_schema=self.output.schema if self.output is not None else None,
             spend=self.spend,
         )
-        usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "decider")
+        usage = dataclasses.replace(reply.usage, component="decider")
         diagnostics["model"] = self.model.name
         if reply.spend_settled is not None:
             diagnostics["spend_settled"] = reply.spend_settled

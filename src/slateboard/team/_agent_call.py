@@ -71,7 +71,7 @@ async def run_agent(
     if agent.instructions.strip():
         messages.append(Message.system(agent.instructions))
     messages.append(Message.user(user))
-    tin = tout = 0
+    tin = tout = read = written = 0
     calls: list[JSON] = []
     text = ""
     settled: str | None = None
@@ -79,7 +79,7 @@ async def run_agent(
     max_tokens = agent.max_tokens if agent.max_tokens is not None else output_token_limit(model)
 
     def usage() -> Usage:
-        return Usage(tin, tout, round((time.perf_counter() - started) * 1000.0, 3), "worker")
+        return Usage(tin, tout, round((time.perf_counter() - started) * 1000.0, 3), "worker", read, written)
 
     try:
         while True:
@@ -105,6 +105,8 @@ async def run_agent(
             settled = worst or settled
             tin += gen.usage.prompt_tokens
             tout += gen.usage.completion_tokens
+            read += gen.usage.cache_read
+            written += gen.usage.cache_write
             text = gen.text
             if not allow:
                 break

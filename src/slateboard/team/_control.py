@@ -15,6 +15,7 @@ either way. ``Progress`` is where a logged run stands (for ``Team.resume``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ class TeamControl:
         prompt = coordinator_prompt(self.instructions, self.roles, board())
         schema = coordinator_schema(self.names) if self.constrain else None
         reply = await run_agent(self.coordinator, self.model, prompt, json_schema=schema, spend=self.spend)
-        usage = Usage(reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.latency_ms, "coordinator")
+        usage = dataclasses.replace(reply.usage, component="coordinator")
         if reply.error is not None:
             failed = CoordinatorDecision(False, None, None, f"(coordinator failed: {reply.error})", parsed=False)
             return Choice(failed, usage, self.model.name, reply.spend_settled)

@@ -19,6 +19,7 @@ from ..kernel.kernel import Proposal
 from ..kernel.record import Usage
 
 if TYPE_CHECKING:
+    from ..models.protocol import Generation
     from ..views import View
 
 __all__ = [
@@ -132,17 +133,34 @@ def feedback_lines(view: View | None, feedback: Feedback) -> list[str]:
     return lines
 
 
-def usage_from(tokens_in: int, tokens_out: int, latency_s: float, component: str) -> Usage:
-    """A kernel Usage from token counts and seconds."""
-    return Usage(int(tokens_in), int(tokens_out), round(latency_s * 1000.0, 3), component)
+def usage_from(
+    tokens_in: int, tokens_out: int, latency_s: float, component: str, *, cache_read: int = 0, cache_write: int = 0
+) -> Usage:
+    """A kernel Usage from token counts (prompt-cache reads and writes part of ``tokens_in``) and seconds."""
+    return Usage(
+        int(tokens_in), int(tokens_out), round(latency_s * 1000.0, 3), component, int(cache_read), int(cache_write)
+    )
+
+
+def generation_usage(gen: Generation, component: str) -> Usage:
+    """A kernel Usage of one model call: its reported (or estimated) tokens, cache counts kept."""
+    u = gen.usage
+    return usage_from(
+        u.prompt_tokens,
+        u.completion_tokens,
+        gen.latency_s,
+        component,
+        cache_read=u.cache_read,
+        cache_write=u.cache_write,
+    )
 
 
 def sum_usage(parts: Sequence[Usage], component: str, latency_s: float | None = None) -> Usage:
-    """Tokens summed over ``parts``; latency is ``latency_s`` (wall time) when given."""
+    """Tokens summed over ``parts`` (cache counts too); latency is ``latency_s`` (wall time) when given."""
     tin = sum(u.tokens_in for u in parts)
     tout = sum(u.tokens_out for u in parts)
     lat = round(latency_s * 1000.0, 3) if latency_s is not None else sum(u.latency_ms for u in parts)
-    return Usage(tin, tout, lat, component)
+    return Usage(tin, tout, lat, component, sum(u.cache_read for u in parts), sum(u.cache_write for u in parts))
 
 
 def jsonable(value: Any, limit: int = 2000) -> JSON:

@@ -34,7 +34,15 @@ from ..kernel.schema import pattern_locations
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model, streamed
 from ..redaction import redact
 from ..views import readable_state
-from .base import DEFAULT_COMPONENT, Feedback, WorkerConfigError, WorkerReply, jsonable, sum_usage, usage_from
+from .base import (
+    DEFAULT_COMPONENT,
+    Feedback,
+    WorkerConfigError,
+    WorkerReply,
+    generation_usage,
+    jsonable,
+    sum_usage,
+)
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, self_contained, sketch_state
 from .parse import ParsedReply, parse_reply, parse_value
 from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
@@ -377,7 +385,7 @@ class LLMWorker:
                         system, user = self._blocks(view, event, feedback, False)
                         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user)), *messages[2:]]
                     gen = await self._generate(messages, None, diagnostics)
-                usages.append(usage_from(gen.usage.prompt_tokens, gen.usage.completion_tokens, gen.latency_s, ""))
+                usages.append(generation_usage(gen, ""))
                 raw, finish = gen.text, gen.finish_reason
                 parsed = parse_reply(raw)
                 if parsed.tool is None or not allow_tools:
