@@ -125,20 +125,27 @@ def boards_command(
     if status is not None and status not in BOARD_STATUSES:
         raise CliError(f"unknown status {status!r} (one of: {', '.join(BOARD_STATUSES)})", code=2)
 
-    async def go() -> list[tuple[BoardInfo, float | None]]:
-        async with opened_store(store, create=False) as st:
-            return [(b, await board_cost(st, b)) for b in await st.list_boards(status=status)]
+    from ..runtime.fork import fork_parent, lineage_json
 
-    found = run_async(go)
+    async def go() -> tuple[list[tuple[BoardInfo, float | None]], list[BoardInfo]]:
+        async with opened_store(store, create=False) as st:
+            every = await st.list_boards()
+            return [(b, await board_cost(st, b)) for b in every if status is None or b.status == status], every
+
+    found, every = run_async(go)
     if as_json:
-        print_json([_info_json(b, cost) for b, cost in found])
+        # lineage (issue 42): a fork's parent and version, a parent's forks
+        print_json([{**_info_json(b, cost), **lineage_json(b, every)} for b, cost in found])
         return
     out = console()
     if not found:
         out.print("no boards in this store")
         return
     table = Table(box=None, pad_edge=False)
-    for col in ("board", "name", "status", "version", "records", "cost", "updated", "reason"):
+    # the fork column only in a store that has forks
+    forks = any(fork_parent(b.meta) is not None for b, _ in found)
+    columns = ("board", "name", "status", "version", "records", "cost", "updated", *(("fork of",) if forks else ()))
+    for col in (*columns, "reason"):
         wraps = col in ("name", "reason")
         table.add_column(
             col,
@@ -157,9 +164,18 @@ def boards_command(
             str(b.seq),
             format_cost(cost),
             _when(b.updated_at),
+            *((_fork_cell(b),) if forks else ()),
             cell(b.reason),
         )
     out.print(table)
+
+
+def _fork_cell(b: BoardInfo) -> str:
+    """``PARENT@VERSION`` for a fork, empty otherwise."""
+    from ..runtime.fork import fork_parent
+
+    parent = fork_parent(b.meta)
+    return "" if parent is None else f"{parent[0]}@{parent[1]}"
 
 
 def log_command(
@@ -188,14 +204,16 @@ def log_command(
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
     from ..models.pricing import format_cost
+    from ..runtime.fork import lineage_line
     from ..runtime.result import cost_json, cost_of, record_cost
 
-    async def go() -> tuple[BoardInfo, list[Record], tuple[int, str] | None, PriceTable]:
+    async def go() -> tuple[BoardInfo, list[Record], tuple[int, str] | None, PriceTable, list[BoardInfo]]:
         async with opened_store(store, create=False) as st:
             info = await resolve_board(st, board, store)
-            return (info, *await read_intact(st, info.board_id, info.seq), await board_prices(st, info.board_id))
+            intact = await read_intact(st, info.board_id, info.seq)
+            return (info, *intact, await board_prices(st, info.board_id), await st.list_boards())
 
-    info, records, damaged, prices = run_async(go)
+    info, records, damaged, prices, every = run_async(go)
 
     def finish() -> None:
         # The intact records were shown; now name the record that cannot be read (D15).
@@ -224,6 +242,9 @@ def log_command(
         + (f", {len(chosen)} shown" if len(chosen) != len(records) else "")
         + f", cost {format_cost(cost_of(records, prices))}"
     )
+    lineage = lineage_line(info, every)
+    if lineage:
+        out.print(lineage)
     if not chosen:
         finish()
         return
@@ -355,7 +376,16 @@ def show_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show a board's state at any version, rebuilt by replaying its log."""
+    from ..runtime.fork import lineage_json, lineage_line
+
     info, loaded, records = run_async(lambda: _load_all(store, board))
+
+    async def boards() -> list[BoardInfo]:
+        async with opened_store(store, create=False) as st:
+            found: list[BoardInfo] = await st.list_boards()
+            return found
+
+    every = run_async(boards)
     last = records[-1].version if records else 0
     if at is not None and at > last:
         raise CliError(f"board {info.board_id} has no version {at} (its latest version is {last})")
@@ -374,6 +404,7 @@ def show_command(
         data: dict[str, Any] = {"board_id": info.board_id, "version": report.version, "state_hash": report.state_hash}
         if path:
             data["path"] = path
+        data.update(lineage_json(info, every))
         data["state"] = state
         print_json(data)
         return
@@ -382,6 +413,9 @@ def show_command(
     out.print(
         f"board [bold]{info.board_id}[/] ({info.name}) version {report.version}{where}, state {report.state_hash[:12]}"
     )
+    lineage = lineage_line(info, every)
+    if lineage:
+        out.print(lineage)
     import json
 
     out.print(RichJSON(json.dumps(state, ensure_ascii=False)))

@@ -11,6 +11,7 @@ parent is only read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
@@ -18,10 +19,19 @@ from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS
 from ..kernel.replay import replay
-from ..stores.base import Store
+from ..stores.base import BoardInfo, Store
 from .runner import create_board
 
-__all__ = ["PARENT_KEY", "ForkError", "fork_board", "verify_fork"]
+__all__ = [
+    "PARENT_KEY",
+    "ForkError",
+    "fork_board",
+    "fork_children",
+    "fork_parent",
+    "lineage_json",
+    "lineage_line",
+    "verify_fork",
+]
 
 PARENT_KEY = "parent"
 """Key in a forked board's metadata holding its parent binding."""
@@ -107,3 +117,46 @@ async def verify_fork(store: Store, board_id: str) -> str | None:
     if start.state_hash != state_hash:
         raise ForkError(f"board {board_id}: its initial state is not the parent's state at version {version}")
     return f"fork of {pid} at version {version} (seq {seq}): parent prefix verified"
+
+
+def fork_parent(meta: dict[str, JSON] | Any) -> tuple[str, int | None] | None:
+    """The parent board id and the version a board was forked at, from its metadata (None for a
+    board that is not a fork)."""
+    binding = meta.get(PARENT_KEY) if isinstance(meta, dict) else None
+    if not isinstance(binding, dict) or not isinstance(binding.get("board"), str):
+        return None
+    version = binding.get("version")
+    return str(binding["board"]), version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def fork_children(boards: Sequence[BoardInfo], board_id: str) -> list[tuple[str, int | None]]:
+    """The boards among ``boards`` forked from ``board_id``, oldest first, with the version each
+    was taken at."""
+    out = []
+    for b in sorted(boards, key=lambda b: b.created_at):
+        parent = fork_parent(b.meta)
+        if parent is not None and parent[0] == board_id:
+            out.append((b.board_id, parent[1]))
+    return out
+
+
+def lineage_json(info: BoardInfo, boards: Sequence[BoardInfo]) -> dict[str, JSON]:
+    """``{"parent": {"board_id", "version"} | None, "children": [{"board_id", "version"}, ...]}``
+    of ``info`` among ``boards`` (the store's boards), as the CLI's ``--json`` outputs give it."""
+    parent = fork_parent(info.meta)
+    return {
+        "parent": None if parent is None else {"board_id": parent[0], "version": parent[1]},
+        "children": [{"board_id": b, "version": v} for b, v in fork_children(boards, info.board_id)],
+    }
+
+
+def lineage_line(info: BoardInfo, boards: Sequence[BoardInfo]) -> str | None:
+    """One line naming ``info``'s parent (and version) and its forks, or None when it has neither."""
+    parts = []
+    parent = fork_parent(info.meta)
+    if parent is not None:
+        parts.append(f"fork of {parent[0]} at version {parent[1]}")
+    children = fork_children(boards, info.board_id)
+    if children:
+        parts.append("forked into " + ", ".join(f"{b} (at version {v})" for b, v in children))
+    return "; ".join(parts) or None
