@@ -43,6 +43,7 @@ from ._common import (
     store_hint,
 )
 from ._errors import EXIT_VERIFY_FAILED, CliError, one_line
+from ._lineage import board_lineage, fork_cells, print_lineage, store_boards
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -125,8 +126,6 @@ def boards_command(
     if status is not None and status not in BOARD_STATUSES:
         raise CliError(f"unknown status {status!r} (one of: {', '.join(BOARD_STATUSES)})", code=2)
 
-    from ..runtime.fork import fork_parent, lineage_json
-
     async def go() -> tuple[list[tuple[BoardInfo, float | None]], list[BoardInfo]]:
         async with opened_store(store, create=False) as st:
             every = await st.list_boards()
@@ -134,16 +133,14 @@ def boards_command(
 
     found, every = run_async(go)
     if as_json:
-        # lineage (issue 42): a fork's parent and version, a parent's forks
-        print_json([{**_info_json(b, cost), **lineage_json(b, every)} for b, cost in found])
+        print_json([{**_info_json(b, cost), **board_lineage(b, every)} for b, cost in found])
         return
     out = console()
     if not found:
         out.print("no boards in this store")
         return
     table = Table(box=None, pad_edge=False)
-    # the fork column only in a store that has forks
-    forks = any(fork_parent(b.meta) is not None for b, _ in found)
+    forks = fork_cells([b for b, _ in found])
     columns = ("board", "name", "status", "version", "records", "cost", "updated", *(("fork of",) if forks else ()))
     for col in (*columns, "reason"):
         wraps = col in ("name", "reason")
@@ -164,18 +161,10 @@ def boards_command(
             str(b.seq),
             format_cost(cost),
             _when(b.updated_at),
-            *((_fork_cell(b),) if forks else ()),
+            *((forks[b.board_id],) if forks else ()),
             cell(b.reason),
         )
     out.print(table)
-
-
-def _fork_cell(b: BoardInfo) -> str:
-    """``PARENT@VERSION`` for a fork, empty otherwise."""
-    from ..runtime.fork import fork_parent
-
-    parent = fork_parent(b.meta)
-    return "" if parent is None else f"{parent[0]}@{parent[1]}"
 
 
 def log_command(
@@ -204,7 +193,6 @@ def log_command(
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
 
     from ..models.pricing import format_cost
-    from ..runtime.fork import lineage_line
     from ..runtime.result import cost_json, cost_of, record_cost
 
     async def go() -> tuple[BoardInfo, list[Record], tuple[int, str] | None, PriceTable, list[BoardInfo]]:
@@ -242,9 +230,7 @@ def log_command(
         + (f", {len(chosen)} shown" if len(chosen) != len(records) else "")
         + f", cost {format_cost(cost_of(records, prices))}"
     )
-    lineage = lineage_line(info, every)
-    if lineage:
-        out.print(lineage)
+    print_lineage(out, info, every)
     if not chosen:
         finish()
         return
@@ -311,13 +297,10 @@ def tokens_cell(r: Record) -> str:
     total = str(r.usage.tokens_in + r.usage.tokens_out)
     parts = r.meta.get("prompt_parts")
     split = parts.get("tokens") if isinstance(parts, dict) else None
-    shown = []
-    if isinstance(split, dict) and any(split.values()):
-        shown.append(f"v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)}")
-    if r.usage.cache_read:
-        shown.append(f"c{r.usage.cache_read}")
-    if r.usage.cache_write:
-        shown.append(f"w{r.usage.cache_write}")
+    shown = [f"v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)}"] if (
+        isinstance(split, dict) and any(split.values())
+    ) else []  # fmt: skip
+    shown += [f"{k}{n}" for k, n in (("c", r.usage.cache_read), ("w", r.usage.cache_write)) if n]
     return f"{total} ({' '.join(shown)})" if shown else total
 
 
@@ -376,16 +359,8 @@ def show_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show a board's state at any version, rebuilt by replaying its log."""
-    from ..runtime.fork import lineage_json, lineage_line
-
     info, loaded, records = run_async(lambda: _load_all(store, board))
-
-    async def boards() -> list[BoardInfo]:
-        async with opened_store(store, create=False) as st:
-            found: list[BoardInfo] = await st.list_boards()
-            return found
-
-    every = run_async(boards)
+    every = run_async(lambda: store_boards(store))
     last = records[-1].version if records else 0
     if at is not None and at > last:
         raise CliError(f"board {info.board_id} has no version {at} (its latest version is {last})")
@@ -404,7 +379,7 @@ def show_command(
         data: dict[str, Any] = {"board_id": info.board_id, "version": report.version, "state_hash": report.state_hash}
         if path:
             data["path"] = path
-        data.update(lineage_json(info, every))
+        data.update(board_lineage(info, every))
         data["state"] = state
         print_json(data)
         return
@@ -413,9 +388,7 @@ def show_command(
     out.print(
         f"board [bold]{info.board_id}[/] ({info.name}) version {report.version}{where}, state {report.state_hash[:12]}"
     )
-    lineage = lineage_line(info, every)
-    if lineage:
-        out.print(lineage)
+    print_lineage(out, info, every)
     import json
 
     out.print(RichJSON(json.dumps(state, ensure_ascii=False)))
