@@ -178,11 +178,11 @@ class CircuitSpec(_Strict):
 
 
 class Price(_Strict):
-    """What a model's tokens cost, in the user's currency per million tokens (at most 10,000: a
-    larger figure is a typo, as in ``slateboard.models.pricing.MAX_PRICE``)."""
+    """What a model's tokens cost, in the user's currency per million tokens: finite, from 0 to
+    ``slateboard.models.pricing.MAX_PRICE`` (1e9; past it a price only overflows a sum)."""
 
-    input: float = Field(ge=0, le=10_000, allow_inf_nan=False)
-    output: float = Field(ge=0, le=10_000, allow_inf_nan=False)
+    input: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    output: float = Field(ge=0, le=1e9, allow_inf_nan=False)
 
 
 class Limits(_Strict):

@@ -33,9 +33,10 @@ logger = logging.getLogger(__name__)
 FREE_PROVIDERS = ("local", "scripted", "replay")
 """Model string prefixes that cost nothing (in-process or replayed models)."""
 
-MAX_PRICE = 10_000.0
-"""The highest price a table may give, in dollars per million tokens (the dearest list price is
-a few hundred): a larger figure is a typo (cents for dollars, a per-token price) and is refused."""
+MAX_PRICE = 1e9
+"""The highest price a table may give per million tokens (a thousand per token, in any currency):
+past it a figure is no price but an overflow waiting to happen (``1e308`` times the tokens of a
+run is ``inf``), and it is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +64,10 @@ class Price:
 def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(f"price table: {where} must be a number of dollars per million tokens, got {value!r}")
-    if not math.isfinite(value) or value < 0 or value > MAX_PRICE:
-        raise InvalidInput(
-            f"price table: {where} must be a finite number from 0 to {MAX_PRICE:g} (dollars per million tokens),"
-            f" got {value!r}"
-        )
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInput(f"price table: {where} must be a finite number >= 0, got {value!r}")
+    if value > MAX_PRICE:
+        raise InvalidInput(f"price table: {where} must be at most {MAX_PRICE:g} per million tokens, got {value!r}")
     return float(value)
 
 
