@@ -134,10 +134,10 @@ def test_a_key_in_the_url_still_prices_and_is_never_logged(caplog: pytest.LogCap
 
 
 def test_lookups_keep_the_provider() -> None:
-    assert price_lookups("groq:llama3-8b-8192") == [("llama3-8b-8192", {"provider_id": "groq"})]
-    assert price_lookups("openai/gpt-4o") == [("gpt-4o", {"provider_id": "openai"})]
+    assert price_lookups("groq:llama3-8b-8192") == (("llama3-8b-8192", {"provider_id": "groq"}),)
+    assert price_lookups("openai/gpt-4o") == (("gpt-4o", {"provider_id": "openai"}),)
     assert price_lookups("gpt-4o")[0] == ("gpt-4o", {"provider_id": "openai"})
-    assert price_lookups("ollama:llama3") == []
+    assert price_lookups("ollama:llama3") == ()
 
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 100, "total_tokens": 200}

@@ -16,6 +16,7 @@ Every model string form finds its provider's list: bare (``gpt-4o``), ``provider
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -113,10 +114,12 @@ def _genai() -> Any:
     return None if _GENAI[0] is None else _GENAI
 
 
-def price_lookups(model: str) -> list[tuple[str, dict[str, str]]]:
+@functools.lru_cache(maxsize=256)
+def price_lookups(model: str) -> tuple[tuple[str, dict[str, str]], ...]:
     """Where a model string's list price is looked up, in order: ``(model id, where)`` with
     ``where`` one of ``{"provider_api_url": URL}``, ``{"provider_id": NAME}`` or ``{}`` (the
-    provider whose models the id names). See the module docstring for the forms."""
+    provider whose models the id names). See the module docstring for the forms. The answer is
+    cached per string: callers must not change its dicts."""
     text = model.strip()
     parts = _URL.split(text, maxsplit=1)
     head, url = parts[0].strip(), (parts[1].strip() if len(parts) == 2 else None)
@@ -127,7 +130,7 @@ def price_lookups(model: str) -> list[tuple[str, dict[str, str]]]:
     provider = provider.strip().lower()
     rest = rest.strip()
     if provider in _UNLISTED or not rest:
-        return []
+        return ()
     if not provider and url is None:
         # a bare name: the provider slateboard would call (chatgpt-*, gemini-* ...), then the
         # provider whose models the list says it names
@@ -139,7 +142,7 @@ def price_lookups(model: str) -> list[tuple[str, dict[str, str]]]:
         except ModelConfigError:  # a name slateboard would not call: only the list's own match
             called = text
         if called != text:
-            return [*price_lookups(called), (rest, {})]
+            return (*price_lookups(called), (rest, {}))
     out: list[tuple[str, dict[str, str]]] = []
     if url is not None:
         out.append((rest, {"provider_api_url": url}))
@@ -147,9 +150,10 @@ def price_lookups(model: str) -> list[tuple[str, dict[str, str]]]:
         out.append((rest, {"provider_id": provider}))
     if not provider or (provider == "openai" and url is not None):
         out.append((rest, {}))
-    return out
+    return tuple(out)
 
 
+@functools.lru_cache(maxsize=4096)  # a log's records repeat counts; one list price is ~0.2 ms of CPU
 def _genai_price(model: str, tokens_in: int, tokens_out: int, cached_in: int, cache_write: int) -> float | None:
     found = _genai()
     if found is None:
