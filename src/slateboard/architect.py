@@ -37,6 +37,7 @@ from .errors import InvalidInput, RunError
 from .kernel.record import Usage
 from .models import Message, Model, ModelError, resolve_model
 from .scheduling.coordinator import parse_json_object
+from .workers.parse import reply_fault
 
 __all__ = [
     "COMPONENT",
@@ -154,6 +155,14 @@ def runnable_issues(compiled: CompiledBlueprint) -> list[BlueprintIssue]:
         if tokens is not None and not any(c.may_write(tokens) for c in compiled.workers.values()):
             issues.append(BlueprintIssue("/answer", f"no worker's write contract covers the answer {spec.answer!r}"))
     return issues
+
+
+def _unread(text: str, what: str) -> BlueprintIssue:
+    """The issue of a reply that holds no JSON object: over a bound (named), or none found."""
+    fault = reply_fault(text)
+    if fault is not None:
+        return BlueprintIssue("", f"the reply was not read: {fault}; answer with {what} as one JSON object")
+    return BlueprintIssue("", f"the reply holds no JSON object: answer with {what} as JSON")
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +285,7 @@ class Architect:
         """Read and accept one reply: the compiled blueprint, or None and every issue."""
         data = parse_json_object(text, keys=("workers", "schema"))
         if data is None:
-            return None, [BlueprintIssue("", "the reply holds no JSON object: answer with the blueprint as JSON")]
+            return None, [_unread(text, "the blueprint")]
         try:
             compiled = compile_blueprint(data)
         except BlueprintError as exc:
@@ -294,7 +303,7 @@ class Architect:
         built from it is then checked as a full reply would be."""
         data = parse_json_object(text, keys=("steps",))
         if data is None:
-            return None, [BlueprintIssue("", "the reply holds no JSON object: answer with the plan as JSON")]
+            return None, [_unread(text, "the plan")]
         errors = [
             BlueprintIssue("/" + "/".join(str(p) for p in e.instance_path), e.message)
             for e in _OUTLINE_VALIDATOR.iter_errors(data)

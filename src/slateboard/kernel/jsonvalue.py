@@ -26,6 +26,13 @@ class JsonLimits:
     max_int_bits: int = 63
 
 
+REPLY_LIMITS = JsonLimits(max_bytes=1 << 20, max_depth=256)
+"""Bounds on a model's reply that is read outside the kernel (a coordinator's choice, the
+Architect's blueprint, a tool call, the patch an LLM worker's reply holds): 1 MiB and 256
+levels, far above anything a model sends on purpose and far below what hurts the process.
+Replies that become proposals are then held to the blueprint's own, lower, limits by the kernel."""
+
+
 class JsonValueError(UsageError, ValueError):
     """An untrusted value is not acceptable JSON; ``path`` names where, ``reason`` says why."""
 
@@ -74,23 +81,52 @@ def nesting_depth(text: str) -> int:
     return max(0, max(accumulate(delta(t, 0) for t in _TOKEN.findall(text)), default=0))
 
 
+def utf8_size(text: str) -> int:
+    """The length of ``text`` in UTF-8 bytes (a lone surrogate counts as its 3 bytes)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with every lone surrogate (which no UTF-8 text, hence no record, can hold: a model
+    may send one as a ``\\ud800`` escape) replaced by U+FFFD; any other text is returned as is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def over_limits(text: str, limits: JsonLimits, what: str = "proposal") -> str | None:
+    """Why JSON(-like) ``text`` is over ``limits`` (its size in UTF-8 bytes, then its bracket
+    nesting), or None when it is within them. Linear time and no recursion: the one check every
+    untrusted text (a proposal, a model's reply) passes before any decoder sees it. The reason
+    names the bound, e.g. ``reply is 10485762 bytes, over the limit of 1048576``.
+    """
+    # A character is 1 to 4 bytes: the exact size is needed only between those bounds.
+    if 4 * len(text) > limits.max_bytes and (size := utf8_size(text)) > limits.max_bytes:
+        return f"{what} is {size} bytes, over the limit of {limits.max_bytes}"
+    depth = nesting_depth(text)
+    if depth > limits.max_depth + 1:  # +1: check_json_value counts the root as depth 0
+        return f"value nests deeper than {limits.max_depth} levels ({depth} brackets deep)"
+    return None
+
+
 def parse_json_text(text: str | bytes, limits: JsonLimits) -> JSON:
     """Parse untrusted JSON text strictly; raises JsonValueError naming the fault.
 
     Rejects duplicate object keys, NaN/Infinity, text over ``limits.max_bytes``, nesting deeper
     than ``limits.max_depth`` and integers wider than ``limits.max_int_bits`` bits.
     """
-    size = len(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
-    if size > limits.max_bytes:
-        raise JsonValueError("", f"proposal is {size} bytes, over the limit of {limits.max_bytes}")
     if isinstance(text, bytes):
+        if len(text) > limits.max_bytes:
+            raise JsonValueError("", f"proposal is {len(text)} bytes, over the limit of {limits.max_bytes}")
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonValueError("", f"proposal is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    depth = nesting_depth(text)
-    if depth > limits.max_depth + 1:  # +1: check_json_value counts the root as depth 0
-        raise JsonValueError("", f"value nests deeper than {limits.max_depth} levels ({depth} brackets deep)")
+    fault = over_limits(text, limits)
+    if fault is not None:
+        raise JsonValueError("", fault)
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:

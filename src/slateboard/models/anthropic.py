@@ -206,7 +206,7 @@ class AnthropicModel(HttpModel):
                     continue
                 try:
                     event = json.loads(line[5:].strip())
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise ModelBadResponse(self._name, f"a streamed event is not JSON: {line[:120]}") from exc
                 if not isinstance(event, dict):
                     continue
@@ -238,7 +238,7 @@ class AnthropicModel(HttpModel):
             if block.get("type") == "tool_use":
                 try:
                     block["input"] = json.loads(joined) if joined else block.get("input", {})
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise ModelBadResponse(self._name, f"the streamed tool input is not JSON: {joined[:120]}") from exc
             elif block.get("type") == "text":
                 block["text"] = str(block.get("text") or "") + joined

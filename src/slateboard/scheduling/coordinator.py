@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import telemetry
 from ..kernel.canonical import JSON
+from ..kernel.jsonvalue import REPLY_LIMITS, over_limits
 from ..kernel.pointer import MISSING, PointerError, escape_token, parse_pointer, resolve
 from ..kernel.record import Usage
 from ..models import Message, Model, ModelError, resolve_model
@@ -74,8 +75,8 @@ def parse_json_object(text: str, *, keys: Sequence[str] = ()) -> dict[str, Any] 
     (at most 64), decoding one object from there. When ``keys`` are given, the first object
     that has one of them wins over earlier objects that have none; otherwise the first object.
     """
-    if not isinstance(text, str):
-        return None
+    if not isinstance(text, str) or over_limits(text, REPLY_LIMITS, "reply") is not None:
+        return None  # never decoded (json recurses on deep text); callers name the bound with reply_fault
     candidates: list[dict[str, Any]] = []
 
     def take(value: Any) -> bool:
@@ -327,7 +328,8 @@ class CoordinatorControl:
         raw = gen.text
         obj = parse_json_object(raw, keys=("choice", "terminate"))
         if obj is None:
-            return self._fallback(eligible, "answer is not a JSON object", raw, usage)
+            fault = over_limits(raw, REPLY_LIMITS, "reply")
+            return self._fallback(eligible, fault or "answer is not a JSON object", raw, usage)
         why = obj.get("reason")
         why_text = (why.strip()[:200] if isinstance(why, str) else _clip(why, 200)) if why else "no reason given"
         if _truthy(obj.get("terminate")):

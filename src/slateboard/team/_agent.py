@@ -30,7 +30,7 @@ from ..scheduling.coordinator import parse_json_object
 from ..views import View
 from ..workers.base import Feedback, WorkerReply, feedback_lines
 from ..workers.llm import SpendHook
-from ..workers.parse import parse_value
+from ..workers.parse import parse_value, reply_fault
 from ._agent_call import AgentReply, run_agent
 from ._agent_spec import Agent
 from ._board import DECIDER_WORKER, SYSTEM_AUTHOR, USER_AUTHOR, PublicIndex, make_entry
@@ -83,7 +83,7 @@ def agent_declined(text: str) -> str | None:
     fenced = _WHOLE_FENCE.fullmatch(stripped)
     if fenced is not None:
         stripped = fenced.group(1).strip()
-    if not stripped.startswith("{"):
+    if not stripped.startswith("{") or reply_fault(stripped) is not None:
         return None
     try:
         return declined_reason(json.loads(stripped))
@@ -269,6 +269,10 @@ class AgentWorker:
             diagnostics["error"] = reply.error
             diagnostics["model_error"] = f"the model call failed (provider error): {reply.error}"
             return WorkerReply("", reply.usage, diagnostics=diagnostics, raw=reply.text)
+        if reply_fault(reply.text) is not None:
+            # Never decoded: proposed as it is, so the kernel rejects it at stage parse with the
+            # bound it breaks, and the agent is told so on its next turn (issue 46).
+            return WorkerReply(reply.text, reply.usage, diagnostics=diagnostics, raw=reply.text)
         declined = agent_declined(reply.text)
         if declined is not None:
             # Nothing to add: the kernel logs a no-op at stage ``decline`` (never an entry whose
@@ -375,6 +379,9 @@ class DeciderWorker:
             diagnostics["spend_settled"] = reply.spend_settled
         if reply.tool_calls:
             diagnostics["tool_calls"] = list(reply.tool_calls)
+        if reply.error is None and reply_fault(reply.text) is not None:
+            diagnostics["fallback"] = False  # rejected at stage parse, as an agent's reply over a bound
+            return WorkerReply(reply.text, usage, (), diagnostics, reply.text)
         if self.output is not None:
             diagnostics["fallback"] = False
             if reply.error is not None:

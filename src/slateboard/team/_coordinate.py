@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..kernel.jsonvalue import utf8_text
 from ..scheduling.coordinator import parse_json_object
 
 __all__ = [
@@ -73,16 +74,18 @@ def parse_coordinator_decision(text: str) -> CoordinatorDecision:
     name is dropped) or None when missing or null; the strings "", "null" and "none" (any case)
     are read as null, as models write them and as loomflow does.
     """
+    # A lone surrogate (a "\\ud800" escape) cannot be logged: it becomes U+FFFD, here and below.
+    text = utf8_text(text)
     obj = parse_json_object(text, keys=("terminate", "next_agent", "instruction"))
     if obj is None:
         return CoordinatorDecision(False, None, None, text, parsed=False)
     agent_raw = obj.get("next_agent")
     instruction_raw = obj.get("instruction")
-    agent = str(agent_raw).strip() if agent_raw is not None else None
+    agent = utf8_text(str(agent_raw)).strip() if agent_raw is not None else None
     return CoordinatorDecision(
         terminate=_truthy(obj.get("terminate", False)),
         next_agent=agent if agent is not None and agent.lower() not in ("", "null", "none") else None,
-        instruction=str(instruction_raw) if instruction_raw is not None else None,
+        instruction=utf8_text(str(instruction_raw)) if instruction_raw is not None else None,
         raw=text,
     )
 

@@ -23,6 +23,7 @@ from ..status import BUDGET_PREFIX, MAX_ROUNDS, TERMINATED
 from ..stores.base import AgendaChanges
 from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, INVOCATION_CLAIMED, ONCE_KEY, RAISED_PREFIX, RESUMED
 from ..workers.base import Worker
+from ..workers.parse import reply_fault
 from ._agent import AgentWorker, DeciderWorker
 from ._board import compile_blackboard
 from ._control import (
@@ -213,7 +214,11 @@ class _BlackboardRun(_RunParallel, _RunEnd):
                     end_reason = TERMINATED
                     break
                 if decision.next_agent is None:
-                    why = "no JSON decision could be read" if not decision.parsed else "the coordinator named no agent"
+                    why = (
+                        (reply_fault(decision.raw) or "no JSON decision could be read")
+                        if not decision.parsed
+                        else "the coordinator named no agent"
+                    )
                     await self.emit(NO_CONTRIBUTOR, round=round_num, reason=why)
                     continue
                 if decision.next_agent not in team.agents:

@@ -44,7 +44,7 @@ from .base import (
     sum_usage,
 )
 from .constrain import DEFAULT_MAX_OPS, generic_patch_schema, proposal_schema, self_contained, sketch_state
-from .parse import ParsedReply, parse_reply, parse_value
+from .parse import ParsedReply, parse_reply, parse_value, reply_fault
 from .prompt import PromptBlock, join_blocks, prompt_accounting, prompt_blocks, prompt_parts, split_tokens, view_payload
 from .tools import Tool, ToolResult, as_tool, quarantine_target
 
@@ -434,8 +434,10 @@ class LLMWorker:
         if self.output is not None and parsed.tool is None:
             # A typed reply is the value itself; what does not fit (or is not JSON: then the
             # text) is the kernel's to reject at stage schema, with the reason as feedback.
-            patch = [{"op": "add", "path": self.output, "value": parse_value(raw)}]
-            diagnostics["parse"] = "output"
+            # A reply over a bound stays raw text: the kernel rejects it at stage parse.
+            fault = reply_fault(raw)
+            patch = raw if fault is not None else [{"op": "add", "path": self.output, "value": parse_value(raw)}]
+            diagnostics["parse"] = "raw" if fault is not None else "output"
         if quarantined and self.quarantine_path is not None:
             if parsed.ok and isinstance(patch, list):
                 patch = [*patch, *({"op": "add", "path": self.quarantine_path, "value": q} for q in quarantined)]

@@ -5,8 +5,9 @@ single operation instead of a list. ``parse_reply`` accepts all of these and nev
 when it finds no patch it keeps the raw text, so the kernel rejects the proposal at stage
 ``parse`` (or ``ops``) with its own precise reason, and the log shows what the model said.
 
-Tolerance stops where the kernel's strictness starts: a reply nested deeper than
-``MAX_REPLY_DEPTH`` is not decoded at all (the recursive decoder would raise RecursionError),
+Tolerance stops where the kernel's strictness starts: a reply over ``REPLY_LIMITS`` (nested
+deeper than ``MAX_REPLY_DEPTH``, or over 1 MiB) is not decoded at all (the recursive decoder
+would raise RecursionError; a scan of every ``{`` in a huge reply would be slow),
 and JSON with a duplicate object key is not resolved last-wins: its text goes to the kernel,
 which rejects it at ``parse`` exactly as it does on the kernel API.
 """
@@ -20,13 +21,13 @@ from typing import Any
 
 from ..errors import SlateboardError
 from ..kernel.canonical import JSON
-from ..kernel.jsonvalue import nesting_depth
+from ..kernel.jsonvalue import REPLY_LIMITS, JsonLimits, nesting_depth, over_limits
 from ..kernel.kernel import declined_reason
 from ..views import parse_expand_request
 
-__all__ = ["MAX_REPLY_DEPTH", "PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply", "parse_value"]
+__all__ = ["MAX_REPLY_DEPTH", "PATCH_KEYS", "ParsedReply", "ToolCall", "parse_reply", "parse_value", "reply_fault"]
 
-MAX_REPLY_DEPTH = 256
+MAX_REPLY_DEPTH = REPLY_LIMITS.max_depth
 """Replies whose brackets nest deeper than this are left as raw text (the kernel's own limit,
 ``limits.max_depth``, is far lower, so nothing the kernel could accept is lost)."""
 
@@ -204,7 +205,7 @@ def parse_reply(text: str | bytes) -> ParsedReply:
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", "replace")
-    if nesting_depth(text) > MAX_REPLY_DEPTH:
+    if over_limits(text, REPLY_LIMITS, "reply") is not None:
         return ParsedReply(text, False, "raw")
     fallback: ParsedReply | None = None
     try:
@@ -231,11 +232,24 @@ def parse_reply(text: str | bytes) -> ParsedReply:
     return ParsedReply(text, False, "raw")
 
 
+def reply_fault(text: str, limits: JsonLimits = REPLY_LIMITS) -> str | None:
+    """Why a model's reply is over ``limits`` (its size in bytes or its bracket nesting), naming
+    the bound, or None. Linear and non-recursive: every role that reads a reply (an LLM worker,
+    a team agent or decider, a coordinator, the Architect) asks this before decoding it. A worker
+    proposes an over-bound reply as raw text, so the kernel rejects it at stage ``parse`` with
+    its own reason (and the worker is told, as of any rejection)."""
+    return over_limits(text, limits, "reply")
+
+
 def parse_value(text: str) -> JSON:
     """The JSON value of a typed reply (one value, not a patch): the whole text as JSON, else the
     first JSON object in it (a fenced block, prose around it), else the text itself, which the
-    kernel then rejects at stage ``schema`` with a reason the worker is told on its retry."""
+    kernel then rejects at stage ``schema`` with a reason the worker is told on its retry.
+    Text over ``REPLY_LIMITS`` is never decoded (it comes back as text); workers check
+    ``reply_fault`` first and propose such a reply as it is, for the kernel to reject at ``parse``."""
     stripped = text.strip()
+    if over_limits(stripped, REPLY_LIMITS, "reply") is not None:
+        return stripped
     try:
         value: JSON = _DECODER.decode(stripped)
     except _DuplicateKey:
