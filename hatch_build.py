@@ -138,7 +138,7 @@ def first_error(log: str) -> str:
     for line in lines:
         if "error" in line.lower():
             return line[:300]
-    return lines[-1][:300] if lines else "no output"
+    return lines[-1][:300] if lines else ""
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,type-arg,unused-ignore]
@@ -166,7 +166,8 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,type-arg,unused-
         except (Exception, SystemExit) as exc:  # mypyc exits on a type error; never fail the install
             why = first_error(log.read_text(encoding="utf-8", errors="replace")) if log.exists() else ""
             self.app.display_warning(
-                f"slateboard: the native build failed ({why or type(exc).__name__}); building a pure wheel instead"
+                f"slateboard: the native build failed ({why or f'{type(exc).__name__}: {exc}'}); "
+                "building a pure wheel instead"
             )
             return
         force_include = build_data.setdefault("force_include", {})
