@@ -27,9 +27,9 @@ from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._salvage import Salvaged, prune_schema, salvage
-from ._state_model import state_json_schema
 from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
+from .state_schema import StateNotExpressible, closed_state_schema
 
 _META_REFUSAL = "state schema is not valid JSON Schema"
 NO_LOCATION = "no location of the state schema"
@@ -216,13 +216,16 @@ def compile_blueprint(
 
     ``schema``, a pydantic model class, replaces the blueprint's state schema with the model's
     JSON schema (its objects closed unless a model says ``extra="allow"``: see
-    ``blueprint._state_model``); the compiled blueprint keeps the class, so that
+    ``blueprint.state_schema``); the compiled blueprint keeps the class, so that
     ``typed_state(result.state)`` gives typed access to the final state.
     """
     if schema is not None:
         if not (isinstance(schema, type) and issubclass(schema, PydanticModel)):
             raise TypeError(f"schema= takes a pydantic model class, got {schema!r}")
-        json_schema = state_json_schema(schema)
+        try:
+            json_schema = closed_state_schema(schema)
+        except StateNotExpressible as exc:
+            raise BlueprintError([BlueprintIssue("/schema", str(exc))], source_label) from None
         if isinstance(data, Blueprint):
             data = data.model_copy(update={"state_schema": json_schema})
         elif isinstance(data, dict):

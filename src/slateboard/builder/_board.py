@@ -19,10 +19,10 @@ from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..blueprint._state_model import state_json_schema
 from ..blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from ..blueprint.models import Blueprint, InvariantSpec, OpName, RuleSpec, Trigger, TriggerOp, WorkerSpec
 from ..blueprint.output_type import OutputType
+from ..blueprint.state_schema import StateNotExpressible, closed_state_schema
 from ..kernel.pointer import PointerError, parse_pointer
 from ._paths import _unwrap
 
@@ -230,10 +230,14 @@ class Board(Generic[S]):
 
     def blueprint(self) -> Blueprint:
         """The declared board as a ``Blueprint`` model (shape-checked; ``build()`` checks the rest)."""
+        try:
+            schema = closed_state_schema(self.state)
+        except StateNotExpressible as exc:
+            raise _error("/schema", str(exc)) from None
         initial = self._initial if self._initial is not None else self._defaults()
         data: dict[str, Any] = {
             "name": self.name,
-            "schema": state_json_schema(self.state),
+            "schema": schema,
             "initial_state": initial.model_dump(mode="json", by_alias=True, exclude_none=True) if initial else {},
             "workers": {k: v.model_dump(mode="json", exclude_none=True) for k, v in self._workers.items()},
             "rules": [r.model_dump(mode="json", exclude_none=True) for r in self._rules],

@@ -1,6 +1,6 @@
 """A pydantic state model as the blueprint's state schema: closed objects, and a clear refusal.
 
-``state_json_schema(Model)`` is the JSON Schema the Python builder (and ``compile_blueprint(...,
+``closed_state_schema(Model)`` is the JSON Schema the Python builder (and ``compile_blueprint(...,
 schema=Model)``) puts in the blueprint. Two things differ from ``Model.model_json_schema()``:
 
 - **Closed by default.** Every object a pydantic model describes gets ``additionalProperties:
@@ -10,8 +10,9 @@ schema=Model)``) puts in the blueprint. Two things differ from ``Model.model_jso
   would not be what the model says; closed, a misspelt path (``/sumary``) or CEL field
   (``state.tiket``) is a blueprint issue when the board is built, and a worker's patch adding an
   undeclared member is rejected at stage ``schema``.
-- **A field pydantic cannot express** as JSON Schema (an arbitrary class, a callable) is a
-  ``BlueprintError`` naming the field, not pydantic's ``PydanticInvalidForJsonSchema``.
+- **A field pydantic cannot express** as JSON Schema (an arbitrary class, a callable) raises
+  ``StateNotExpressible`` naming the field (the builder and ``compile_blueprint`` report it as a
+  ``BlueprintError`` at ``/schema``), not pydantic's ``PydanticInvalidForJsonSchema``.
 """
 
 from __future__ import annotations
@@ -22,10 +23,16 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-__all__ = ["state_json_schema"]
+from ..errors import UsageError
+
+__all__ = ["StateNotExpressible", "closed_state_schema"]
 
 _OPEN_EXTRA = frozenset({"allow", "forbid"})
 """``extra`` settings pydantic already turns into ``additionalProperties``: left as they are."""
+
+
+class StateNotExpressible(UsageError, ValueError):
+    """A state model pydantic cannot express as a JSON Schema; the message names the field."""
 
 
 class _ClosedModels(GenerateJsonSchema):
@@ -68,25 +75,21 @@ def _unexpressible(model: type[BaseModel], prefix: str) -> tuple[str, Any, Excep
     return None
 
 
-def state_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+def closed_state_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The state schema of a pydantic model: closed objects (see the module docstring).
 
-    Raises BlueprintError at ``/schema`` naming the field when pydantic cannot express it."""
+    Raises StateNotExpressible naming the field when pydantic cannot express it."""
     try:
         return model.model_json_schema(schema_generator=_ClosedModels)
     except Exception as exc:  # pydantic raises several error types for inexpressible types
-        from .compile import BlueprintError, BlueprintIssue  # compile imports this module
-
         found = _unexpressible(model, "")
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         if found is None:
-            message = f"{model.__name__} cannot be expressed as a JSON Schema: {first}"
-        else:
-            path, annotation, why = found
-            shown = getattr(annotation, "__name__", repr(annotation))
-            first = (str(why).strip().splitlines() or [type(why).__name__])[0]
-            message = (
-                f"state field {model.__name__}.{path} ({shown}) cannot be expressed as a JSON Schema: {first}; "
-                "use a JSON type (str, int, float, bool, list, dict, a pydantic model)"
-            )
-        raise BlueprintError([BlueprintIssue("/schema", message)]) from None
+            raise StateNotExpressible(f"{model.__name__} cannot be expressed as a JSON Schema: {first}") from None
+        path, annotation, why = found
+        shown = getattr(annotation, "__name__", repr(annotation))
+        first = (str(why).strip().splitlines() or [type(why).__name__])[0]
+        raise StateNotExpressible(
+            f"state field {model.__name__}.{path} ({shown}) cannot be expressed as a JSON Schema: {first}; "
+            "use a JSON type (str, int, float, bool, list, dict, a pydantic model)"
+        ) from None
