@@ -6,8 +6,10 @@ wrote; ``end_status`` turns the two into one of:
 
 - ``solved``: the blueprint's ``done`` condition was met (or the coordinator ended the classic
   board, or the agenda ran dry with an answer on the board);
-- ``solved`` also when a team played its ``max_rounds`` (its normal end in round-robin: the
-  decider answers after the rounds), unless the run is known to have no answer;
+- ``solved`` also when a team played its rounds: ``rounds_played`` (a team without a
+  coordinator, round-robin: its normal end) or ``max_rounds`` (the coordinator never ended the
+  run); the decider answers after the rounds, so either is solved unless the run is known to
+  have no answer;
 - ``exhausted``: a limit was reached (max_steps, max_tokens, a circuit budget, stuck)
   or the agenda ran dry, without ``done``;
 - ``failed``: the circuit policy halted the board, the blueprint's ``fail`` condition held
@@ -46,6 +48,7 @@ from .vocabulary import (
     MODEL_UNAVAILABLE,
     PAUSED_PREFIX,
     RAISED_PREFIX,
+    ROUNDS_PLAYED,
     STUCK,
     TERMINATE,
     TERMINATED,
@@ -68,6 +71,7 @@ __all__ = [
     "MAX_STEPS",
     "MAX_TOKENS",
     "PAUSED_PREFIX",
+    "ROUNDS_PLAYED",
     "TERMINATED",
     "EndStatus",
     "base_reason",
@@ -132,7 +136,7 @@ def end_status(board_status: str | None, reason: str | None, *, answered: bool |
         return END_FAILED
     if text in _SOLVED:
         return END_SOLVED
-    if text == MAX_ROUNDS:
+    if text in (MAX_ROUNDS, ROUNDS_PLAYED):
         # A team's rounds ran out: the decider answers after them (answered=None: not known here).
         return END_EXHAUSTED if answered is False else END_SOLVED
     if text in _EXHAUSTED or text.startswith((CIRCUIT_PREFIX, "max_", BUDGET_PREFIX)):

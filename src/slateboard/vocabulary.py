@@ -95,6 +95,7 @@ __all__ = [
     "RECORD_KINDS",
     "REFUSED",
     "RESUMED",
+    "ROUNDS_PLAYED",
     "ROUND_META",
     "RUN_ENDED",
     "RUN_KIND",
@@ -329,7 +330,10 @@ TERMINATED: Final = "terminated"
 TERMINATE: Final = "terminate"
 """A classic board's coordinator ended the run (read as solved, like ``TERMINATED``)."""
 MAX_ROUNDS: Final = "max_rounds"
-"""A team played all its rounds."""
+"""A team's coordinator never ended the run: its ``max_rounds`` limit did."""
+ROUNDS_PLAYED: Final = "rounds_played"
+"""A team without a coordinator (round-robin) played all its rounds: its normal end, no limit
+hit (the decider answers after them)."""
 INTERRUPTED: Final = "interrupted"
 """The end reason of a board whose run was stopped mid-way (its store status stays ``running``,
 so ``resume`` takes it up)."""

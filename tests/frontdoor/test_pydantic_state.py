@@ -47,7 +47,11 @@ def analyst(view: object) -> list[dict[str, object]]:
 def test_a_pydantic_state_model_is_enforced_and_typed() -> None:
     compiled = compile_blueprint(BLUEPRINT, schema=State)
     assert compiled.state_model is State
-    assert compiled.spec.state_schema == State.model_json_schema()
+    # the model's schema, its objects closed (pydantic's default extra="ignore" would drop an unknown member)
+    closed = State.model_json_schema()
+    closed["additionalProperties"] = False
+    closed["$defs"]["Finding"]["additionalProperties"] = False
+    assert compiled.spec.state_schema == closed
 
     async def go() -> tuple[object, list[str | None]]:
         store = await open_store("memory://")

@@ -248,7 +248,7 @@ async def test_an_output_mode_fallback_warns_and_lands_in_the_record(
         "name": "fallback",
         "schema": {"type": "object", "properties": {"task": {"type": "string"}, "answer": {"type": "string"}}},
         "initial_state": {"task": "say hi"},
-        "workers": {"w": {"model": "default", "reads": ["/task"], "writes": ["/answer"]}},
+        "workers": {"w": {"reads": ["/task"], "writes": ["/answer"]}},
         "rules": [{"on": {"op": "start"}, "invoke": "w"}],
         "done": "has(state.answer)",
     }

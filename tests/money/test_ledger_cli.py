@@ -236,7 +236,7 @@ async def test_run_reserves_against_a_ledger_of_the_sqlite_store(
 
     try:
         code, out, err = await run("--ledger", "tenant")
-        assert code == 0, err
+        assert code == 2 and err.count("\n") == 1 and "budget:tenant" in err, err  # stopped at the cap (issue 47)
         data = json.loads(out)
         assert data["end_reason"] == "budget:tenant" and data["end_status"] == "exhausted"
         state = await SqliteLedger(tmp_path / "run.db").state("tenant")

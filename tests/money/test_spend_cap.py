@@ -132,6 +132,17 @@ async def test_cli_max_cost_stops_before_the_cap_and_reports_the_cost(fake: Stub
     assert data["cost_usd"] == pytest.approx(made * 320 / 1e6) and data["cost_usd"] <= 0.004
 
 
+@pytest.mark.parametrize("cap", ["0.004", "0.000001"])  # stopped mid-run; refused from the first call
+async def test_cli_run_stopped_by_its_cap_exits_2_with_one_line(fake: StubServer, tmp_path: Path, cap: str) -> None:
+    code, out, err = await _cli(tmp_path, fake, "--max-cost", cap, "--json")
+    assert code == 2, err
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "budget:board" in lines[0] and "--max-cost" in lines[0], err
+    assert json.loads(out)["end_reason"] == "budget:board"  # the result is still printed
+    if cap == "0.000001":
+        assert fake.requests == []
+
+
 @pytest.mark.parametrize("bad", ["-1", "abc", "0", "inf"])
 async def test_cli_bad_cap_is_a_one_line_usage_error(fake: StubServer, tmp_path: Path, bad: str) -> None:
     code, _out, err = await _cli(tmp_path, fake, "--max-cost", bad)

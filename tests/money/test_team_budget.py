@@ -50,7 +50,7 @@ def _team(server: StubServer, budget: Budget, *, decider_tokens: int = 100, **kw
 
 async def test_without_a_cap_every_round_is_played_and_priced(fake: StubServer) -> None:
     result = await _team(fake, Budget(prices=PRICES), max_rounds=6).run("task")
-    assert result.end_reason == "max_rounds" and len(fake.requests) == 7  # 6 turns + the decider
+    assert result.end_reason == "rounds_played" and len(fake.requests) == 7  # 6 turns + the decider
     assert result.cost_usd == pytest.approx(7 * CALL)
 
 

@@ -29,7 +29,7 @@ NOTES: dict[str, Any] = {
         "properties": {"task": {"type": "string"}, "notes": {"type": "array", "items": {"type": "string"}}},
     },
     "initial_state": {"task": "", "notes": []},
-    "workers": {"a": {"model": "scripted", "reads": ["/notes"], "writes": ["/notes/-"]}},
+    "workers": {"a": {"reads": ["/notes"], "writes": ["/notes/-"]}},
 }
 
 

@@ -290,7 +290,7 @@ async def test_round_robin_without_a_coordinator(store: Store) -> None:
         ("a", "a2"),
         ("b", "b2"),
     ]
-    assert result.end_reason == "max_rounds" and result.output == "b2"
+    assert result.end_reason == "rounds_played" and result.output == "b2"
     assert "coordinator" not in result.usage  # round-robin calls no model
     records = await store.read_records(result.board_id)
     assert sum(r.kind == "control" for r in records) == 5

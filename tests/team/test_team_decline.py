@@ -72,7 +72,7 @@ async def test_a_worker_reply_that_declines_in_a_parallel_round(monkeypatch: pyt
         records = await store.read_records(result.board_id)
         mine = [(r.outcome, r.stage, r.meta.get("parallel")) for r in records if r.worker == "a"]
         assert mine == [("noop", "decline", True)] * 2
-        assert result.value == "B2" and result.end_reason == "max_rounds" and not result.halted
+        assert result.value == "B2" and result.end_reason == "rounds_played" and not result.halted
         assert (await verify_log(store, result.board_id, revalidate=True)).ok
     finally:
         await store.close()

@@ -158,11 +158,11 @@ async def test_an_agent_repeating_itself_is_halted(store: Store) -> None:
         == "circuit: repeat: 'a' posted the same contribution 3 times in a row (entries e2, e3, e4, max_repeats=3)"
     )
     assert events.of("blackboard.halted")[0]["trigger"] == "repeat"
-    # Off: the same run goes to max_rounds.
+    # Off: the same run plays all its rounds.
     off = Team.blackboard(
         {"a": Agent("x", model=ScriptedModel(["same thing"], cycle=True))}, max_rounds=6, circuit={"max_repeats": 0}
     )
-    assert (await off.run("task")).end_reason == "max_rounds"
+    assert (await off.run("task")).end_reason == "rounds_played"
 
 
 async def test_two_agents_echoing_each_other_are_halted() -> None:
@@ -316,7 +316,7 @@ async def test_approval_commits_approved_entries_and_never_refused_ones(store: S
         ("a", 3, "A2"),
     ]
     assert [e["content"] for e in result.public[1:]] == ["A1", "A2"]  # B1 was refused: never committed
-    assert result.output == "A2" and result.end_reason == "max_rounds"
+    assert result.output == "A2" and result.end_reason == "rounds_played"
     assert [(d["agent"], d["decision"]) for d in events.of("blackboard.approval")] == [
         ("a", "approved"),
         ("b", "refused"),
@@ -395,7 +395,7 @@ async def test_a_retry_the_circuit_policy_queues_carries_its_feedback_into_the_n
     [turn] = [i for i in await store.agenda(result.board_id, ("done",)) if i.id == "round-4"]
     assert turn.feedback == action.feedback
     assert "Your previous contribution was refused" in str(model.calls[3].messages[-1].content)
-    assert [e["content"] for e in result.public[1:]] == ["ok"] and result.end_reason == "max_rounds"
+    assert [e["content"] for e in result.public[1:]] == ["ok"] and result.end_reason == "rounds_played"
 
 
 async def test_a_resumed_run_sees_the_logged_spend_in_its_budget(tmp_path: Any) -> None:
@@ -438,5 +438,5 @@ async def test_a_paused_entry_is_put_to_the_approval_policy_on_resume(tmp_path: 
         {"a": Agent("x", model=ScriptedModel(["A2"]))}, max_rounds=2, store=url, approval=policy
     ).resume(paused.board_id, on_event=events)
     assert asked == [1, 2] and [e["content"] for e in result.public[1:]] == ["A1", "A2"]
-    assert result.end_reason == "max_rounds" and result.output == "A2" and not result.interrupted
+    assert result.end_reason == "rounds_played" and result.output == "A2" and not result.interrupted
     assert [c["content"] for c in events.of("blackboard.contribution")] == ["A1", "A2"]

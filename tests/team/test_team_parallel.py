@@ -92,7 +92,7 @@ async def test_a_rounds_model_calls_are_concurrent_and_entries_follow_agent_orde
     result = await team.run("task", on_event=events)
     # Every call passed the barrier: the three calls of each round were in flight together.
     assert gate.finished == ["c", "b", "a", "c", "b", "a"]
-    assert result.end_reason == "max_rounds" and result.rounds == 2
+    assert result.end_reason == "rounds_played" and result.rounds == 2
     assert board(result) == [
         ("e2", "a", "A1"),
         ("e3", "b", "B1"),
@@ -232,7 +232,7 @@ async def test_a_parallel_round_cut_short_is_finished_on_resume(store: Store) ->
         parallel=True,
     )
     result = await fresh.resume(board_id)
-    assert result.end_reason == "max_rounds" and result.rounds == 2
+    assert result.end_reason == "rounds_played" and result.rounds == 2
     assert [(e["author"], e["content"]) for e in result.public[1:]] == [
         ("a", "A1"),
         ("b", "B1"),

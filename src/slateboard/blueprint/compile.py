@@ -24,11 +24,15 @@ from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_in
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
+from ._members import cel_reference_issues, path_issue
+from ._model_strings import bad_model_string
 from ._salvage import Salvaged, prune_schema, salvage
 from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
+from .state_schema import StateNotExpressible, closed_state_schema
 
 _META_REFUSAL = "state schema is not valid JSON Schema"
+NO_LOCATION = "no location of the state schema"
 REFERS_TO = "x-refers-to"
 # Keywords whose values are instance data, not subschemas: an ``x-refers-to`` inside them is data.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
@@ -211,13 +215,17 @@ def compile_blueprint(
     """Accept a blueprint or raise BlueprintError listing every issue by JSON path.
 
     ``schema``, a pydantic model class, replaces the blueprint's state schema with the model's
-    JSON schema (``model_json_schema()``); the compiled blueprint keeps the class, so that
+    JSON schema (its objects closed unless a model says ``extra="allow"``: see
+    ``blueprint.state_schema``); the compiled blueprint keeps the class, so that
     ``typed_state(result.state)`` gives typed access to the final state.
     """
     if schema is not None:
         if not (isinstance(schema, type) and issubclass(schema, PydanticModel)):
             raise TypeError(f"schema= takes a pydantic model class, got {schema!r}")
-        json_schema = schema.model_json_schema()
+        try:
+            json_schema = closed_state_schema(schema)
+        except StateNotExpressible as exc:
+            raise BlueprintError([BlueprintIssue("/schema", str(exc))], source_label) from None
         if isinstance(data, Blueprint):
             data = data.model_copy(update={"state_schema": json_schema})
         elif isinstance(data, dict):
@@ -324,30 +332,29 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             issues.append(BlueprintIssue(where, f"CEL does not compile: {exc}"))
             return None
 
+    def unreached(tokens: tuple[str, ...]) -> str | None:
+        # the members are walked in a valid schema only (an invalid one is reported as such)
+        return None if locations is None else path_issue(locations, bp.state_schema if schema else None, tokens)
+
     quarantine = pattern(bp.quarantine, "/quarantine") if bp.quarantine is not None else None
     workers: dict[str, WorkerContract] = {}
     for name, spec in bp.workers.items():
         base = f"/workers/{escape_token(name)}"
         if spec.model is not None and spec.function is not None:
             issues.append(BlueprintIssue(base, "a worker has either a model or a function, not both"))
+        if spec.model is not None and (bad := bad_model_string(spec.model)) is not None:
+            issues.append(BlueprintIssue(f"{base}/model", bad))
         reads = [p for i, r in enumerate(spec.reads) if (p := pattern(r, f"{base}/reads/{i}"))]
         for i, r in enumerate(spec.reads):
-            if locations is not None and (rp := _parsed(r)) is not None and not pattern_locations(locations, rp.tokens):
-                issues.append(
-                    BlueprintIssue(f"{base}/reads/{i}", f"read pattern {r!r} matches no location of the state schema")
-                )
+            if (rp := _parsed(r)) is not None and (why := unreached(rp.tokens)) is not None:
+                issues.append(BlueprintIssue(f"{base}/reads/{i}", f"read pattern {r!r} matches {NO_LOCATION}{why}"))
         writes: list[Pattern] = []
         for i, w in enumerate(spec.writes):
             p = pattern(w, f"{base}/writes/{i}")
             if p is None:
                 continue
-            if locations is not None and not pattern_locations(locations, p.tokens):
-                issues.append(
-                    BlueprintIssue(
-                        f"{base}/writes/{i}",
-                        f"write pattern {w!r} matches no location of the state schema",
-                    )
-                )
+            if (why := unreached(p.tokens)) is not None:
+                issues.append(BlueprintIssue(f"{base}/writes/{i}", f"write pattern {w!r} matches {NO_LOCATION}{why}"))
             if spec.untrusted and quarantine is not None and not _within(p, quarantine):
                 issues.append(
                     BlueprintIssue(
@@ -382,13 +389,9 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         if rule.stage is not None and rule.stage not in stage_names:
             issues.append(BlueprintIssue(f"{where}/stage", f"unknown stage {rule.stage!r}"))
         p = pattern(rule.on.path, f"{where}/on/path")
-        if p is not None and locations is not None and not pattern_locations(locations, p.tokens):
-            issues.append(
-                BlueprintIssue(
-                    f"{where}/on/path",
-                    f"rule path {rule.on.path!r} matches no location of the state schema: the rule could never fire",
-                )
-            )
+        if p is not None and (why := unreached(p.tokens)) is not None:
+            message = f"rule path {rule.on.path!r} matches {NO_LOCATION} (the rule could never fire){why}"
+            issues.append(BlueprintIssue(f"{where}/on/path", message))
         when = cel(rule.when, f"{where}/when")
         if p is not None:
             rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
@@ -420,8 +423,8 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
                 )
             )
             p = None
-        if p is not None and locations is not None and not pattern_locations(locations, p.tokens):
-            issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches no location of the state schema"))
+        if p is not None and (why := unreached(p.tokens)) is not None:
+            issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches {NO_LOCATION}{why}"))
         expr = cel(inv.rule, f"{where}/rule")
         if p is not None and expr is not None:
             invariants.append(CompiledInvariant(i, inv.name or f"invariant{i}", p, inv.message, expr, check=inv.check))
@@ -437,6 +440,9 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
 
     if locations is not None:
         issues.extend(_dead_references(bp.state_schema, locations))
+    if schema is not None:
+        failed = {i.path for i in issues}  # a CEL that does not compile is reported once
+        issues.extend(BlueprintIssue(w, m) for w, m in cel_reference_issues(bp) if w not in failed)
     if schema is not None:
         # The initial state needs only the schema: checked even when other parts have issues.
         for v in schema.validate_state(bp.initial_state):

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from ..blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
 from ..blueprint.models import Blueprint, InvariantSpec, OpName, RuleSpec, Trigger, TriggerOp, WorkerSpec
 from ..blueprint.output_type import OutputType
+from ..blueprint.state_schema import StateNotExpressible, closed_state_schema
 from ..kernel.pointer import PointerError, parse_pointer
 from ._paths import _unwrap
 
@@ -47,9 +48,11 @@ def _bare(annotation: Any) -> Any:
 class Board(Generic[S]):
     """A blueprint under construction over the state model ``state`` (a pydantic model class).
 
-    The state schema is ``state.model_json_schema()``; slateboard keywords (``x-refers-to``...)
-    go in ``Field(json_schema_extra={...})``. ``initial`` is the initial state (default: the
-    model's defaults).
+    The state schema is the model's JSON Schema with every object closed (``additionalProperties:
+    false``) unless its model says ``extra="allow"``, so a path or CEL field naming no field is a
+    BlueprintError when the board is built; slateboard keywords (``x-refers-to``...) go in
+    ``Field(json_schema_extra={...})``. ``initial`` is the initial state (default: the model's
+    defaults).
     """
 
     def __init__(self, name: str, state: type[S], *, initial: S | None = None, description: str = "") -> None:
@@ -227,10 +230,14 @@ class Board(Generic[S]):
 
     def blueprint(self) -> Blueprint:
         """The declared board as a ``Blueprint`` model (shape-checked; ``build()`` checks the rest)."""
+        try:
+            schema = closed_state_schema(self.state)
+        except StateNotExpressible as exc:
+            raise _error("/schema", str(exc)) from None
         initial = self._initial if self._initial is not None else self._defaults()
         data: dict[str, Any] = {
             "name": self.name,
-            "schema": self.state.model_json_schema(),
+            "schema": schema,
             "initial_state": initial.model_dump(mode="json", by_alias=True, exclude_none=True) if initial else {},
             "workers": {k: v.model_dump(mode="json", exclude_none=True) for k, v in self._workers.items()},
             "rules": [r.model_dump(mode="json", exclude_none=True) for r in self._rules],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..vocabulary import BOARD_FAILED, BOARD_PAUSED, BOARD_RUNNING
+from ..vocabulary import BOARD_FAILED, BOARD_PAUSED, BOARD_RUNNING, BUDGET_PREFIX
 from ._common import (
     ApiKeyEnvOption,
     BlueprintArgument,
@@ -38,7 +38,7 @@ from ._common import (
     run_async,
     store_hint,
 )
-from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, CliError
+from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from ._run_args import (
     check_control,
     check_genesis,
@@ -295,6 +295,14 @@ def _finish_run(
     if info.status == BOARD_FAILED:
         sys.stderr.write(f"board {info.board_id} failed: {result.end_reason}\n")
         raise typer.Exit(EXIT_ERROR)
+    if result.end_reason.startswith(BUDGET_PREFIX):
+        # The spend cap refused a model call (issue 47): the run did not do what was asked, so
+        # the exit says so, as a too-small cap given on the command line is a usage problem.
+        sys.stderr.write(
+            f"board {info.board_id} stopped at its spend cap ({result.end_reason}): a model call did not fit"
+            f" --max-cost/--ledger (see: slateboard log {info.board_id}{store_hint(store)})\n"
+        )
+        raise typer.Exit(EXIT_USAGE)
 
 
 def _not_resumed(info: BoardInfo, store: str | None, as_json: bool) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "LITELLM_ENDPOINTS",
     "PROVIDERS",
     "api_key_for",
+    "check_model_string",
     "host_key_variable",
     "normalise_model_string",
     "resolve_model",
@@ -181,6 +182,29 @@ def normalise_model_string(spec: str) -> str:
             return f"openai:{text}@{LITELLM_ENDPOINTS['gemini'][0]}"
     what = f"unknown provider {provider!r}" if sep else "not a model string"
     raise ModelConfigError(text, f"{what}; accepted: {ACCEPTED_FORMS}")
+
+
+def check_model_string(spec: str) -> None:
+    """Raise `ModelConfigError` when `spec` is no model string `resolve_model` could accept.
+
+    Only the form is checked (the provider, the model id, a base URL, scripted replies): no key,
+    weights file, recording or endpoint is looked at, so a blueprint naming a model checks here
+    on any machine, and a missing key is still found when the model is resolved for a run."""
+    original = spec.strip()
+    register_url_secrets([original])  # a key in the string's URL never reaches the error
+    text = normalise_model_string(original)
+    provider, _, rest = text.partition(":")
+    provider = provider.lower()
+    if provider in ("openai", "anthropic"):
+        _split_base_url(redact(original), rest)
+    elif provider == "ollama":
+        _ollama_base(redact(original), rest)
+    elif provider == "scripted":
+        _scripted_replies(text, rest)
+    elif provider == "replay" and not rest.strip():
+        raise ModelConfigError(text, "missing recording path (expected replay:PATH.jsonl)")
+    elif provider not in ("local", "replay"):
+        raise ModelConfigError(text, f"unknown provider {provider!r}; accepted: {ACCEPTED_FORMS}")
 
 
 def _provider_variable(base_url: str) -> tuple[str, str]:

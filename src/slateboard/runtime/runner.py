@@ -37,7 +37,9 @@ from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
 from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
+from ..models.errors import ModelConfigError
 from ..models.protocol import Model
+from ..redaction import redact
 from ..scheduling.agenda import Agenda
 from ..scheduling.control import AgendaOrder, ControlUnit, Resumable, Selection, restore_control
 from ..scheduling.invocation import Invocation
@@ -47,7 +49,7 @@ from ..scheduling.units import CONTROL_UNITS, make_control
 from ..status import AGENDA_EMPTY
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
 from ..streaming import StreamTap, streaming_to
-from ..vocabulary import BOARD_RUNNING, OUTCOME_ACCEPTED
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, OUTCOME_ACCEPTED, RAISED_PREFIX
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
 from .events import (
@@ -368,7 +370,11 @@ class Runner:
 
     async def _run(self) -> RunResult:
         if not self._opened:
-            await self.open()
+            try:
+                await self.open()
+            except ModelConfigError as exc:
+                await self._fail_unstarted(exc)
+                raise
         session = self.session
         if session.accounts.ended_at_head:
             # The board's run has ended (its last record is the run-end record): running it again
@@ -444,6 +450,16 @@ class Runner:
         for q in self._listeners:
             q.put_nowait(None)
         return result
+
+    async def _fail_unstarted(self, exc: ModelConfigError) -> None:
+        """A run that cannot start because a worker's model is unusable as configured (a missing
+        key or weights file) fails its board with the reason, instead of leaving it listed
+        ``running`` with nothing running it. Best effort: a store error leaves it as it was."""
+        reason = f"{RAISED_PREFIX}: {redact(str(exc))}"[:500]
+        with contextlib.suppress(Exception):
+            info = await self.store.board_info(self.board_id)
+            if info.status == BOARD_RUNNING:
+                await self.store.set_status(self.board_id, BOARD_FAILED, reason)
 
     async def _note_control_spend(self, reason: str) -> None:
         """Log what the control unit's last choice spent (a model-based one keeps a running

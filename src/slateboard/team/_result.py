@@ -128,7 +128,9 @@ class TeamResult:
     (None when no reply fitted the schema, or the run was interrupted), and ``value`` is its
     JSON text. ``outputs`` holds each typed agent's accepted values, as instances, in board
     order. ``end_reason`` is
-    ``"terminated"`` (the coordinator stopped), ``"max_rounds"``, ``"budget:<reason>"``,
+    ``"terminated"`` (the coordinator stopped), ``"rounds_played"`` (a team without a
+    coordinator played all its rounds: its normal end), ``"max_rounds"`` (the coordinator never
+    stopped), ``"budget:<reason>"``,
     ``"circuit: <reason>"`` (the circuit policy halted the run: ``halted``) or ``"paused:
     awaiting approval of record <seq>"``; in the last three ``interrupted`` is True and
     ``interruption_reason`` holds it. ``state`` is the final

@@ -19,7 +19,7 @@ from ..runtime.boards import waiting_approvals
 from ..runtime.result import cost_of, price_table
 from ..runtime.session import BoardSession
 from ..scheduling.invocation import Invocation
-from ..status import BUDGET_PREFIX, MAX_ROUNDS, TERMINATED
+from ..status import BUDGET_PREFIX, MAX_ROUNDS, ROUNDS_PLAYED, TERMINATED
 from ..stores.base import AgendaChanges
 from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, INVOCATION_CLAIMED, ONCE_KEY, RAISED_PREFIX, RESUMED
 from ..workers.base import Worker
@@ -172,7 +172,9 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             started.update(resumed=True, round=progress.rounds)
         await self.emit(STARTED, **started)
         self.rounds = progress.rounds
-        end_reason = TERMINATED if progress.terminated else MAX_ROUNDS
+        # Round-robin (no coordinator) ends by playing its rounds; a coordinator that never
+        # terminated was stopped by the max_rounds limit.
+        end_reason = TERMINATED if progress.terminated else MAX_ROUNDS if team.coordinator else ROUNDS_PLAYED
         # A resumed run first finishes what the dead one left: an approved or held entry, the
         # error entry of an unknown agent's round, the turn its last decision pushed.
         stop = await self._settle_approvals()

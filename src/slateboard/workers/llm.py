@@ -32,6 +32,7 @@ from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
 from ..kernel.schema import pattern_locations
 from ..models import Generation, Message, Model, ModelError, ModelSchemaRefused, resolve_model, streamed
+from ..models.pricing import SpendRefused
 from ..redaction import redact
 from ..views import readable_state
 from .base import (
@@ -528,7 +529,9 @@ class LLMWorker:
     ) -> WorkerReply:
         # redacted: the error is stored in the record and re-sent as the next prompt's feedback
         error = redact(str(exc)) or type(exc).__name__
-        logger.warning("worker %s: model %s failed: %s", self._name, self.model.name, error)
+        # A call the spend cap refused was never made: the run's end says so once (budget:<ledger>).
+        level = logging.INFO if isinstance(exc, SpendRefused) else logging.WARNING
+        logger.log(level, "worker %s: model %s failed: %s", self._name, self.model.name, error)
         diagnostics.update({"error": error, "error_type": type(exc).__name__, "model_error": error})
         if calls:
             diagnostics["tool_calls"] = calls
