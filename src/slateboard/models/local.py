@@ -49,7 +49,7 @@ DEFAULT_N_CTX = 8192
 architect's prompt alone did not fit (issue 28). The KV cache at 8,192 is about 190 MB."""
 DEFAULT_SEED = 1234
 INSTALL_HINT = (
-    "install the local extra and fetch the weights: pip install \".[local]\" (in a clone: slateboard is "
+    'install the local extra and fetch the weights: pip install ".[local]" (in a clone: slateboard is '
     "not on PyPI) && python -m slateboard.models.fetch_weights"
 )
 
