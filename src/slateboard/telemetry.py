@@ -101,10 +101,16 @@ def enable_from_env(environ: Mapping[str, str] | None = None) -> bool:
     kind = env.get(ENV, "").strip().lower()
     if kind in ("", "0", "off", "false", "no"):
         return False
-    from opentelemetry import trace
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider as SdkProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider as SdkProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+    except ImportError as exc:
+        # a setting the user chose, not a crash: name the extra that provides the SDK (issue 48)
+        raise InvalidInput(
+            f"{ENV}={kind} needs the OpenTelemetry SDK: pip install 'slateboard[otel]' (missing: {exc.name})"
+        ) from None
 
     exporter: SpanExporter
     if kind == "console":
@@ -113,7 +119,12 @@ def enable_from_env(environ: Mapping[str, str] | None = None) -> bool:
         # stderr: stdout may be a protocol channel (slateboard mcp serve over stdio) or --json output
         exporter = ConsoleSpanExporter(out=sys.stderr)
     elif kind in ("1", "on", "true", "yes", "otlp"):
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError as exc:
+            raise InvalidInput(
+                f"{ENV}={kind} needs the OTLP exporter: pip install 'slateboard[otel]' (missing: {exc.name})"
+            ) from None
 
         exporter = OTLPSpanExporter()  # endpoint, headers: the standard OTEL_EXPORTER_OTLP_* variables
     else:

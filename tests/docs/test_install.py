@@ -73,3 +73,19 @@ def test_a_wheel_in_a_venv_without_pip_runs_the_quick_start(tmp_path: Path) -> N
     after = os.times()
     child_cpu = (after.children_user - cpu.children_user) + (after.children_system - cpu.children_system)
     print(f"wheel -> venv without pip -> weights -> quick start: wall {wall:.1f} s, CPU (children) {child_cpu:.1f} s")
+
+
+def _setup_cmake_args() -> str:
+    import re
+
+    found = re.search(r'export CMAKE_ARGS="\$\{CMAKE_ARGS:-(.*?)\}"', (ROOT / "scripts" / "setup.sh").read_text())
+    assert found is not None, "scripts/setup.sh lost its CMAKE_ARGS line"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/install.md"])
+def test_the_install_pages_show_the_lean_llama_cpp_build_of_setup_sh(page: str) -> None:
+    # issue 48: without these flags `pip install ".[local]"` compiled for over 15 minutes
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert f'export CMAKE_ARGS="{_setup_cmake_args()}"' in text
+    assert text.index("export CMAKE_ARGS=") < text.index('pip install ".[local]"', text.index("export CMAKE_ARGS="))

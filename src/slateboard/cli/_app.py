@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from ..errors import InvalidInput
 from . import _errors
 from ._anchor import anchor_command
 from ._errors import EXIT_USAGE, one_line, report
@@ -23,6 +24,7 @@ from ._extra import (
     templates_command,
 )
 from ._follow import fork_command, watch_command
+from ._help import tidy
 from ._inspect import boards_command, log_command, replay_command, show_command
 from ._ledger import ledger_app
 from ._mcp import mcp_app
@@ -90,7 +92,14 @@ class SlateboardGroup(TyperGroup):
         only now); ``eval``/``faults`` without slateboard-eval raise the install hint. (``ctx`` and
         the command are click's, or the copy of click that newer typer versions vendor.)"""
         command = super().get_command(ctx, cmd_name)
-        return command if command is not None else plugin_command(cmd_name)
+        return tidy(command if command is not None else plugin_command(cmd_name))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The group's help, its texts tidied first (``_help``: no mid-sentence breaks)."""
+        tidy(self)
+        for name in self.list_commands(ctx):
+            self.get_command(ctx, name)
+        super().format_help(ctx, formatter)
 
     def list_commands(self, ctx: Any) -> list[str]:
         """The core's commands, then the plugins' (for ``--help``)."""
@@ -168,7 +177,10 @@ def _root(
         _errors.settings.debug = True
     from .. import telemetry
 
-    telemetry.enable_from_env()  # SLATEBOARD_OTEL=otlp|console: trace this command (issue 17)
+    try:
+        telemetry.enable_from_env()  # SLATEBOARD_OTEL=otlp|console: trace this command (issue 17)
+    except InvalidInput as exc:  # a missing otel extra or an unknown value: the user's setting
+        raise _errors.CliError(str(exc), code=_errors.EXIT_USAGE) from None
 
 
 app.command("run")(run_command)

@@ -159,6 +159,14 @@ def store_hint(url: str | None) -> str:
     return f" --store {redact(url)}"
 
 
+def store_is_ephemeral(url: str) -> bool:
+    """Whether ``url`` names a store that lives in this process's memory only (``memory://``,
+    ``sqlite:///:memory:``): no hint may point a later command at it, it is gone by then."""
+    from ..stores import in_memory_url
+
+    return in_memory_url(url)
+
+
 @asynccontextmanager
 async def opened_store(url: str | None, *, create: bool = True) -> AsyncIterator[Store]:
     """Open the store ``url`` names (None: the default SQLite file) and close it afterwards;

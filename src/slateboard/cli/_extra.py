@@ -193,7 +193,15 @@ def bench_command(
         bench = Bench(name)
     except ValueError:
         raise CliError(f"unknown benchmark {name!r} (one of: {', '.join(Bench)})", code=2) from None
-    script = find_benchmarks() / f"{bench.value}.py"
+    try:
+        script = find_benchmarks() / f"{bench.value}.py"
+    except CliError as exc:
+        if not {"--help", "-h"} & set(ctx.args):
+            raise
+        # Help is answered anywhere (issue 48): this command's own, and why the script's is not here.
+        typer.echo(ctx.get_help())
+        typer.echo(f"\n{bench.value}'s own options: {exc.message}")
+        return
     if not script.is_file():
         raise CliError(f"benchmark script not found: {script}")
     sys.stdout.flush()

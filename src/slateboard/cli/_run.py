@@ -37,6 +37,7 @@ from ._common import (
     resolve_board,
     run_async,
     store_hint,
+    store_is_ephemeral,
 )
 from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from ._run_args import (
@@ -273,11 +274,12 @@ def _finish_run(
         if not created:
             raise
         _mark_interrupted(created[0], store)
-        raise CliError(
-            f"interrupted: board {created[0]} stopped mid-run; its log is intact."
-            f" Go on with: slateboard resume {created[0]}{store_hint(store)}",
-            code=EXIT_INTERRUPTED,
-        ) from None
+        go_on = (
+            f"it lived in {store}, which is gone with this process"
+            if store is not None and store_is_ephemeral(store)
+            else f"its log is intact. Go on with: slateboard resume {created[0]}{store_hint(store)}"
+        )
+        raise CliError(f"interrupted: board {created[0]} stopped mid-run; {go_on}", code=EXIT_INTERRUPTED) from None
     if outcome is None:
         _not_resumed(ended[0], store, as_json)
         return

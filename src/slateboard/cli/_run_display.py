@@ -36,7 +36,7 @@ from ..vocabulary import (
     RUN_ENDED,
     RUN_STARTED,
 )
-from ._common import cell, console, store_hint
+from ._common import cell, console, store_hint, store_is_ephemeral
 from ._run_stream import event_int
 
 if TYPE_CHECKING:
@@ -233,8 +233,8 @@ def print_summary(
             ]
             table.add_row(*row)
         out.print(table)
-    if store is not None and store.lower().startswith("memory:"):
-        out.print(Text("the board lived in a memory:// store: it is gone now that this process ends", style="dim"))
+    if store is not None and store_is_ephemeral(store):
+        out.print(Text(f"the board lived in {store}, in this process's memory: it is gone now", style="dim"))
         return
     hint = store_hint(store)
     out.print("inspect with:", style="dim")

@@ -368,6 +368,13 @@ class Runner:
             )
             return result
 
+    def run_sync(self) -> RunResult:
+        """``run`` from synchronous code: starts an event loop for the run (not from inside a
+        running one, where ``await runner.run()`` is the way), like ``Team.run_sync``. The store
+        must be usable from that loop: one opened in an earlier ``asyncio.run`` is, for the
+        bundled stores (they bind no loop when opened)."""
+        return asyncio.run(self.run())
+
     async def _run(self) -> RunResult:
         if not self._opened:
             try:

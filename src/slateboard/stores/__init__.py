@@ -38,6 +38,7 @@ from .base import (
     Lease,
     LeaseLost,
     LoadedBoard,
+    OpenedStore,
     ReportsCommits,
     ReportsLeases,
     ScansStalledBoards,
@@ -118,7 +119,14 @@ def _sqlite_in_memory(url: str) -> str | None:
     return query if rest.lstrip("/") == ":memory:" else None
 
 
-async def open_store(url: str | None = None, *, create: bool = True) -> Store:
+def in_memory_url(url: str) -> bool:
+    """Whether ``open_store(url)`` gives a store held in this process's memory (``memory://``,
+    SQLite's ``:memory:``), which no other process or later command can open again."""
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    return scheme == "memory" or (scheme == "sqlite" and _sqlite_in_memory(url) is not None)
+
+
+async def open_store(url: str | None = None, *, create: bool = True) -> OpenedStore:
     """Open the store a URL names (None: the default SQLite file); raises ``StoreError`` for an
     unknown scheme, ``StoreUnavailable``/``StoreCorrupt`` when it cannot be opened.
 
@@ -172,6 +180,7 @@ __all__ = [
     "LeaseLost",
     "LoadedBoard",
     "MemoryStore",
+    "OpenedStore",
     "ReportsCommits",
     "ReportsLeases",
     "ScansStalledBoards",
@@ -185,6 +194,7 @@ __all__ = [
     "StoreUnavailable",
     "WatchesBoards",
     "WatchesWork",
+    "in_memory_url",
     "open_store",
     "sqlite_path",
     "supports",

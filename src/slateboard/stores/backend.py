@@ -30,7 +30,7 @@ import math
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from ..kernel.canonical import JSON
 from ..kernel.record import GENESIS_META, Record, board_genesis
@@ -125,6 +125,13 @@ class StoreBackend(
 
     def _board_where(self, board_id: str) -> str:
         return f"{self._where} board {board_id}"
+
+    async def __aenter__(self) -> Self:
+        """``async with await open_store(url) as store:`` closes the store when the block ends."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     # -- prologues --------------------------------------------------------------------------------
     def prepare_board(

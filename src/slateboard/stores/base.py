@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 from ..errors import StoreError as StoreError  # re-exported: the stores raise it
 from ..kernel.canonical import JSON
@@ -439,6 +439,19 @@ class AgendaStore(Protocol):
 @runtime_checkable
 class Store(LogStore, AgendaStore, Protocol):
     """Async persistence of boards: the two required layers (see the module docstring)."""
+
+
+class OpenedStore(Store, Protocol):
+    """A store ``open_store`` gives: also an async context manager that closes it when the block
+    ends (``async with await open_store(url) as store:``). A third-party store need not be one."""
+
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        ...
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close the store (``close``), whether or not the block raised."""
+        ...
 
 
 # -- optional capabilities (shared runners) ---------------------------------------------------------
