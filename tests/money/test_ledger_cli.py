@@ -270,3 +270,37 @@ def test_set_show_reset_on_a_postgresql_store() -> None:
                 await conn.execute("DELETE FROM slateboard_ledger WHERE name = %s", (name,))
 
         asyncio.run(drop())
+
+
+async def test_reset_keeps_what_was_spent_in_the_ledger_history(ledger: Ledger) -> None:
+    """Issue 45: a reset zeroes the counters but never erases spend from view."""
+    await ledger.set_cap("day", 1.0)
+    with pytest.raises(UnknownName, match="'night'"):
+        await ledger.history("night")
+    assert await ledger.history("day") == []
+    await ledger.reserve("day", 0.5)
+    await ledger.settle("day", 0.5, 0.25)
+    await ledger.reserve("day", 0.125)
+    await ledger.reset("day")
+    await ledger.reserve("day", 0.5)
+    await ledger.settle("day", 0.5, 0.375)
+    await ledger.reset("day")
+    resets = await ledger.history("day")
+    assert [(r.spent, r.reserved) for r in resets] == [(0.25, 0.125), (0.375, 0.0)]
+    assert resets[0].at <= resets[1].at
+    assert "spent $0.2500" in resets[0].line()
+    state = await ledger.state("day")
+    assert (state.spent, state.reserved) == (0.0, 0.0)
+
+
+def test_ledger_history_command_lists_what_each_reset_zeroed(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'cli.db'}"
+    asyncio.run(_create(store))
+    assert _cli("set", "daily", "2.5", "--store", store)[0] == 0
+    assert _cli("history", "daily", "--store", store)[1].strip() == "ledger daily: never reset"
+    asyncio.run(_spend(tmp_path / "cli.db"))
+    assert _cli("reset", "daily", "--store", store)[0] == 0
+    code, out, _ = _cli("history", "daily", "--json", "--store", store)
+    assert code == 0 and [(r["name"], r["spent_usd"]) for r in json.loads(out)] == [("daily", 0.4)]
+    code, out, err = _cli("history", "nope", "--store", store)
+    assert code == 2 and "'nope'" in err + out

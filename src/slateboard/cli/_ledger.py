@@ -1,4 +1,4 @@
-"""``slateboard ledger show|set|reset``: the store's named spend ledgers (issue 33).
+"""``slateboard ledger show|set|reset|history``: the store's named spend ledgers (issue 33).
 
 A ledger is a cap in dollars that every board run with ``--ledger NAME`` reserves its model calls
 against, across boards and processes (``runtime.ledger``). They live in the store: the SQLite
@@ -114,7 +114,8 @@ def ledger_reset_command(
     as_json: JsonOption = False,
 ) -> None:
     """Zero what the ledger NAME has spent and holds reserved (a new day, a new month); its cap
-    is kept. Calls still running settle against the reset ledger."""
+    is kept and what it had spent goes into its history (``ledger history NAME``). Calls still
+    running settle against the reset ledger."""
 
     async def go(ledger: Any) -> Any:
         await ledger.reset(name)
@@ -124,6 +125,29 @@ def ledger_reset_command(
     _print_state(state, as_json)
 
 
+def ledger_history_command(
+    name: Annotated[str, typer.Argument(help="An existing ledger.")],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Every reset of the ledger NAME, oldest first: what it had spent and held reserved just
+    before, and when. A reset zeroes the counters; this keeps the spend in view."""
+
+    async def go(ledger: Any) -> list[Any]:
+        return list(await ledger.history(name))
+
+    resets = run_async(lambda: _with_ledger(store, go, create=False))
+    if as_json:
+        print_json([{"name": r.name, "spent_usd": r.spent, "reserved_usd": r.reserved, "at": r.at} for r in resets])
+        return
+    out = console()
+    for r in resets:
+        out.print(r.line(), highlight=False)
+    if not resets:
+        out.print(f"ledger {name}: never reset")
+
+
 ledger_app.command("show")(ledger_show_command)
+ledger_app.command("history")(ledger_history_command)
 ledger_app.command("set", context_settings={"ignore_unknown_options": True})(ledger_set_command)
 ledger_app.command("reset")(ledger_reset_command)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,22 @@ class LedgerState:
         return f"ledger {self.name}: cap {cap}, spent ${self.spent:.4f}, reserved ${self.reserved:.4f}"
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerReset:
+    """One ``reset`` of a ledger: what it had spent (and held reserved) just before, in dollars,
+    and when (Unix seconds). A reset zeroes the counters but never erases spend from view."""
+
+    name: str
+    spent: float
+    reserved: float
+    at: float
+
+    def line(self) -> str:
+        """One line for the CLI."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.at))
+        return f"ledger {self.name}: reset {when} UTC after spent ${self.spent:.4f}, reserved ${self.reserved:.4f}"
+
+
 class Ledger(Protocol):
     """What a worker needs of a ledger store."""
 
@@ -62,6 +79,7 @@ class Ledger(Protocol):
     async def state(self, name: str) -> LedgerState: ...
     async def names(self) -> list[str]: ...
     async def reset(self, name: str) -> None: ...
+    async def history(self, name: str) -> list[LedgerReset]: ...
 
 
 class MemoryLedger:
@@ -69,6 +87,7 @@ class MemoryLedger:
 
     def __init__(self) -> None:
         self._rows: dict[str, list[int | None]] = {}
+        self._resets: dict[str, list[LedgerReset]] = {}
         self._lock = asyncio.Lock()
 
     async def set_cap(self, name: str, cap: float | None) -> None:
@@ -105,10 +124,17 @@ class MemoryLedger:
         return sorted(self._rows)
 
     async def reset(self, name: str) -> None:
-        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
+        """Zero what was spent and reserved (the cap is kept), recording what they were in the
+        ledger's history; ``UnknownName`` if never created."""
         async with self._lock:
-            self._row(name)
+            _, spent, reserved = self._row(name)
+            self._resets.setdefault(name, []).append(LedgerReset(name, spent / MICRO, reserved / MICRO, time.time()))
             self._rows[name][1:] = [0, 0]
+
+    async def history(self, name: str) -> list[LedgerReset]:
+        """Every reset of the ledger, oldest first; ``UnknownName`` if never created."""
+        self._row(name)
+        return list(self._resets.get(name, []))
 
     def _row(self, name: str) -> tuple[int | None, int, int]:
         row = self._rows.get(name)
@@ -136,6 +162,13 @@ class _SqlLedger:
         self._table = table
 
     async def _query(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
+        return await self._batch([(sql, params)], write=write)
+
+    async def _batch(
+        self, statements: Sequence[tuple[str, tuple[Any, ...]]], *, write: bool = True
+    ) -> list[tuple[Any, ...]]:
+        """Run ``statements`` in one transaction (``{h}`` names the history table); the rows of
+        the last one."""
         raise NotImplementedError
 
     async def set_cap(self, name: str, cap: float | None) -> None:
@@ -180,10 +213,27 @@ class _SqlLedger:
         return [r[0] for r in await self._query("SELECT name FROM {t} ORDER BY name", (), write=False)]
 
     async def reset(self, name: str) -> None:
-        """Zero what was spent and reserved (the cap is kept); ``UnknownName`` if never created."""
-        rows = await self._query("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = ? RETURNING name", (name,))
+        """Zero what was spent and reserved (the cap is kept); what they were goes into the
+        ledger's history in the same transaction. ``UnknownName`` if never created."""
+        rows = await self._batch(
+            [
+                (
+                    "INSERT INTO {h} (name, spent, reserved, at) SELECT name, spent, reserved, ? FROM {t} WHERE name = ?",
+                    (time.time(), name),
+                ),
+                ("UPDATE {t} SET spent = 0, reserved = 0 WHERE name = ? RETURNING name", (name,)),
+            ]
+        )
         if not rows:
             await self.state(name)
+
+    async def history(self, name: str) -> list[LedgerReset]:
+        """Every reset of the ledger, oldest first; ``UnknownName`` if never created."""
+        await self.state(name)
+        rows = await self._batch(
+            [("SELECT spent, reserved, at FROM {h} WHERE name = ? ORDER BY at, seq", (name,))], write=False
+        )
+        return [LedgerReset(name, spent / MICRO, reserved / MICRO, float(at)) for spent, reserved, at in rows]
 
 
 class PostgresLedger(_SqlLedger):
@@ -195,20 +245,28 @@ class PostgresLedger(_SqlLedger):
         super().__init__(table)
         self._dsn = dsn
 
-    async def _query(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
-        # psycopg's placeholder is %s; the shared statements hold no other '?'
-        return await self._exec(sql.replace("?", "%s"), params)
-
-    async def _exec(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    async def _batch(
+        self, statements: Sequence[tuple[str, tuple[Any, ...]]], *, write: bool = True
+    ) -> list[tuple[Any, ...]]:
         import psycopg
 
+        history = f"{self._table}_history"
         async with await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as conn:
             await conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self._table} (name TEXT PRIMARY KEY, cap BIGINT, "
                 "spent BIGINT NOT NULL DEFAULT 0, reserved BIGINT NOT NULL DEFAULT 0)"
             )
-            cur = await conn.execute(sql.format(t=self._table), params)
-            return list(await cur.fetchall()) if cur.description else []
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {history} (seq BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, "
+                "spent BIGINT NOT NULL, reserved BIGINT NOT NULL, at DOUBLE PRECISION NOT NULL)"
+            )
+            rows: list[tuple[Any, ...]] = []
+            async with conn.transaction():
+                for sql, params in statements:
+                    # psycopg's placeholder is %s; the shared statements hold no other '?'
+                    cur = await conn.execute(sql.replace("?", "%s").format(t=self._table, h=history), params)
+                    rows = list(await cur.fetchall()) if cur.description else []
+            return rows
 
 
 class SqliteLedger(_SqlLedger):
@@ -224,7 +282,7 @@ class SqliteLedger(_SqlLedger):
         self.path = Path(path)
         self._timeout_ms = busy_timeout_ms
 
-    def _tx(self, sql: str, params: tuple[Any, ...], *, write: bool) -> list[tuple[Any, ...]]:
+    def _tx(self, statements: Sequence[tuple[str, tuple[Any, ...]]], *, write: bool) -> list[tuple[Any, ...]]:
         import sqlite3
 
         from ..stores.base import StoreUnavailable
@@ -248,7 +306,19 @@ class SqliteLedger(_SqlLedger):
                         f"CREATE TABLE {self._table} (name TEXT PRIMARY KEY, cap INTEGER, "
                         "spent INTEGER NOT NULL DEFAULT 0, reserved INTEGER NOT NULL DEFAULT 0)"
                     )
-                rows = list(db.execute(sql.format(t=self._table), params).fetchall())
+                history = f"{self._table}_history"
+                if write:  # a file from before ledger history gains the table on its first write
+                    db.execute(
+                        f"CREATE TABLE IF NOT EXISTS {history} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                        "name TEXT NOT NULL, spent INTEGER NOT NULL, reserved INTEGER NOT NULL, at REAL NOT NULL)"
+                    )
+                elif not db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (history,)
+                ).fetchone():
+                    statements = [st for st in statements if "{h}" not in st[0]]
+                rows: list[tuple[Any, ...]] = []
+                for sql, params in statements:
+                    rows = list(db.execute(sql.format(t=self._table, h=history), params).fetchall())
                 db.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
@@ -260,8 +330,10 @@ class SqliteLedger(_SqlLedger):
         finally:
             db.close()
 
-    async def _query(self, sql: str, params: tuple[Any, ...], *, write: bool = True) -> list[tuple[Any, ...]]:
-        return await asyncio.to_thread(self._tx, sql, params, write=write)
+    async def _batch(
+        self, statements: Sequence[tuple[str, tuple[Any, ...]]], *, write: bool = True
+    ) -> list[tuple[Any, ...]]:
+        return await asyncio.to_thread(self._tx, statements, write=write)
 
 
 def ledger_for(store: object) -> Ledger:
