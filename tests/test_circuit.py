@@ -406,3 +406,21 @@ def test_alternation_needs_two_workers_on_common_paths() -> None:
     for worker in ("a", "b", "a", "b", "a", "b"):
         off.accept(worker)
     assert off.check().kind == CONTINUE  # 0 turns the check off
+
+
+def test_cycle_never_compares_a_version_with_itself() -> None:
+    # A record given twice (a runner catching up with what it already counted) is one
+    # transition, not a cycle: the state at version 5 does not "repeat" version 5.
+    log = Log(cycle_window=8)
+    for x in range(1, 6):
+        log.accept(x=x)
+    fifth = log.records[-1]
+    assert fifth.version == 5
+    log.records.append(fifth)
+    assert log.check().kind == CONTINUE
+    log.records.insert(2, log.records[2])  # a duplicate deeper in the window too
+    assert log.check().kind == CONTINUE
+    log.accept(x=3)  # a real revisit is still caught, naming two distinct versions
+    act = log.check()
+    assert (act.kind, act.trigger) == (HALT, "cycle")
+    assert act.details["versions"] == [3, 6]

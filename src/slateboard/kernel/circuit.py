@@ -195,8 +195,11 @@ class CircuitPolicy:
     def _cycle(self, tail: list[Record]) -> CircuitAction | None:
         window = self.spec.cycle_window
         accepted: list[Record] = []
+        counted: set[int] = set()
         for rec in reversed(tail):
-            if rec.outcome == OUTCOME_ACCEPTED:
+            # A record given twice (by seq) is one transition: a version never repeats itself.
+            if rec.outcome == OUTCOME_ACCEPTED and rec.seq not in counted:
+                counted.add(rec.seq)
                 accepted.append(rec)
                 if len(accepted) == window:
                     break
@@ -208,6 +211,8 @@ class CircuitPolicy:
         seen: dict[str, int] = {}
         found: tuple[int, int, str] | None = None
         for h, version in states:
+            if seen.get(h) == version:
+                continue
             if h in seen:
                 found = (seen[h], version, h)
             seen[h] = version

@@ -67,6 +67,9 @@ class Accounts:
     """Held proposals (``outcome == "held"``) with no approval record naming them, by seq."""
     decided: set[JSON] = field(default_factory=set)
     """What the approval records named (one value per approval: small next to the log)."""
+    noted_seq: int | None = None
+    """The seq of the last record noted: a record at or before it was counted already (a
+    runner catching up may read again what it loaded or appended), so ``note`` skips it."""
 
     def __post_init__(self) -> None:
         self.tail = deque(self.tail, maxlen=self.tail_size)
@@ -97,7 +100,12 @@ class Accounts:
         return accounts
 
     def note(self, rec: Record) -> None:
-        """Count one record (this process's own or one it caught up on)."""
+        """Count one record (this process's own or one it caught up on), once: a record whose
+        seq is not past the last one noted is already counted and is skipped, so catching up
+        with the store is idempotent (a record never reaches the circuit's tail twice)."""
+        if self.noted_seq is not None and rec.seq <= self.noted_seq:
+            return
+        self.noted_seq = rec.seq
         if self.keep_history:
             self.history.append(rec)
         self.tail.append(rec)

@@ -189,8 +189,11 @@ class BoardSession(StepEngine):
         loaded = await self.store.load_board(self.board_id)
         blueprint = self._compile(loaded.blueprint)
         kernel = kernel_from(blueprint, loaded)
-        # Approvals may predate the snapshot: rebuild them from the whole log.
-        history = await self.store.read_records(self.board_id)
+        # Approvals may predate the snapshot: rebuild them from the whole log, up to the
+        # kernel's seq: another process may have appended since ``load_board``, and counting
+        # those records here as well as on the next catch-up (which starts after the kernel's
+        # seq) would put them twice in the circuit's tail (a "cycle" of a version with itself).
+        history = [r for r in await self.store.read_records(self.board_id) if r.seq <= kernel.seq]
         for rec in history:
             kernel.note_approval(rec)
         circuit = CircuitPolicy.from_blueprint(blueprint)
