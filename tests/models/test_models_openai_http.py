@@ -44,6 +44,20 @@ async def test_connection_refused_is_unavailable_after_bounded_retries(
     assert len(sleeps.delays) == fast_retry.max_attempts - 1
 
 
+async def test_providers_of_one_base_url_share_one_pool(stub_server: StartStub, fast_retry: RetryPolicy) -> None:
+    # Each board resolving a model string gets its own provider: they must not each open a
+    # client (an SSL context and a pool per board) and their own connections.
+    server = await stub_server(StubReply(200, chat_completion("hi")))
+    first, second = openai_at(server.url, fast_retry), openai_at(server.url, fast_retry)
+    await first.generate(ASK)
+    await second.generate(ASK)
+    assert server.connections == 1  # the second provider reused the first one's kept-alive connection
+    await first.aclose()
+    assert (await second.generate(ASK)).text == "hi"  # one provider letting go leaves the pool to the other
+    assert server.connections == 1
+    await second.aclose()
+
+
 async def test_plain_reply_with_reported_usage(stub_server: StartStub, fast_retry: RetryPolicy) -> None:
     usage = {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
     server = await stub_server(StubReply(200, chat_completion("hi there", usage=usage)))
