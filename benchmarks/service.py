@@ -365,9 +365,9 @@ def missing(system: str) -> str | None:
 
 # -- one cell in a child process ------------------------------------------------------------------
 def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float, tmp: Path, pg: str, prof: str) -> Any:
-    async def cell(kk: int, st: int) -> dict[str, Any]:
+    async def cell(kk: int, st: int, profile: bool = False) -> dict[str, Any]:
         run = await prepare(system, kk, st, kind, url, latency_s, tmp, pg)
-        profiler = cProfile.Profile() if prof else None
+        profiler = cProfile.Profile() if profile else None
         peers._reset_peak()
         rss0 = peers._status("VmRSS") or 0
         cpu0 = time.process_time()
@@ -393,7 +393,7 @@ def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float
         holder.append(self)
 
     Gaps.__init__ = keep  # type: ignore[method-assign]
-    out = asyncio.run(cell(k, steps))
+    out = asyncio.run(cell(k, steps, bool(prof)))
     for g in holder:
         gaps.extend(g.gaps)
     if out["steps"] != k * steps:
