@@ -16,6 +16,8 @@ Systems, interleaved (for each K and each model, every system in turn, each in a
 process so that peak memory is its own):
 
   - ``slateboard sqlite``: the Runner, every board on one SQLite file (default writer);
+  - ``slateboard sqlite loop``: the same with ``?writer=loop`` (database calls on the event
+    loop's thread, same durability);
   - ``slateboard postgres``: the Runner, every board in one PostgreSQL schema (--pg);
   - ``slateboard team``: ``Team.blackboard`` (round-robin, no coordinator) on one SQLite file;
   - ``langgraph sqlite``: LangGraph ``ainvoke`` with ``AsyncSqliteSaver`` on one file,
@@ -66,7 +68,14 @@ WORKERS = peers.WORKERS
 TASK = peers.TASK
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 REFERENCE = "langgraph sqlite"
-SYSTEMS = ("slateboard sqlite", "slateboard postgres", "slateboard team", "langgraph sqlite", "langgraph postgres")
+SYSTEMS = (
+    "slateboard sqlite",
+    "slateboard sqlite loop",
+    "slateboard postgres",
+    "slateboard team",
+    "langgraph sqlite",
+    "langgraph postgres",
+)
 MODELS = ("sleep", "http")
 TEXT = peers.store_bench.entry_texts(1)[0]
 _WORKER = re.compile(rb"You are worker '([^']+)'")
@@ -336,6 +345,8 @@ async def prepare(system: str, k: int, steps: int, kind: str, url: str, latency_
     schema = f"svc_{uuid.uuid4().hex[:10]}"
     if system == "slateboard sqlite":
         return await slateboard_runner(k, steps, f"sqlite:///{db}", kind, url, latency_s)
+    if system == "slateboard sqlite loop":
+        return await slateboard_runner(k, steps, f"sqlite:///{db}?writer=loop", kind, url, latency_s)
     if system == "slateboard postgres":
         return await slateboard_runner(k, steps, _pg_url(pg, schema), kind, url, latency_s)
     if system == "slateboard team":
