@@ -67,7 +67,6 @@ class StubServer:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
-        self.connections = 0  # TCP connections accepted
 
     @property
     def url(self) -> str:
@@ -96,7 +95,6 @@ class StubServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
-        self.connections += 1
         try:
             while True:
                 request_line = await reader.readline()

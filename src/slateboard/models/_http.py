@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import ssl
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -41,10 +42,9 @@ class JsonPoster:
     Guarantees: a base URL that is not http(s) with a host raises `ModelConfigError` here, before
     any call; transport failures raise `ModelUnavailable` (connect errors, resets, connect
     timeouts), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a URL httpx cannot
-    use); HTTP statuses are left to the caller. Without an injected client, the posters of one
-    base URL on one event loop share one `httpx.AsyncClient` (`shared_client`): httpx pools cannot
-    be shared across loops, and a client per poster (a board resolving a model string gets its own
-    provider) would build an SSL context and a pool per board.
+    use); HTTP statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
+    per event loop, because httpx connection pools cannot be shared across loops; every such client
+    uses one SSL context (`shared_ssl_context`).
     """
 
     def __init__(
@@ -69,9 +69,9 @@ class JsonPoster:
         loop = asyncio.get_running_loop()
         stale = self._client_loop is None or self._client_loop() is not loop
         if self._client is None or self._client.is_closed or stale:
-            if self._client is not None:
-                _drop_share(self._client)  # closed, or bound to a loop that is gone
-            self._client = shared_client(loop, self.base_url)
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S), verify=shared_ssl_context()
+            )
             self._client_loop = weakref.ref(loop)
         return self._client
 
@@ -114,57 +114,25 @@ class JsonPoster:
             raise ModelNotFound(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
 
     async def aclose(self) -> None:
-        """Let go of the shared client (closed with the last poster of its base URL and loop
-        that lets go; an injected client is left to its owner)."""
-        client, self._client = self._client, None
-        if client is not None:
-            await release_client(client)
+        """Close the client this poster created (an injected client is left to its owner)."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
 
-# Connections one shared client keeps open to one base URL: enough for hundreds of boards waiting
-# on a model at once, well under a default 1,024-descriptor limit; further calls wait for a
-# connection (httpx's pool queue) rather than open sockets until the process runs out.
-POOL_CONNECTIONS = 256
-
-_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]] = (
-    weakref.WeakKeyDictionary()
-)
-_USERS: dict[int, int] = {}
+_SSL: ssl.SSLContext | None = None
 
 
-def shared_client(loop: asyncio.AbstractEventLoop, base_url: str) -> httpx.AsyncClient:
-    """The one open `httpx.AsyncClient` for `base_url` on `loop`, made on first use; each call
-    takes a share that `release_client` gives back (headers, keys included, go with each
-    request, never into the client, so posters with different keys can share it)."""
-    clients = _SHARED.setdefault(loop, {})
-    client = clients.get(base_url)
-    if client is None or client.is_closed:
-        limits = httpx.Limits(max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS)
-        client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S), limits=limits)
-        clients[base_url] = client
-    _USERS[id(client)] = _USERS.get(id(client), 0) + 1
-    return client
-
-
-def _drop_share(client: httpx.AsyncClient) -> bool:
-    """Give back one share of `client`; True when it was the last (the client is then no longer
-    handed out)."""
-    left = _USERS.get(id(client), 1) - 1
-    if left > 0:
-        _USERS[id(client)] = left
-        return False
-    _USERS.pop(id(client), None)
-    for clients in list(_SHARED.values()):
-        for url, held in list(clients.items()):
-            if held is client:
-                del clients[url]
-    return True
-
-
-async def release_client(client: httpx.AsyncClient) -> None:
-    """Give back one share of a `shared_client`; the last share closes it."""
-    if _drop_share(client):
-        await client.aclose()
+def shared_ssl_context() -> ssl.SSLContext:
+    """The process's one client SSL context (httpx's defaults: certifi's CA bundle, or
+    SSL_CERT_FILE / SSL_CERT_DIR), made on first use. A board resolving a model string gets its
+    own provider and client; a context per client would load the CA store each time (~0.1 s of
+    CPU and ~1 MB per board), while one small pool per client keeps httpx's per-request pool
+    bookkeeping short (a single pool shared by hundreds of boards costs more CPU per call)."""
+    global _SSL
+    if _SSL is None:
+        _SSL = httpx.create_ssl_context()
+    return _SSL
 
 
 def _describe(exc: Exception) -> str:
