@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+from typing import Any
 
 import pytest
 from models_testkit import RecordingSleep, StartStub, StubReply, chat_completion
@@ -42,6 +44,28 @@ async def test_connection_refused_is_unavailable_after_bounded_retries(
     assert message.startswith(f"openai:stub-model@http://127.0.0.1:{closed_port}/v1: ")
     assert "cannot connect" in message
     assert len(sleeps.delays) == fast_retry.max_attempts - 1
+
+
+async def test_providers_share_one_ssl_context(
+    stub_server: StartStub, fast_retry: RetryPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each board resolving a model string gets its own provider and client: the CA store must
+    # be loaded once per process, not once per board (~0.1 s of CPU and ~1 MB each).
+    loads: list[object] = []
+    original = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    server = await stub_server(StubReply(200, chat_completion("hi")))
+    models = [openai_at(server.url, fast_retry) for _ in range(3)]
+    for model in models:
+        assert (await model.generate(ASK)).text == "hi"
+    assert len(set(map(id, loads))) <= 1
+    for model in models:
+        await model.aclose()
 
 
 async def test_plain_reply_with_reported_usage(stub_server: StartStub, fast_retry: RetryPolicy) -> None:

@@ -228,3 +228,24 @@ async def test_a_finished_board_is_not_run_again(store: Store) -> None:
     assert again.end_reason == first.end_reason and again.version == first.version
     assert await store.read_records(board) == before
     await verify(store, board)
+
+
+async def test_boards_of_one_blueprint_share_its_compiled_form(store: Store) -> None:
+    # Many boards of one blueprint in a process: one compiled schema index, rules and CEL
+    # programs, not a copy per board; a Python invariant added to one board stays its own.
+    functions = {
+        "a": lambda view: note("a", "note"),
+        "b": lambda view, event=None: note("b", "reply"),
+        "decider": lambda view: [{"op": "add", "path": "/answer", "value": "six"}],
+    }
+    first, second = [await create_board(store, NOTES, inputs={"task": "write notes"}) for _ in range(2)]
+    one, other = Runner(store, first, functions=functions), Runner(store, second, functions=functions)
+    await one.open()
+    await other.open()
+    assert one.blueprint.schema is other.blueprint.schema
+    assert one.blueprint.rules is other.blueprint.rules and one.blueprint.invariants is other.blueprint.invariants
+    one.blueprint.add_invariant("/notes/*", lambda ctx: "refused on this board only", name="only-here")
+    assert [i.name for i in one.blueprint.extra_invariants] == ["only-here"]
+    assert other.blueprint.extra_invariants == []
+    result = await other.run()
+    assert result.end_reason == "done" and len(result.state["notes"]) == 6

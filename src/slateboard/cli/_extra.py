@@ -147,6 +147,7 @@ class Bench(enum.StrEnum):
     constrained = "constrained"
     peers = "peers"
     scale = "scale"
+    service = "service"
     telemetry = "telemetry"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import ssl
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -42,7 +43,8 @@ class JsonPoster:
     any call; transport failures raise `ModelUnavailable` (connect errors, resets, connect
     timeouts), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a URL httpx cannot
     use); HTTP statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
-    per event loop, because httpx connection pools cannot be shared across loops.
+    per event loop, because httpx connection pools cannot be shared across loops; every such client
+    uses one SSL context (`shared_ssl_context`).
     """
 
     def __init__(
@@ -67,7 +69,9 @@ class JsonPoster:
         loop = asyncio.get_running_loop()
         stale = self._client_loop is None or self._client_loop() is not loop
         if self._client is None or self._client.is_closed or stale:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S))
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S), verify=shared_ssl_context()
+            )
             self._client_loop = weakref.ref(loop)
         return self._client
 
@@ -114,6 +118,21 @@ class JsonPoster:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+_SSL: ssl.SSLContext | None = None
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """The process's one client SSL context (httpx's defaults: certifi's CA bundle, or
+    SSL_CERT_FILE / SSL_CERT_DIR), made on first use. A board resolving a model string gets its
+    own provider and client; a context per client would load the CA store each time (~0.1 s of
+    CPU and ~1 MB per board), while one small pool per client keeps httpx's per-request pool
+    bookkeeping short (a single pool shared by hundreds of boards costs more CPU per call)."""
+    global _SSL
+    if _SSL is None:
+        _SSL = httpx.create_ssl_context()
+    return _SSL
 
 
 def _describe(exc: Exception) -> str:

@@ -30,13 +30,15 @@ whoever wrote it (``runtime.accounting``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..blueprint.compile import CompiledBlueprint, compile_blueprint
-from ..kernel.canonical import JSON
+from ..kernel.canonical import JSON, hash_json
 from ..kernel.circuit import CircuitPolicy
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import EVENT_META, MODEL_META, RUN_KIND, SPEND_KIND, Record, Usage
@@ -121,6 +123,32 @@ class WorkerSource:
         return built
 
 
+# Blueprints compiled, by the digest of their stored JSON: many boards of one blueprint in one
+# process share its compiled schema index, contracts, rules and CEL programs (immutable once
+# accepted) instead of compiling and holding a copy each. Bounded, least recently used first out.
+_COMPILED: OrderedDict[str, CompiledBlueprint] = OrderedDict()
+_COMPILED_MAX = 64
+
+
+def _compile_shared(stored: Any) -> CompiledBlueprint:
+    """``compile_blueprint(stored)`` for a stored blueprint (a JSON object), shared by digest with
+    every board of the same blueprint in this process. Each caller gets its own list of
+    Python-registered invariants (``add_invariant`` on one board's blueprint reaches no other);
+    everything else is the compiled, immutable part."""
+    if not isinstance(stored, dict):
+        return compile_blueprint(stored)
+    key = hash_json(stored)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = compile_blueprint(stored)
+        _COMPILED[key] = compiled
+        if len(_COMPILED) > _COMPILED_MAX:
+            _COMPILED.popitem(last=False)
+    else:
+        _COMPILED.move_to_end(key)
+    return dataclasses.replace(compiled, extra_invariants=list(compiled.extra_invariants))
+
+
 class BoardSession(StepEngine):
     """One board's live runtime (see the module docstring): the step engine of the board, plus
     loading, catching up, approvals, limits and the end of its run.
@@ -147,7 +175,7 @@ class BoardSession(StepEngine):
         shared: bool = False,
         serve: Sequence[str] | None = None,
         emit: Emit | None = None,
-        compile: Callable[[Any], CompiledBlueprint] = compile_blueprint,
+        compile: Callable[[Any], CompiledBlueprint] | None = None,
         keep_history: bool = True,
     ) -> None:
         super().__init__(
@@ -166,7 +194,7 @@ class BoardSession(StepEngine):
         self.keep_history = keep_history
         # How the stored blueprint becomes the kernel's (Team.blackboard passes one that swaps
         # its built-in whole-state invariants for indexed checks with the same verdicts).
-        self._compile = compile
+        self._compile = compile or _compile_shared
         self.source = WorkerSource(
             model, functions, tools, dict(workers or {}), None if serve is None else tuple(serve)
         )

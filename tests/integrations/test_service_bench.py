@@ -1,0 +1,37 @@
+"""benchmarks/service.py at a tiny K: every system runs K boards, through the CLI, with ratios."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from slateboard.cli import app
+
+
+@pytest.mark.slow
+def test_bench_service_runs_every_system_on_both_models_and_prints_ratios(
+    capfd: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    # `slateboard bench service` runs the script in a child process writing to the real stdout.
+    systems = "slateboard sqlite,slateboard team,langgraph sqlite,langgraph postgres"
+    args = ["bench", "service", "--k", "2", "--steps", "3", "--latency-ms", "20", "--systems", systems, "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(capfd.readouterr().out)
+    rows = {(r["system"], r["model"]): r for r in data["results"]}
+    notes = " ".join(data["notes"])
+    for system in systems.split(","):
+        for model in ("sleep", "http"):
+            if (system, model) not in rows:
+                assert f"{system} skipped:" in notes, (system, model)  # a peer that cannot run says why
+                continue
+            row = rows[system, model]
+            assert row["steps"] == 6 and row["k"] == 2
+            assert row["wall_over_ideal"] >= 1.0  # no board finishes before its model calls could
+            assert row["cpu_ms_per_step"] > 0 and row["gap_p99_ms"] >= row["gap_p50_ms"] > 0
+    if ("langgraph sqlite", "sleep") in rows:
+        assert rows["langgraph sqlite", "sleep"]["wall_x"] == 1.0
+        sb, lg = rows["slateboard sqlite", "http"], rows["langgraph sqlite", "http"]
+        assert sb["wall_x"] == pytest.approx(sb["wall_s"] / lg["wall_s"])
