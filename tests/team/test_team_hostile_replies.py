@@ -220,7 +220,7 @@ async def test_an_llm_workers_typed_reply_over_a_bound_is_a_parse_rejection(repl
         {
             "schema": {"type": "object", "properties": {"answer": {"type": "object"}}},
             "initial_state": {},
-            "workers": {"w": {"model": "scripted", "reads": ["/answer"], "writes": ["/answer"], "output": "/answer"}},
+            "workers": {"w": {"reads": ["/answer"], "writes": ["/answer"], "output": "/answer"}},
         }
     )
     kernel = Kernel(bp)
