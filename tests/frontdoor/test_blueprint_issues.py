@@ -120,3 +120,47 @@ def test_the_initial_state_is_checked_alongside_other_issues() -> None:
     }
     issues = issues_of(data)
     assert set(issues) == {"/initial_state/n", "/done"}, issues
+
+
+CEL_BASE: dict[str, Any] = {
+    "schema": {"type": "object", "properties": {"ideas": {"type": "array", "items": {"type": "string"}}}},
+    "initial_state": {"ideas": []},
+    "workers": {"a": {"reads": ["/ideas"], "writes": ["/ideas/-"]}},
+    "rules": [{"on": {"op": "start"}, "invoke": "a"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("where", "spec", "unknown"),
+    [
+        # an invariant sees root/self/oldSelf: `state` there failed every proposal, details withheld
+        (
+            "/invariants/0/rule",
+            {"invariants": [{"name": "n", "at": "/ideas", "rule": "size(state.ideas) < 3"}]},
+            "state",
+        ),
+        ("/rules/0/when", {"rules": [{"on": {"op": "start"}, "invoke": "a", "when": "size(root.ideas) == 0"}]}, "root"),
+        ("/done", {"done": "size(self) > 1"}, "self"),
+        ("/fail", {"fail": "now > 3"}, "now"),
+    ],
+)
+def test_cel_naming_a_variable_its_context_lacks_is_a_blueprint_issue(
+    where: str, spec: dict[str, Any], unknown: str
+) -> None:
+    found = issues_of({**CEL_BASE, **spec})
+    assert where in found and f"CEL uses '{unknown}', not a variable here" in found[where]
+
+
+def test_comprehension_variables_and_the_contexts_own_variables_compile() -> None:
+    compile_blueprint(
+        {
+            **CEL_BASE,
+            "invariants": [
+                {"name": "short", "at": "/ideas", "rule": "self.all(i, size(i) < 40) && size(root.ideas) < 9"}
+            ],
+            "rules": [
+                {"on": {"op": "start"}, "invoke": "a", "when": "state.ideas.exists(x, x == 'a') || bindings == []"}
+            ],
+            "done": "state.ideas.map(k, size(k)).exists(n, n > 3)",
+        }
+    )

@@ -9,6 +9,7 @@ BlueprintError whose ``issues`` name each problem by JSON path inside the bluepr
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,28 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
     return compile_blueprint(data, source_label=label)
 
 
+STATE_VARIABLES = frozenset({"state"})
+"""What ``done``, ``fail`` and a stage's ``enter``/``exit`` see: the committed state."""
+RULE_VARIABLES = frozenset({"event", "value", "state", "bindings"})
+"""What a rule's ``when`` sees (``scheduling.rules``)."""
+INVARIANT_VARIABLES = frozenset({"self", "oldSelf", "root"})
+"""What an invariant sees (``kernel.invariants``): the node, its previous value, the whole state."""
+
+# The variable a comprehension binds (``x`` in ``items.all(x, ...)``, ``k, v`` in two-variable forms).
+_BOUND = re.compile(
+    r"\b(?:all|exists|exists_one|map|filter|transformList|transformMap)\(\s*([A-Za-z_]\w*)\s*,(?:\s*([A-Za-z_]\w*)\s*,)?"
+)
+
+
+def unknown_variables(expr: CelExpr, names: frozenset[str]) -> list[str]:
+    """The variables ``expr`` names that its context does not give it (comprehension variables
+    are its own), sorted; empty when the variable list could not be read."""
+    if not expr.variables_known:
+        return []
+    bound = {n for m in _BOUND.finditer(expr.source) for n in m.groups() if n}
+    return sorted(v for v in expr.variables if v not in names and v not in bound)
+
+
 def compile_blueprint(
     data: Blueprint | dict[str, Any],
     *,
@@ -323,14 +346,21 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
     cel_budget = bp.limits.cel_budget or DEFAULT_CEL_BUDGET
     cel_nesting = bp.limits.cel_nesting or MAX_COMPREHENSION_NESTING
 
-    def cel(text: str | None, where: str) -> CelExpr | None:
+    def cel(text: str | None, where: str, names: frozenset[str] = STATE_VARIABLES) -> CelExpr | None:
         if text is None:
             return None
         try:
-            return compile_cel(text, budget=cel_budget, max_nesting=cel_nesting)
+            expr = compile_cel(text, budget=cel_budget, max_nesting=cel_nesting)
         except CelCompileError as exc:
             issues.append(BlueprintIssue(where, f"CEL does not compile: {exc}"))
             return None
+        if unknown := unknown_variables(expr, names):
+            # Unbound, the expression errs at every evaluation: a rule that never fires, an
+            # invariant that refuses every proposal with its details withheld.
+            seen = ", ".join(repr(n) for n in unknown)
+            given = ", ".join(sorted(names))
+            issues.append(BlueprintIssue(where, f"CEL uses {seen}, not a variable here (it sees {given})"))
+        return expr
 
     def unreached(tokens: tuple[str, ...]) -> str | None:
         # the members are walked in a valid schema only (an invalid one is reported as such)
@@ -392,7 +422,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         if p is not None and (why := unreached(p.tokens)) is not None:
             message = f"rule path {rule.on.path!r} matches {NO_LOCATION} (the rule could never fire){why}"
             issues.append(BlueprintIssue(f"{where}/on/path", message))
-        when = cel(rule.when, f"{where}/when")
+        when = cel(rule.when, f"{where}/when", RULE_VARIABLES)
         if p is not None:
             rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
 
@@ -408,7 +438,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         retention[bound.worker] = bound
         workers[bound.worker] = contract
         trigger = pattern(rule_spec.on.path, f"/retention/{i}/path")
-        when = cel(rule_spec.when, f"/retention/{i}")
+        when = cel(rule_spec.when, f"/retention/{i}", RULE_VARIABLES)
         if trigger is not None:
             rules.append(CompiledRule(len(bp.rules) + i, rule_spec.name or bound.worker, rule_spec, trigger, when))
 
@@ -425,7 +455,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             p = None
         if p is not None and (why := unreached(p.tokens)) is not None:
             issues.append(BlueprintIssue(f"{where}/at", f"location {inv.at!r} matches {NO_LOCATION}{why}"))
-        expr = cel(inv.rule, f"{where}/rule")
+        expr = cel(inv.rule, f"{where}/rule", INVARIANT_VARIABLES)
         if p is not None and expr is not None:
             invariants.append(CompiledInvariant(i, inv.name or f"invariant{i}", p, inv.message, expr, check=inv.check))
 

@@ -97,6 +97,11 @@ class CelExpr:
     cost: CostModel
     budget: int | None = DEFAULT_CEL_BUDGET
 
+    @property
+    def variables_known(self) -> bool:
+        """False when the CEL library could not list the variables (``uses`` then says yes to all)."""
+        return self.variables is not _ALL
+
     def uses(self, name: str) -> bool:
         """True when the expression may mention variable ``name`` (so callers may skip costly ones).
 
