@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -438,3 +438,49 @@ def spend_limits(max_cost: object, ledgers: Sequence[tuple[Ledger, str]] = ()) -
     ):
         raise InvalidInput(f"max_cost must be a finite number of dollars > 0, got {max_cost!r}")
     return SpendLimits(None if max_cost is None else float(max_cost), tuple(ledgers))
+
+
+SPEND_META = "spend"
+"""The board meta key holding the spend limits the board was started with (issue 45):
+``{"max_cost": dollars or null, "ledgers": [names of the store's ledgers]}``. Every path that runs
+the board (``Runner``, so ``run`` and ``resume``; runner processes) reserves against them."""
+
+
+def spend_meta(max_cost: float | None, ledger_names: Sequence[str]) -> dict[str, Any]:
+    """The board meta entry recording a board's spend limits (empty when there are none), to
+    pass to ``create_board(meta=...)``: the limits become part of the board."""
+    if max_cost is None and not ledger_names:
+        return {}
+    checked = spend_limits(max_cost)  # raises for a bad cap
+    return {SPEND_META: {"max_cost": None if checked is None else checked.max_cost, "ledgers": list(ledger_names)}}
+
+
+def recorded_spend(meta: Mapping[str, Any]) -> tuple[float | None, list[str]]:
+    """The ``max_cost`` and ledger names a board's meta records (None and none for a board
+    started without limits); ``InvalidInput`` naming the entry when it is malformed."""
+    entry = meta.get(SPEND_META)
+    if entry is None:
+        return None, []
+    names = entry.get("ledgers", []) if isinstance(entry, dict) else None
+    cap = entry.get("max_cost") if isinstance(entry, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InvalidInput(f"board meta {SPEND_META!r} is malformed: {entry!r}")
+    checked = spend_limits(cap)
+    return (None if checked is None else checked.max_cost), list(names)
+
+
+async def board_spend_limits(store: object, meta: Mapping[str, Any], given: SpendLimits | None) -> SpendLimits | None:
+    """The limits a run of a board holds: ``given`` (the caller's) joined with the ones the
+    board recorded at creation (``SPEND_META``). A recorded ledger is never dropped (it is
+    looked up in ``store``), and with two ``max_cost`` caps the lower one holds."""
+    recorded_cap, names = recorded_spend(meta)
+    if recorded_cap is None and not names:
+        return given
+    pairs = list(given.ledgers) if given is not None else []
+    have = {name for _, name in pairs}
+    missing = [name for name in names if name not in have]
+    if missing:
+        shared = ledger_for(store)
+        pairs += [(shared, name) for name in missing]
+    caps = [c for c in (recorded_cap, None if given is None else given.max_cost) if c is not None]
+    return SpendLimits(min(caps) if caps else None, tuple(pairs))
