@@ -52,12 +52,12 @@ async def _cli(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
     )
 
 
-async def _killed_mid_call(env: dict[str, str], servers: list[StubServer], url: str, bp: Path, *extra: str) -> str:
-    """Run the blueprint with ``extra`` options against a model that answers twice and then
-    never; SIGKILL the run during its third call. Returns the board's id."""
+async def _killed_mid_call(env: dict[str, str], servers: list[StubServer], url: str, *args: str) -> str:
+    """Run the command ``args`` (``run BP ...`` or ``resume BOARD``) against a model that answers
+    twice and then never; SIGKILL it during its third call. Returns the board's id."""
     hanging = await StubServer([OK, OK, StubReply(hang=True)]).start()
     servers.append(hanging)
-    proc = await _cli(env, "run", str(bp), "--model", f"openai:m@{hanging.url}/v1", "--store", url, "--json", *extra)
+    proc = await _cli(env, *args, "--model", f"openai:m@{hanging.url}/v1", "--store", url, "--json")
     for _ in range(1200):  # polls, not a timing claim: the third request arrives when it arrives
         if len(hanging.requests) >= 3 or proc.returncode is not None:
             break
@@ -95,18 +95,42 @@ async def test_a_resumed_board_reserves_against_the_ledger_it_was_started_with(
     await (await open_store(url)).close()  # the store's file first: the ledgers live in it
     ledger = SqliteLedger(tmp_path / "board.db")
     await ledger.set_cap("tenant", 1.0)
-    board = await _killed_mid_call(env, servers, url, bp, "--ledger", "tenant", "--max-cost", "0.5")
+    board = await _killed_mid_call(env, servers, url, "run", str(bp), "--ledger", "tenant", "--max-cost", "0.5")
     store = await open_store(url)
     try:
         assert (await store.board_info(board)).meta[SPEND_META] == {"max_cost": 0.5, "ledgers": ["tenant"]}
     finally:
         await store.close()
-    assert (await ledger.state("tenant")).spent == pytest.approx(2 * CALL)
+    killed = await ledger.state("tenant")
+    assert killed.spent == pytest.approx(2 * CALL) and killed.reserved > 0  # the dead call's reservation
     data = await _resume(env, servers, url, board)  # no --ledger: the board remembers it
     assert data["end_reason"] != "budget:tenant", data
     assert data["cost_usd"] == pytest.approx(8 * CALL)
     state = await ledger.state("tenant")
     assert state.spent == pytest.approx(8 * CALL)  # the killed run's 2 calls and the resumed run's 6
+    assert state.reserved == 0  # the dead run's reservation was released when the board resumed
+
+
+async def test_after_repeated_kills_the_ledger_equals_what_the_log_says(
+    tmp_path: Path, env: dict[str, str], servers: list[StubServer]
+) -> None:
+    bp = tmp_path / "bp.json"
+    bp.write_text(json.dumps(note_loop("capped", until=12, limits=LIMITS)))
+    url = f"sqlite:///{tmp_path / 'board.db'}"
+    await (await open_store(url)).close()
+    ledger = SqliteLedger(tmp_path / "board.db")
+    await ledger.set_cap("tenant", 1.0)
+    board = await _killed_mid_call(env, servers, url, "run", str(bp), "--ledger", "tenant")
+    one_call = (await ledger.state("tenant")).reserved
+    for kills in range(2, 5):  # each resume makes two calls and is killed during its third
+        await _killed_mid_call(env, servers, url, "resume", board)
+        state = await ledger.state("tenant")
+        assert state.spent == pytest.approx(2 * kills * CALL)
+        assert one_call <= state.reserved < 2 * one_call  # the last dead call's hold, never two
+    data = await _resume(env, servers, url, board)
+    state = await ledger.state("tenant")
+    assert state.spent == pytest.approx(12 * CALL) == pytest.approx(data["cost_usd"])
+    assert state.reserved == 0
 
 
 async def test_resume_ledger_adds_one_and_never_drops_the_recorded_one(
@@ -119,7 +143,7 @@ async def test_resume_ledger_adds_one_and_never_drops_the_recorded_one(
     ledger = SqliteLedger(tmp_path / "board.db")
     await ledger.set_cap("tenant", 1.0)
     await ledger.set_cap("extra", None)
-    board = await _killed_mid_call(env, servers, url, bp, "--ledger", "tenant")
+    board = await _killed_mid_call(env, servers, url, "run", str(bp), "--ledger", "tenant")
     await _resume(env, servers, url, board, "--ledger", "extra")
     assert (await ledger.state("tenant")).spent == pytest.approx(8 * CALL)
     assert (await ledger.state("extra")).spent == pytest.approx(6 * CALL)

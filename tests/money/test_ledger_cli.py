@@ -304,3 +304,18 @@ def test_ledger_history_command_lists_what_each_reset_zeroed(tmp_path: Path) -> 
     assert code == 0 and [(r["name"], r["spent_usd"]) for r in json.loads(out)] == [("daily", 0.4)]
     code, out, err = _cli("history", "nope", "--store", store)
     assert code == 2 and "'nope'" in err + out
+
+
+async def test_release_gives_back_only_what_an_owner_still_holds(ledger: Ledger) -> None:
+    """Issue 45: reservations are owned; ``release`` frees a dead run's, never another's."""
+    await ledger.set_cap("day", 1.0)
+    assert await ledger.reserve("day", 0.3, owner="b1")
+    assert await ledger.reserve("day", 0.2, owner="b1")
+    assert await ledger.reserve("day", 0.1, owner="b2")
+    await ledger.settle("day", 0.3, 0.25, owner="b1")  # settled: no longer held by b1
+    await ledger.release("b1")
+    state = await ledger.state("day")
+    assert state.spent == pytest.approx(0.25) and state.reserved == pytest.approx(0.1)
+    await ledger.release("b1")  # nothing left: a second release changes nothing
+    await ledger.release("b2")
+    assert (await ledger.state("day")).reserved == 0

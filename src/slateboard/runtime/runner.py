@@ -333,7 +333,9 @@ class Runner:
             # issue 33: a hard cap, held by reserving each LLM call's worst case before it is made
             # (a board resumed under a cap: what its log already cost counts against it)
             prices = price_table(self.session.blueprint.spec.limits.prices)
-            self.session.arm_spend(await self._spend.guard(prices, spent=self.session.accounts.cost))
+            self.session.arm_spend(
+                await self._spend.guard(prices, spent=self.session.accounts.cost, owner=self.board_id)
+            )
         if self._control_name is not None:
             # A control unit chosen by name (the CLI's --control) is built for this board.
             self.control = make_control(
