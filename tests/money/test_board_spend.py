@@ -103,12 +103,16 @@ async def test_a_resumed_board_reserves_against_the_ledger_it_was_started_with(
         await store.close()
     killed = await ledger.state("tenant")
     assert killed.spent == pytest.approx(2 * CALL) and killed.reserved > 0  # the dead call's reservation
+    shown = await _cli(env, "ledger", "show", "tenant", "--store", url, "--json")
+    out, _ = await shown.communicate()
+    assert json.loads(out)[0]["held_by"] == {board: killed.reserved}  # ledger show names the holder
     data = await _resume(env, servers, url, board)  # no --ledger: the board remembers it
     assert data["end_reason"] != "budget:tenant", data
     assert data["cost_usd"] == pytest.approx(8 * CALL)
     state = await ledger.state("tenant")
     assert state.spent == pytest.approx(8 * CALL)  # the killed run's 2 calls and the resumed run's 6
     assert state.reserved == 0  # the dead run's reservation was released when the board resumed
+    assert await ledger.holders("tenant") == {}
 
 
 async def test_after_repeated_kills_the_ledger_equals_what_the_log_says(

@@ -84,6 +84,7 @@ class Ledger(Protocol):
     async def reserve(self, name: str, amount: float, *, owner: str | None = None) -> bool: ...
     async def settle(self, name: str, reserved: float, actual: float, *, owner: str | None = None) -> None: ...
     async def release(self, owner: str) -> None: ...
+    async def holders(self, name: str) -> dict[str, float]: ...
     async def state(self, name: str) -> LedgerState: ...
     async def names(self) -> list[str]: ...
     async def reset(self, name: str) -> None: ...
@@ -129,6 +130,16 @@ class MemoryLedger:
             mine = self._held.get(owner or "", [])
             if (name, r) in mine:
                 mine.remove((name, r))
+
+    async def holders(self, name: str) -> dict[str, float]:
+        """What each owner (a board) holds reserved on the ledger, in dollars, by owner."""
+        self._row(name)
+        held: dict[str, int] = {}
+        for owner, rows in self._held.items():
+            for ledger, micro in rows:
+                if ledger == name:
+                    held[owner] = held.get(owner, 0) + micro
+        return {owner: micro / MICRO for owner, micro in sorted(held.items())}
 
     async def release(self, owner: str) -> None:
         """Give back everything ``owner`` still holds reserved (a dead run's reservations)."""
@@ -243,6 +254,15 @@ class _SqlLedger:
                 )
             )
         await self._batch(statements)
+
+    async def holders(self, name: str) -> dict[str, float]:
+        """What each owner (a board) holds reserved on the ledger, in dollars, by owner;
+        ``UnknownName`` if never created."""
+        await self.state(name)
+        rows = await self._batch(
+            [("SELECT owner, SUM(amount) FROM {r} WHERE name = ? GROUP BY owner ORDER BY owner", (name,))], write=False
+        )
+        return {str(owner): int(micro) / MICRO for owner, micro in rows}
 
     async def release(self, owner: str) -> None:
         """Give back everything ``owner`` still holds reserved (a dead run's reservations), in
@@ -385,10 +405,12 @@ class SqliteLedger(_SqlLedger):
                         f"CREATE TABLE IF NOT EXISTS {held} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
                         "owner TEXT NOT NULL, name TEXT NOT NULL, amount INTEGER NOT NULL)"
                     )
-                elif not db.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (history,)
-                ).fetchone():
-                    statements = [st for st in statements if "{h}" not in st[0]]
+                else:  # a read of a table an older file lacks reads nothing
+                    for table, mark in ((history, "{h}"), (held, "{r}")):
+                        if not db.execute(
+                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+                        ).fetchone():
+                            statements = [st for st in statements if mark not in st[0]]
                 rows: list[tuple[Any, ...]] = []
                 for sql, params in statements:
                     rows = list(db.execute(sql.format(t=self._table, h=history, r=held), params).fetchall())
