@@ -8,16 +8,19 @@ import asyncio
 import json
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stores"))
 from models_testkit import StubReply, StubServer, chat_completion
+from stores_testkit import pg_url, scratch_pg_schema
 
 from _support.boards import NOTE_REPLY, note_loop
-from slateboard.runtime.ledger import SPEND_META, SqliteLedger
+from slateboard.runtime.ledger import SPEND_META, Ledger, SqliteLedger, ledger_for
 from slateboard.stores import open_store
 
 USAGE = {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}
@@ -38,6 +41,30 @@ async def servers() -> AsyncIterator[list[StubServer]]:
     yield started
     for server in started:
         await server.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def where(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, Ledger, str]]:
+    """A store's URL, its ledgers and a fresh ledger's name (capped at $1) on SQLite and on a
+    scratch schema of the test PostgreSQL server."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'board.db'}"
+        await (await open_store(url)).close()
+        ledger: Ledger = SqliteLedger(tmp_path / "board.db")
+        await ledger.set_cap("tenant", 1.0)
+        yield url, ledger, "tenant"
+        return
+    schemas = scratch_pg_schema("sbt_spend")
+    url = pg_url(next(schemas))
+    store = await open_store(url)
+    try:
+        ledger = ledger_for(store)
+    finally:
+        await store.close()
+    name = f"tenant_{uuid.uuid4().hex[:8]}"  # the ledgers live in the database, shared by schemas
+    await ledger.set_cap(name, 1.0)
+    yield url, ledger, name
+    next(schemas, None)  # drops the schema
 
 
 async def _cli(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
@@ -116,23 +143,20 @@ async def test_a_resumed_board_reserves_against_the_ledger_it_was_started_with(
 
 
 async def test_after_repeated_kills_the_ledger_equals_what_the_log_says(
-    tmp_path: Path, env: dict[str, str], servers: list[StubServer]
+    tmp_path: Path, env: dict[str, str], servers: list[StubServer], where: tuple[str, Ledger, str]
 ) -> None:
+    url, ledger, name = where
     bp = tmp_path / "bp.json"
     bp.write_text(json.dumps(note_loop("capped", until=12, limits=LIMITS)))
-    url = f"sqlite:///{tmp_path / 'board.db'}"
-    await (await open_store(url)).close()
-    ledger = SqliteLedger(tmp_path / "board.db")
-    await ledger.set_cap("tenant", 1.0)
-    board = await _killed_mid_call(env, servers, url, "run", str(bp), "--ledger", "tenant")
-    one_call = (await ledger.state("tenant")).reserved
+    board = await _killed_mid_call(env, servers, url, "run", str(bp), "--ledger", name)
+    one_call = (await ledger.state(name)).reserved
     for kills in range(2, 5):  # each resume makes two calls and is killed during its third
         await _killed_mid_call(env, servers, url, "resume", board)
-        state = await ledger.state("tenant")
+        state = await ledger.state(name)
         assert state.spent == pytest.approx(2 * kills * CALL)
         assert one_call <= state.reserved < 2 * one_call  # the last dead call's hold, never two
     data = await _resume(env, servers, url, board)
-    state = await ledger.state("tenant")
+    state = await ledger.state(name)
     assert state.spent == pytest.approx(12 * CALL) == pytest.approx(data["cost_usd"])
     assert state.reserved == 0
 
