@@ -161,7 +161,9 @@ def test_set_show_reset_on_the_sqlite_store(tmp_path: Path) -> None:
     assert code == 0 and out.strip() == "ledger daily: cap $2.5000, spent $0.0000, reserved $0.0000"
     asyncio.run(_spend(tmp_path / "cli.db"))
     code, out, _ = _cli("show", "--json", "--store", store)
-    assert code == 0 and json.loads(out) == [{"name": "daily", "cap_usd": 2.5, "spent_usd": 0.4, "reserved_usd": 0.0}]
+    assert code == 0 and json.loads(out) == [
+        {"name": "daily", "cap_usd": 2.5, "spent_usd": 0.4, "reserved_usd": 0.0, "held_by": {}}
+    ]
     code, out, _ = _cli("reset", "daily", "--json", "--store", store)
     assert code == 0 and json.loads(out)["spent_usd"] == 0.0 and json.loads(out)["cap_usd"] == 2.5
     code, out, _ = _cli("set", "daily", "none", "--store", store)
@@ -258,7 +260,7 @@ def test_set_show_reset_on_a_postgresql_store() -> None:
         assert code == 0, err
         assert out.strip() == f"ledger {name}: cap $3.0000, spent $0.0000, reserved $0.0000"
         code, out, _ = _cli("show", name, "--json", "--store", PG)
-        assert json.loads(out) == [{"name": name, "cap_usd": 3.0, "spent_usd": 0.0, "reserved_usd": 0.0}]
+        assert json.loads(out) == [{"name": name, "cap_usd": 3.0, "spent_usd": 0.0, "reserved_usd": 0.0, "held_by": {}}]
         code, _, err = _cli("reset", f"{name}-missing", "--store", PG)
         assert code == 2 and f"'{name}-missing'" in err
     finally:
@@ -304,3 +306,19 @@ def test_ledger_history_command_lists_what_each_reset_zeroed(tmp_path: Path) -> 
     assert code == 0 and [(r["name"], r["spent_usd"]) for r in json.loads(out)] == [("daily", 0.4)]
     code, out, err = _cli("history", "nope", "--store", store)
     assert code == 2 and "'nope'" in err + out
+
+
+async def test_release_gives_back_only_what_an_owner_still_holds(ledger: Ledger) -> None:
+    """Issue 45: reservations are owned; ``release`` frees a dead run's, never another's."""
+    await ledger.set_cap("day", 1.0)
+    assert await ledger.reserve("day", 0.3, owner="b1")
+    assert await ledger.reserve("day", 0.2, owner="b1")
+    assert await ledger.reserve("day", 0.1, owner="b2")
+    await ledger.settle("day", 0.3, 0.25, owner="b1")  # settled: no longer held by b1
+    assert await ledger.holders("day") == {"b1": pytest.approx(0.2), "b2": pytest.approx(0.1)}
+    await ledger.release("b1")
+    state = await ledger.state("day")
+    assert state.spent == pytest.approx(0.25) and state.reserved == pytest.approx(0.1)
+    await ledger.release("b1")  # nothing left: a second release changes nothing
+    await ledger.release("b2")
+    assert (await ledger.state("day")).reserved == 0

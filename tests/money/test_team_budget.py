@@ -160,3 +160,15 @@ async def test_parallel_rounds_reserve_each_turn(fake: StubServer) -> None:
     assert result.end_reason == "budget:board" and 0 < made < 90
     assert result.cost_usd is not None
     assert result.cost_usd == pytest.approx(made * CALL) and result.cost_usd <= 0.004
+
+
+async def test_a_teams_cap_is_recorded_on_the_board_and_holds_on_resume(fake: StubServer) -> None:
+    """Issue 45: ``Budget(max_cost=...)`` is part of the board; a resume without it still holds it."""
+    store = await open_store("memory://")
+    first = await _team(fake, Budget(max_cost=1.0, prices=PRICES), max_rounds=3, store=store).run("task")
+    assert (await store.board_info(first.board_id)).meta["spend"] == {"max_cost": 1.0, "ledgers": []}
+    await store.set_status(first.board_id, "running", "test")
+    await _team(fake, Budget(prices=PRICES), max_rounds=3, store=store).resume(first.board_id)
+    ended = [r for r in await store.read_records(first.board_id) if r.kind == "run" and "ledgers" in r.meta]
+    assert ended and "ledger board: cap $1.0000" in str(ended[-1].meta["ledgers"])
+    await store.close()

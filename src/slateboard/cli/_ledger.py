@@ -72,19 +72,22 @@ def ledger_show_command(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Each ledger's cap, what was spent and what running calls hold reserved, in dollars."""
+    """Each ledger's cap, what was spent and what running calls hold reserved, in dollars, and
+    what each board holds of that reservation."""
 
-    async def go(ledger: Any) -> list[Any]:
+    async def go(ledger: Any) -> list[tuple[Any, dict[str, float]]]:
         names = [name] if name is not None else await ledger.names()
-        return [await ledger.state(n) for n in names]
+        return [(await ledger.state(n), await ledger.holders(n)) for n in names]
 
     states = run_async(lambda: _with_ledger(store, go, create=False))
     if as_json:
-        print_json([_row(s) for s in states])
+        print_json([{**_row(s), "held_by": held} for s, held in states])
         return
     out = console()
-    for s in states:
+    for s, held in states:
         out.print(s.line(), highlight=False)
+        for board, usd in held.items():
+            out.print(f"  board {board} holds ${usd:.4f}", highlight=False)
     if not states:
         out.print(f"no ledgers in {store_label(store)} (create one with: slateboard ledger set NAME USD)")
 

@@ -128,8 +128,12 @@ def run_command(
         from ..runtime import create_board
 
         async with opened_store(store) as st:
+            from ..runtime.ledger import spend_meta
+
             spend = {"max_cost": cap, "ledgers": await named_ledgers(st, ledger)}
-            board_id = await create_board(st, compiled, inputs=initial, name=name, meta=meta)
+            # issue 45: the limits are part of the board, so every later run of it holds them
+            bound = {**(meta or {}), **spend_meta(cap, [ledger] if ledger is not None else [])}
+            board_id = await create_board(st, compiled, inputs=initial, name=name, meta=bound)
             created.append(board_id)
             label = name or compiled.spec.name
             async with contextlib.AsyncExitStack() as stack:
@@ -165,9 +169,18 @@ def resume_command(
     control: ControlOption = "agenda",
     as_json: JsonOption = False,
     stream: StreamOption = None,
+    ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--ledger",
+            metavar="NAME",
+            help="Also reserve every LLM call against this named ledger of the store (the ledgers and --max-cost the board was started with always hold).",
+        ),
+    ] = None,
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
     to its end. Committed records are never redone; approved patches are committed first.
+    The spend limits the board was started with (run --ledger/--max-cost) hold; --ledger adds one.
     --stream prints the streamed tokens or committed updates as the run goes (see run)."""
     from ..blueprint import compile_blueprint
     from ..status import INTERRUPTED
@@ -196,11 +209,22 @@ def resume_command(
                 ended.append(info)
                 return None
             resolved = resolve_workers(compiled, model)
+            added = await named_ledgers(st, ledger)
             steps = compiled.spec.limits.max_steps
             if info.reason == INTERRUPTED:
                 await st.set_status(info.board_id, BOARD_RUNNING, None)  # running again, no longer stopped
             return await _drive(
-                st, info.board_id, info.name, resolved, parallel, None, steps, as_json, control=control, stream=mode
+                st,
+                info.board_id,
+                info.name,
+                resolved,
+                parallel,
+                None,
+                steps,
+                as_json,
+                control=control,
+                stream=mode,
+                spend={"ledgers": added},
             )
 
     _finish_run(go, created, holder, store, as_json, ended, lines=mode is not None)

@@ -37,7 +37,7 @@ from ._common import (
     store_label,
 )
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
-from ._run_args import check_control, parse_inputs
+from ._run_args import check_control, named_ledgers, parse_inputs, parse_max_cost
 
 if TYPE_CHECKING:
     from ..runtime import RunnerStats, RunResult
@@ -152,26 +152,47 @@ def submit_command(
             "coordinator (recorded with the board).",
         ),
     ] = None,
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            help="Hard spend cap for the board in dollars (recorded with the board; needs limits.prices).",
+        ),
+    ] = None,
+    ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--ledger",
+            metavar="NAME",
+            help="Every runner process reserves the board's LLM calls against this named ledger of the store.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a board for runner processes (slateboard worker) and print its id.
 
     The model string is recorded with the board; runner processes use it unless they override it.
+    So are --max-cost and --ledger: every runner process reserves the board's model calls against them.
     """
     if control is not None:
         check_control(control)
     if control == "coordinator" and model is None:
         raise CliError("--control coordinator needs --model (the coordinator asks a model)", code=EXIT_USAGE)
 
+    cap = parse_max_cost(max_cost)
     compiled, where = load_for_new_board(blueprint)
     initial = parse_inputs(compiled, task, inputs or [], blueprint)
 
     async def go() -> str:
         from ..runtime import submit
+        from ..runtime.ledger import spend_meta
 
         async with opened_store(store) as st:
+            await named_ledgers(st, ledger)  # a ledger that does not exist fails before the board does
+            meta = {**(where or {}), **spend_meta(cap, [ledger] if ledger is not None else [])}
             return await submit(
-                st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control, meta=where
+                st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control, meta=meta
             )
 
     board_id = run_async(go)

@@ -92,7 +92,8 @@ from ..workers.base import WorkerConfigError
 from ..workers.factory import make_workers
 from .boards import RunnerError, board_result
 from .events import PROPOSAL_DECIDED, EventKind
-from .result import RunResult
+from .ledger import board_spend_limits
+from .result import RunResult, price_table
 from .runner import create_board
 from .session import BoardSession
 from .step import Emit
@@ -578,8 +579,16 @@ class RunnerProcess:
                 emit=self._emitter(board_id),
             )
             await session.load()
+            # issue 45: the spend limits submitted with the board hold in every runner process
+            # (unowned: processes share the board, so none may release another's reservations)
+            limits = await board_spend_limits(self.store, info.meta, None)
+            if limits is not None:
+                prices = price_table(session.blueprint.spec.limits.prices)
+                session.arm_spend(await limits.guard(prices, spent=session.accounts.cost))
             control = self._control_for(info.meta, session)
             if control is not None:
+                if session.spend_guard is not None and hasattr(control, "spend"):
+                    control.spend = session.spend_guard  # a model-based control unit reserves too
                 self._controls[board_id] = control
             self._sessions[board_id] = session
             while len(self._sessions) > self.max_sessions:

@@ -65,7 +65,7 @@ from .events import (
     RunEvent,
     stream_modes,
 )
-from .ledger import Ledger, spend_limits
+from .ledger import Ledger, board_spend_limits, spend_limits
 from .owners import dead_on_this_host, runner_owner
 from .result import RunResult, price_table
 from .session import BoardSession
@@ -142,6 +142,7 @@ class Runner:
     ``(ledger, name)`` pairs) are hard spend limits held per model call (``runtime.ledger``): a
     call whose worst case does not fit is not made and the board ends ``budget:<ledger>``; the
     ``max_cost`` cap covers the whole board, so a resumed board counts what its log already cost.
+    The limits recorded on the board at creation (``ledger.SPEND_META``) hold as well (issue 45).
     """
 
     def __init__(
@@ -324,11 +325,17 @@ class Runner:
     async def open(self) -> None:
         """Load the board from the store and rebuild kernel, scheduler and agenda."""
         await self.session.load()
+        # issue 45: the limits the board was started with hold on every run of it (a resume too)
+        self._spend = await board_spend_limits(
+            self.store, (await self.store.board_info(self.board_id)).meta, self._spend
+        )
         if self._spend is not None and self.session.spend_guard is None:
             # issue 33: a hard cap, held by reserving each LLM call's worst case before it is made
             # (a board resumed under a cap: what its log already cost counts against it)
             prices = price_table(self.session.blueprint.spec.limits.prices)
-            self.session.arm_spend(await self._spend.guard(prices, spent=self.session.accounts.cost))
+            self.session.arm_spend(
+                await self._spend.guard(prices, spent=self.session.accounts.cost, owner=self.board_id)
+            )
         if self._control_name is not None:
             # A control unit chosen by name (the CLI's --control) is built for this board.
             self.control = make_control(

@@ -16,6 +16,7 @@ from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision
 from ..kernel.record import CONTROL_KIND
 from ..runtime.boards import waiting_approvals
+from ..runtime.ledger import board_spend_limits, spend_meta
 from ..runtime.result import cost_of, price_table
 from ..runtime.session import BoardSession
 from ..scheduling.invocation import Invocation
@@ -91,6 +92,8 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             constrain=team.constrain_coordinator,
         )
         limits = team.budget.spend_limits() if isinstance(team.budget, Budget) else None
+        # issue 45: a board's recorded max_cost holds on every run of it, whatever this Budget says
+        limits = await board_spend_limits(self.store, (await self.store.board_info(self.board_id)).meta, limits)
         if limits is not None:
             # issue 33: every model call of the run reserves first; a resumed run's cap counts
             # what the board's log already cost (unknown: nothing; an unpriced model is refused)
@@ -108,7 +111,12 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             compiled.spec.to_json(),
             compiled.initial_state(),
             name=team.name,
-            meta={"architecture": "blackboard", "agents": list(team.agents)},
+            meta={
+                "architecture": "blackboard",
+                "agents": list(team.agents),
+                # issue 45: the cap is part of the board (its shared ledgers are the caller's objects)
+                **spend_meta(team.budget.max_cost if isinstance(team.budget, Budget) else None, []),
+            },
         )
         self.board_id = info.board_id
         return await self._guarded(Progress(), resumed=False)
