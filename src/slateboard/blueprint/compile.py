@@ -9,7 +9,6 @@ BlueprintError whose ``issues`` name each problem by JSON path inside the bluepr
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,13 @@ from pydantic import ValidationError
 
 from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON, hash_json
-from ..kernel.cel import DEFAULT_CEL_BUDGET, MAX_COMPREHENSION_NESTING, CelCompileError, CelExpr, compile_cel
+from ..kernel.cel import DEFAULT_CEL_BUDGET, MAX_COMPREHENSION_NESTING, CelExpr
 from ..kernel.contract import WorkerContract
 from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_invariants
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
+from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._salvage import Salvaged, prune_schema, salvage
@@ -207,28 +207,6 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
     return compile_blueprint(data, source_label=label)
 
 
-STATE_VARIABLES = frozenset({"state"})
-"""What ``done``, ``fail`` and a stage's ``enter``/``exit`` see: the committed state."""
-RULE_VARIABLES = frozenset({"event", "value", "state", "bindings"})
-"""What a rule's ``when`` sees (``scheduling.rules``)."""
-INVARIANT_VARIABLES = frozenset({"self", "oldSelf", "root"})
-"""What an invariant sees (``kernel.invariants``): the node, its previous value, the whole state."""
-
-# The variable a comprehension binds (``x`` in ``items.all(x, ...)``, ``k, v`` in two-variable forms).
-_BOUND = re.compile(
-    r"\b(?:all|exists|exists_one|map|filter|transformList|transformMap)\(\s*([A-Za-z_]\w*)\s*,(?:\s*([A-Za-z_]\w*)\s*,)?"
-)
-
-
-def unknown_variables(expr: CelExpr, names: frozenset[str]) -> list[str]:
-    """The variables ``expr`` names that its context does not give it (comprehension variables
-    are its own), sorted; empty when the variable list could not be read."""
-    if not expr.variables_known:
-        return []
-    bound = {n for m in _BOUND.finditer(expr.source) for n in m.groups() if n}
-    return sorted(v for v in expr.variables if v not in names and v not in bound)
-
-
 def compile_blueprint(
     data: Blueprint | dict[str, Any],
     *,
@@ -347,19 +325,9 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
     cel_nesting = bp.limits.cel_nesting or MAX_COMPREHENSION_NESTING
 
     def cel(text: str | None, where: str, names: frozenset[str] = STATE_VARIABLES) -> CelExpr | None:
-        if text is None:
-            return None
-        try:
-            expr = compile_cel(text, budget=cel_budget, max_nesting=cel_nesting)
-        except CelCompileError as exc:
-            issues.append(BlueprintIssue(where, f"CEL does not compile: {exc}"))
-            return None
-        if unknown := unknown_variables(expr, names):
-            # Unbound, the expression errs at every evaluation: a rule that never fires, an
-            # invariant that refuses every proposal with its details withheld.
-            seen = ", ".join(repr(n) for n in unknown)
-            given = ", ".join(sorted(names))
-            issues.append(BlueprintIssue(where, f"CEL uses {seen}, not a variable here (it sees {given})"))
+        expr, issue = compile_in_context(text, names, budget=cel_budget, max_nesting=cel_nesting)
+        if issue is not None:
+            issues.append(BlueprintIssue(where, issue))
         return expr
 
     def unreached(tokens: tuple[str, ...]) -> str | None:
