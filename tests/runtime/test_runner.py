@@ -233,7 +233,7 @@ async def test_a_finished_board_is_not_run_again(store: Store) -> None:
 async def test_boards_of_one_blueprint_share_its_compiled_form(store: Store) -> None:
     # Many boards of one blueprint in a process: one compiled schema index, rules and CEL
     # programs, not a copy per board; a Python invariant added to one board stays its own.
-    functions = {
+    functions: dict[str, Any] = {
         "a": lambda view: note("a", "note"),
         "b": lambda view, event=None: note("b", "reply"),
         "decider": lambda view: [{"op": "add", "path": "/answer", "value": "six"}],
