@@ -54,13 +54,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
-import os
-import sys
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,12 +64,12 @@ from typing import Any
 from ..blueprint.compile import BlueprintError, CompiledBlueprint, compile_blueprint
 from ..errors import InvalidInput, RunError
 from ..kernel.canonical import JSON
-from ..kernel.record import MODEL_META, Usage
-from ..models import Model, ModelError, resolve_model
+from ..kernel.record import MODEL_META
+from ..models import Model, ModelError
 from ..models.errors import ModelConfigError
-from ..scheduling.control import AgendaOrder, ControlUnit, restore_control
+from ..scheduling.control import ControlUnit, restore_control
 from ..scheduling.invocation import PENDING, Invocation
-from ..scheduling.units import CONTROL_UNITS, make_control
+from ..scheduling.units import CONTROL_UNITS
 from ..stores.base import (
     BoardInfo,
     Claim,
@@ -90,13 +86,13 @@ from ..stores.base import (
 from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ..workers.base import WorkerConfigError
 from ..workers.factory import make_workers
+from .board_cache import BoardSessions, commit_lines
 from .boards import RunnerError, board_result
-from .events import PROPOSAL_DECIDED, EventKind
-from .ledger import board_spend_limits
-from .result import RunResult, price_table
+from .models import resolve_runner_model
+from .result import RunResult
 from .runner import create_board
 from .session import BoardSession
-from .step import Emit
+from .step import Shared
 
 log = logging.getLogger("slateboard.runtime.distributed")
 
@@ -109,7 +105,6 @@ __all__ = [
     "wait",
 ]
 
-PYTHON_PREFIX = "python:"
 SCALE_OUT_NEEDS_POSTGRES = "scale-out across runner processes needs a postgresql:// store"
 
 
@@ -120,28 +115,6 @@ class WaitTimeout(RunError, TimeoutError):
         super().__init__(f"board {board_id} still running after {timeout:g} s (version {info.version})")
         self.board_id = board_id
         self.info = info
-
-
-def resolve_runner_model(spec: Model | str | None) -> Model | None:
-    """The Model for a runner's model string: ``python:MODULE:NAME`` imports NAME from MODULE (a
-    Model, or a zero-argument callable returning one); anything else goes to ``resolve_model``.
-    None stays None (each worker's blueprint model, else ``local``). Raises ModelConfigError."""
-    if spec is None or not isinstance(spec, str):
-        return spec
-    if not spec.startswith(PYTHON_PREFIX):
-        return resolve_model(spec)
-    ref = spec[len(PYTHON_PREFIX) :]
-    module_name, sep, attr = ref.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise ModelConfigError(spec, "expected python:MODULE:NAME (NAME a Model or a callable returning one)")
-    try:
-        found: Any = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ModelConfigError(spec, f"cannot import {ref}: {exc}") from None
-    model = found() if callable(found) and not isinstance(found, Model) else found
-    if not isinstance(model, Model):
-        raise ModelConfigError(spec, f"{ref} gave a {type(model).__name__}, not a Model")
-    return model
 
 
 # -- submit and wait ------------------------------------------------------------------------------
@@ -240,13 +213,6 @@ class RunnerStats:
         }
 
 
-def _import_from(where: JSON) -> None:
-    """Append ``where`` (a board's recorded ``blueprint_dir``) to ``sys.path`` when it is an
-    existing directory not on it yet."""
-    if isinstance(where, str) and where not in sys.path and os.path.isdir(where):
-        sys.path.append(where)
-
-
 class RunnerProcess:
     """Serves every running board of ``store`` until ``stop()`` (see the module docstring).
 
@@ -289,23 +255,25 @@ class RunnerProcess:
         self.concurrency = concurrency
         self.worker_names = None if worker_names is None else tuple(worker_names)
         self.model = model
-        self.functions = functions
         self.lease_s = lease_s
         self.worker_timeout = worker_timeout
         self.grace_s = grace_s
         self.idle_s = idle_s if idle_s is not None else max(0.5, min(lease_s / 2, 30.0))
         self.owner = owner or f"runner-{uuid.uuid4().hex[:8]}"
-        self.max_sessions = max_sessions
-        self.import_blueprint_dirs = import_blueprint_dirs
         self.log_line = log_line or (lambda line: log.info("%s", line))
         self.stats = RunnerStats()
         self._stop = asyncio.Event()
-        self._sessions: OrderedDict[str, BoardSession] = OrderedDict()
-        self._loading: dict[str, asyncio.Lock] = {}
-        self._models: dict[str, Model | None] = {}
-        self._controls: dict[str, ControlUnit] = {}
-        """The control unit of each cached board whose runs are not in agenda order."""
-        self._control_spent: dict[str, Usage] = {}
+        self.sessions = BoardSessions(
+            store,
+            Shared,
+            model=model,
+            functions=functions,
+            worker_names=self.worker_names,
+            worker_timeout=worker_timeout,
+            max_sessions=max_sessions,
+            import_blueprint_dirs=import_blueprint_dirs,
+            emit_for=lambda board_id: commit_lines(board_id, self.log_line),
+        )
 
     def stop(self) -> None:
         """Ask ``serve`` to stop gracefully (safe to call from a signal handler in the loop)."""
@@ -407,7 +375,7 @@ class RunnerProcess:
     async def _handle(self, claim: Claim) -> None:
         board_id, inv = claim.board_id, claim.invocation
         try:
-            session = await self._session(board_id)
+            session = await self.sessions.get(board_id)
         except StoreUnavailable as exc:
             self.stats.errors += 1
             self.log_line(f"board {board_id}: store unavailable ({exc}); {inv.id} left to its lease")
@@ -438,7 +406,7 @@ class RunnerProcess:
                 self.log_line(f"board {session.board_id}: {claimed.id} was committed elsewhere; skipped")
             return
         reason = f"claimed by {self.owner}"
-        control = self._controls.get(session.board_id)
+        control = self.sessions.controls.get(session.board_id)
         if control is not None:
             picked = await self._pick(session, control, inv)
             if picked is None:
@@ -475,7 +443,7 @@ class RunnerProcess:
             active = await self.store.agenda(board)
             restore_control(control, session.history)
             selection = await control.select(active, session.summary())
-            await self._note_control_spend(session, control, selection.reason)
+            await self.sessions.note_control_spend(session, control, selection.reason)
             selection.check(active)
             chosen = selection.invocation
             if chosen is None:
@@ -503,26 +471,6 @@ class RunnerProcess:
             if current is None and session.accounts.ended_at_head:
                 self._ended(session)
         return None
-
-    async def _note_control_spend(self, session: BoardSession, control: ControlUnit, reason: str) -> None:
-        """Log what a model-based unit's last choice spent, as the single-board Runner does."""
-        usage = getattr(control, "usage", None)
-        if not isinstance(usage, Usage):
-            return
-        before = self._control_spent.get(session.board_id) or Usage(component=usage.component)
-        delta = Usage(
-            usage.tokens_in - before.tokens_in,
-            usage.tokens_out - before.tokens_out,
-            round(max(0.0, usage.latency_ms - before.latency_ms), 3),
-            usage.component or "control",
-            usage.cache_read - before.cache_read,
-            usage.cache_write - before.cache_write,
-        )
-        self._control_spent[session.board_id] = usage
-        model = getattr(getattr(control, "model", None), "name", None)
-        await session.note_spend(
-            delta, f"control unit chose: {reason}"[:500], model=model if isinstance(model, str) else None
-        )
 
     async def _step(self, session: BoardSession, inv: Invocation, reason: str) -> None:
         outcome = await session.step(inv, reason, owner=self.owner, lease_s=self.lease_s)
@@ -552,98 +500,8 @@ class RunnerProcess:
         with contextlib.suppress(StoreError):
             await self.store.set_status(board_id, BOARD_FAILED, " ".join(reason.split())[:500])
 
-    # -- board sessions -------------------------------------------------------------------------
-    async def _session(self, board_id: str) -> BoardSession:
-        cached = self._sessions.get(board_id)
-        if cached is not None:
-            self._sessions.move_to_end(board_id)
-            return cached
-        lock = self._loading.setdefault(board_id, asyncio.Lock())
-        async with lock:
-            cached = self._sessions.get(board_id)
-            if cached is not None:
-                return cached
-            info = await self.store.board_info(board_id)
-            if self.import_blueprint_dirs:
-                _import_from(info.meta.get("blueprint_dir"))
-            steps = info.meta.get("max_steps")
-            session = BoardSession(
-                self.store,
-                board_id,
-                model=self._model_for(info.meta),
-                functions=self.functions,
-                worker_timeout=self.worker_timeout,
-                max_steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
-                shared=True,
-                serve=self.worker_names,
-                emit=self._emitter(board_id),
-            )
-            await session.load()
-            # issue 45: the spend limits submitted with the board hold in every runner process
-            # (unowned: processes share the board, so none may release another's reservations)
-            limits = await board_spend_limits(self.store, info.meta, None)
-            if limits is not None:
-                prices = price_table(session.blueprint.spec.limits.prices)
-                session.arm_spend(await limits.guard(prices, spent=session.accounts.cost))
-            control = self._control_for(info.meta, session)
-            if control is not None:
-                if session.spend_guard is not None and hasattr(control, "spend"):
-                    control.spend = session.spend_guard  # a model-based control unit reserves too
-                self._controls[board_id] = control
-            self._sessions[board_id] = session
-            while len(self._sessions) > self.max_sessions:
-                oldest = next(iter(self._sessions))
-                if self._sessions[oldest].lock.locked():
-                    break
-                self._sessions.popitem(last=False)
-        self._loading.pop(board_id, None)
-        return session
-
     def _evict(self, board_id: str) -> None:
-        self._sessions.pop(board_id, None)
-        self._controls.pop(board_id, None)
-        self._control_spent.pop(board_id, None)
-
-    def _control_for(self, meta: Mapping[str, JSON], session: BoardSession) -> ControlUnit | None:
-        """The board's control unit (its meta ``control``, set by ``submit``); None for agenda
-        order, which the store's claim order already is. RunnerError for a unit it cannot build."""
-        name = meta.get("control")
-        if name is None or name == "agenda":
-            return None
-        if not isinstance(name, str):
-            raise RunnerError(f"board {session.board_id}: its control unit is not a name: {name!r}")
-        try:
-            unit = make_control(
-                name,
-                list(session.blueprint.workers),
-                model=self._model_for(meta),
-                state=lambda: session.kernel.state,
-            )
-        except ValueError as exc:
-            raise RunnerError(f"board {session.board_id}: {exc}") from None
-        return None if isinstance(unit, AgendaOrder) else unit
-
-    def _model_for(self, meta: Mapping[str, JSON]) -> Model | None:
-        chosen = self.model if self.model is not None else meta.get(MODEL_META)
-        if chosen is None or isinstance(chosen, Model):
-            return chosen
-        if not isinstance(chosen, str):
-            raise ModelConfigError(str(chosen), "the board's model is not a model string")
-        if chosen not in self._models:
-            self._models[chosen] = resolve_runner_model(chosen)
-        return self._models[chosen]
-
-    def _emitter(self, board_id: str) -> Emit:
-        def emit(kind: EventKind, /, **data: JSON) -> None:
-            if kind != PROPOSAL_DECIDED:
-                return
-            stage = f"/{data['stage']}" if data.get("stage") else ""
-            self.log_line(
-                f"commit board={board_id} seq={data.get('seq')} worker={data.get('worker')}"
-                f" invocation={data.get('invocation')} {data.get('outcome')}{stage} version={data.get('version')}"
-            )
-
-        return emit
+        self.sessions.evict(board_id)
 
     async def _sweep(self) -> None:
         """End the running boards that have no pending or claimed invocation left."""
@@ -657,7 +515,7 @@ class RunnerProcess:
             if self._stop.is_set():
                 return
             try:
-                session = await self._session(board_id)
+                session = await self.sessions.get(board_id)
                 if await session.settle() is not None:
                     self._ended(session)
             except (BlueprintError, RunnerError, WorkerConfigError, ModelConfigError) as exc:

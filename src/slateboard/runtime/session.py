@@ -76,7 +76,7 @@ from .boards import (
 from .events import CONTROL_SPENT, PROPOSAL_DECIDED, RUN_ENDED
 from .ledger import SpendGuard
 from .result import RunResult, price_table
-from .step import MAX_CONFLICTS, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
+from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
 
 __all__ = [
     "MAX_CONFLICTS",
@@ -156,8 +156,8 @@ class BoardSession(StepEngine):
     ``model``, ``functions``, ``tools``, ``workers`` and ``serve`` say how workers are built
     (``WorkerSource``); ``max_steps`` overrides the blueprint's limit; ``emit(kind, **data)``
     receives the run events; ``shared`` picks the ``Shared`` concurrency strategy (else
-    ``Solo``). Guarantees: the kernel only moves through records the store accepted (or
-    re-decided from the store's log); one decision at a time per session (``lock``); with
+    ``Solo``; ``concurrency`` names another one, as the Temporal engine does). Guarantees: the
+    kernel only moves through records the store accepted (or re-decided from the store's log); one decision at a time per session (``lock``); with
     ``shared=False`` a lost compare-and-set raises ``Conflict``.
     """
 
@@ -177,11 +177,12 @@ class BoardSession(StepEngine):
         emit: Emit | None = None,
         compile: Callable[[Any], CompiledBlueprint] | None = None,
         keep_history: bool = True,
+        concurrency: Concurrency | None = None,
     ) -> None:
         super().__init__(
             store,
             board_id,
-            concurrency=Shared() if shared else Solo(),
+            concurrency=concurrency or (Shared() if shared else Solo()),
             worker_timeout=worker_timeout,
             emit=emit,
             catch_up=self._refresh,

@@ -463,6 +463,23 @@ class StepEngine:
         meta: dict[str, JSON] | None,
         claim_next: ClaimRequest | None,
     ) -> StepOutcome:
+        proposal, reply = await self.propose(inv, reason, owner=owner, lease_s=lease_s, meta=meta)
+        return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
+
+    async def propose(
+        self,
+        inv: Invocation,
+        reason: str,
+        *,
+        owner: str | None = None,
+        lease_s: float | None = None,
+        meta: dict[str, JSON] | None = None,
+    ) -> tuple[Proposal, WorkerReply]:
+        """The first half of a step: ``inv``'s view of the committed board, its worker's reply
+        (a timeout becomes a failed reply) and the kernel proposal made of them; nothing is
+        decided or appended. A durable-execution engine runs this half as one activity and
+        ``decide`` as another, so a worker's reply is paid for once even when the commit is
+        retried."""
         worker = self.workers[inv.worker]
         with telemetry.span("slateboard.view") as sp:  # telemetry hook (issue 17)
             view = self.view(inv)
@@ -474,7 +491,7 @@ class StepEngine:
         proposal = reply.to_proposal(
             view, invocation=inv.id, event=inv.event, meta=meta if meta is not None else {CONTROL_META: reason}
         )
-        return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
+        return proposal, reply
 
     async def check_circuit(self) -> None:
         """The circuit policy after a step (call with ``lock`` held): log the action it calls

@@ -1,0 +1,49 @@
+"""Boards as durable Temporal workflows (the ``slateboard[temporal]`` extra).
+
+``submit_board`` creates a board and starts its workflow; ``BoardWorker`` serves workflows and
+their activities for one store (start as many as you like, anywhere); ``slateboard wait`` (or
+``runtime.wait``) follows a board to its end through the store, which stays the board's home.
+See ``docs/past-one-machine.md``.
+"""
+
+from __future__ import annotations
+
+try:
+    import temporalio  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test in a bare venv
+    raise ImportError("slateboard.temporal needs the temporal extra: pip install 'slateboard[temporal]'") from exc
+
+from ._names import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, BoardStart, workflow_id
+from .activities import BoardActivities
+from .client import (
+    ENGINE_META,
+    EngineError,
+    cancel_board,
+    connect,
+    resolve_address,
+    signal_approval,
+    start_board,
+    stored_start,
+    submit_board,
+)
+from .worker import BoardWorker
+from .workflow import BoardWorkflow
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "DEFAULT_TASK_QUEUE",
+    "ENGINE_META",
+    "BoardActivities",
+    "BoardStart",
+    "BoardWorker",
+    "BoardWorkflow",
+    "EngineError",
+    "cancel_board",
+    "connect",
+    "resolve_address",
+    "signal_approval",
+    "start_board",
+    "stored_start",
+    "submit_board",
+    "workflow_id",
+]

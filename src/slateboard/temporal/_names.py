@@ -1,0 +1,47 @@
+"""What the workflow and its activities agree on: names, the workflow's input and its timeouts.
+
+Standard library only: the workflow module imports this inside Temporal's sandbox, where every
+import is re-run for each workflow, so it must stay small and free of slateboard's runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WORKFLOW = "slateboard.board"
+PLAN = "slateboard.plan"
+PROPOSE = "slateboard.propose"
+COMMIT = "slateboard.commit"
+INTERRUPT = "slateboard.interrupt"
+FAIL = "slateboard.fail"
+APPROVAL_SIGNAL = "approval"
+
+DEFAULT_TASK_QUEUE = "slateboard"
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+ADDRESS_ENV = "TEMPORAL_ADDRESS"
+
+UNUSABLE = "SlateboardBoardUnusable"
+"""The error type of an activity that can never succeed for this board on this worker (a
+version or blueprint mismatch, a board missing from the worker's store, a blueprint or worker
+that cannot be built): not retried; the workflow ends the board failed with its message."""
+
+
+def workflow_id(board_id: str) -> str:
+    """The Temporal workflow id of a board: one workflow per board, so a second start of the
+    same board is refused by Temporal itself."""
+    return f"slateboard-board-{board_id}"
+
+
+@dataclass(frozen=True)
+class BoardStart:
+    """The workflow's input: the board and what the workers must match to run it (the
+    slateboard version and the blueprint digest it was submitted with), and the activities'
+    time limits in seconds. No store URL (it may hold a password, and Temporal's history keeps
+    every input): each worker serves the one store it was started with."""
+
+    board_id: str
+    version: str
+    digest: str
+    worker_timeout_s: float = 120.0
+    store_timeout_s: float = 30.0
+    heartbeat_s: float = 10.0

@@ -1,0 +1,101 @@
+"""The board workflow: the durable loop that drives one board, step by step, on Temporal.
+
+It holds no board state and runs no user code: each turn it asks the ``plan`` activity which
+invocation runs next (or why the board ended), the ``propose`` activity for that invocation's
+worker reply (a model call, a tool, a function worker: I/O is fine there), and the ``commit``
+activity to decide it with the kernel and append it to the board's log. The store stays the
+board's home and its log the audit trail; Temporal's history only records which activity ran
+with which result, so a replayed workflow re-reads those results and never calls a worker or
+appends a record again. A board paused for approval waits for the ``approval`` signal
+(``slateboard approve`` sends it); a cancelled workflow (``slateboard cancel``) gives its claims
+back and leaves the board resumable with the end reason ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ._names import APPROVAL_SIGNAL, COMMIT, FAIL, INTERRUPT, PLAN, PROPOSE, UNUSABLE, WORKFLOW, BoardStart
+
+# Store and worker faults are retried without end (a store that is down for an hour delays the
+# board, it does not fail it); what can never succeed is raised as UNUSABLE and not retried.
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=[UNUSABLE],
+)
+
+
+@workflow.defn(name=WORKFLOW)
+class BoardWorkflow:
+    """One board's run (see the module docstring). Returns the plan that ended it: ``ended``
+    (the end reason) and ``status``."""
+
+    def __init__(self) -> None:
+        self._approvals = 0
+
+    @workflow.signal(name=APPROVAL_SIGNAL)
+    def approval(self) -> None:
+        """A human decided on a held proposal: plan again."""
+        self._approvals += 1
+
+    @workflow.run
+    async def run(self, start: BoardStart) -> dict[str, Any]:
+        """Drive the board until it ends; on cancellation, interrupt it (resumable)."""
+        store_limit = timedelta(seconds=start.store_timeout_s)
+        try:
+            while True:
+                seen = self._approvals
+                plan: dict[str, Any] = await workflow.execute_activity(
+                    PLAN, start, start_to_close_timeout=store_limit, retry_policy=RETRY
+                )
+                if plan.get("ended") is None and plan.get("invocation") is None:
+                    await asyncio.sleep(1.0)  # the pick was taken meanwhile: a durable timer, then plan again
+                    continue
+                if plan.get("ended") is not None:
+                    if plan.get("status") != "paused":
+                        return plan
+                    await workflow.wait_condition(lambda seen=seen: self._approvals > seen)  # type: ignore[misc]
+                    continue
+                step = {"board_id": start.board_id, "invocation": plan["invocation"], "reason": plan["reason"]}
+                proposed: dict[str, Any] = await workflow.execute_activity(
+                    PROPOSE,
+                    args=[start, step],
+                    start_to_close_timeout=timedelta(seconds=start.worker_timeout_s + start.store_timeout_s),
+                    heartbeat_timeout=timedelta(seconds=start.heartbeat_s),
+                    retry_policy=RETRY,
+                )
+                if proposed.get("proposal") is None:
+                    continue  # the invocation was committed or cancelled meanwhile
+                committed: dict[str, Any] = await workflow.execute_activity(
+                    COMMIT,
+                    args=[start, {**step, "proposal": proposed["proposal"]}],
+                    start_to_close_timeout=store_limit,
+                    retry_policy=RETRY,
+                )
+                if committed.get("ended") is not None and committed.get("status") != "paused":
+                    return committed
+        except ActivityError as exc:
+            cause = exc.cause
+            if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
+                raise
+            reason = f"engine: {cause.message}"
+            await workflow.execute_activity(
+                FAIL, args=[start.board_id, reason], start_to_close_timeout=store_limit, retry_policy=RETRY
+            )
+            return {"ended": reason, "status": "failed"}
+        except asyncio.CancelledError:
+            # Cancelled (slateboard cancel): give the claims back and say so on the board, then
+            # let the cancellation end the workflow.
+            await workflow.execute_activity(
+                INTERRUPT, start.board_id, start_to_close_timeout=store_limit, retry_policy=RETRY
+            )
+            raise
