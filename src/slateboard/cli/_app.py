@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 from ..errors import InvalidInput
 from . import _errors
 from ._anchor import anchor_command
+from ._engine import cancel_command
 from ._errors import EXIT_USAGE, one_line, report
 from ._extra import (
     PASS_THROUGH,
@@ -202,6 +203,7 @@ app.add_typer(ledger_app, name="ledger")
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
 app.command("wait")(wait_command)
+app.command("cancel")(cancel_command)
 app.command("watch")(watch_command)
 app.command("fork")(fork_command)
 

@@ -319,6 +319,14 @@ def _decide(
                     if asked
                     else f"; {rec.worker} is not asked again: its invocation failed (refusal {rec.meta.get('refusals')})"
                 )
-            return f"{done}; resume with: slateboard resume {info.board_id}"
+            from ._engine import engine_of, signal_if_on_engine
+
+            if engine_of(info.meta) is None:
+                return f"{done}; resume with: slateboard resume {info.board_id}"
+            # A board on Temporal: its workflow waits for this signal, then runs on by itself.
+            warning = await signal_if_on_engine(info.meta, info.board_id)
+            if warning is not None:
+                sys.stderr.write(warning + "\n")
+            return f"{done}; its Temporal workflow runs on (slateboard wait {info.board_id})"
 
     console().print(run_async(go))

@@ -36,6 +36,15 @@ from ._common import (
     store_hint,
     store_label,
 )
+from ._engine import (
+    EngineOption,
+    TaskQueueOption,
+    TemporalOption,
+    check_engine,
+    check_task_queue,
+    serve_on_temporal,
+    submit_on_temporal,
+)
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from ._run_args import check_control, named_ledgers, parse_inputs, parse_max_cost
 
@@ -82,8 +91,14 @@ def worker_command(
             "--json", help="Print the process's statistics as JSON at the end instead of one line per commit."
         ),
     ] = False,
+    engine: EngineOption = "runners",
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "slateboard",
 ) -> None:
     """Run a runner process: serve every board of a PostgreSQL store until SIGTERM/SIGINT.
+
+    With --engine temporal it is a Temporal worker instead: it serves the board workflows of
+    --task-queue for the store (any store; SQLite for one machine), one line per commit.
 
     Claims pending invocations of any running board (several processes never get the same one),
     runs their workers, commits through the store's compare-and-set and logs one line per commit.
@@ -93,7 +108,14 @@ def worker_command(
     each board's blueprint was submitted from.
     """
     url = store or ""
-    if not url.lower().startswith(("postgresql:", "postgres:")):
+    on_temporal = check_engine(engine)
+    if on_temporal:
+        check_task_queue(task_queue)
+        if as_json:
+            raise CliError(
+                "--json is for runner processes; a Temporal worker prints one line per commit", code=EXIT_USAGE
+            )
+    elif not url.lower().startswith(("postgresql:", "postgres:")):
         raise CliError(
             f"slateboard worker needs a postgresql:// store: scale-out across runner processes shares boards through"
             f" PostgreSQL (got {store_label(store)}); run one board in this process with: slateboard resume BOARD",
@@ -106,6 +128,9 @@ def worker_command(
     from ..runtime import RunnerProcess, resolve_runner_model
 
     resolved = resolve_runner_model(model)  # a bad model string fails before serving anything
+    if on_temporal:
+        serve_on_temporal(store, temporal, task_queue, concurrency, names, resolved, _out)
+        return
 
     async def go() -> RunnerStats:
         import asyncio
@@ -169,8 +194,15 @@ def submit_command(
         ),
     ] = None,
     as_json: JsonOption = False,
+    engine: EngineOption = "runners",
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "slateboard",
 ) -> None:
     """Create a board for runner processes (slateboard worker) and print its id.
+
+    With --engine temporal the board runs as a Temporal workflow on --task-queue, served by
+    `slateboard worker --engine temporal`; Temporal is reached first, so nothing is created when
+    it does not answer.
 
     The model string is recorded with the board; runner processes use it unless they override it.
     So are --max-cost and --ledger: every runner process reserves the board's model calls against them.
@@ -180,6 +212,9 @@ def submit_command(
     if control == "coordinator" and model is None:
         raise CliError("--control coordinator needs --model (the coordinator asks a model)", code=EXIT_USAGE)
 
+    on_temporal = check_engine(engine)
+    if on_temporal:
+        check_task_queue(task_queue)
     cap = parse_max_cost(max_cost)
     compiled, where = load_for_new_board(blueprint)
     initial = parse_inputs(compiled, task, inputs or [], blueprint)
@@ -191,6 +226,11 @@ def submit_command(
         async with opened_store(store) as st:
             await named_ledgers(st, ledger)  # a ledger that does not exist fails before the board does
             meta = {**(where or {}), **spend_meta(cap, [ledger] if ledger is not None else [])}
+            if on_temporal:
+                return await submit_on_temporal(
+                    temporal, task_queue, st, compiled, inputs=initial, model=model, name=name,
+                    max_steps=max_steps, control=control, meta=meta,
+                )  # fmt: skip
             return await submit(
                 st, compiled, inputs=initial, model=model, name=name, max_steps=max_steps, control=control, meta=meta
             )
