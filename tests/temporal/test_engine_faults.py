@@ -109,7 +109,7 @@ async def test_workers_killed_mid_call_and_mid_commit_lose_and_duplicate_nothing
     ids = [
         await submit_board(
             client, pg_store, NOTES_PAIR, address=temporal_server.address, task_queue=queue, task="t", model=MODEL
-        )  # fmt: skip
+        )
         for _ in range(BOARDS)
     ]
     rng = random.Random(40)
@@ -155,7 +155,7 @@ async def test_boards_go_on_after_the_temporal_server_restarts(
     ids = [
         await submit_board(
             client, pg_store, NOTES_PAIR, address=temporal_server.address, task_queue=queue, task="t", model=MODEL
-        )  # fmt: skip
+        )
         for _ in range(3)
     ]
     # Mid-run: some records are in, none of the boards has ended.
