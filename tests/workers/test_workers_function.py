@@ -89,7 +89,7 @@ async def test_non_patches_are_parse_or_ops_rejections(result: Any) -> None:
         assert "int" in (reply.error or "")
 
 
-async def test_exceptions_become_parse_rejections(caplog: pytest.LogCaptureFixture) -> None:
+async def test_exceptions_become_rejections_naming_what_the_function_raised(caplog: pytest.LogCaptureFixture) -> None:
     def fn(view: View) -> Any:
         raise KeyError("missing thing")
 
@@ -100,7 +100,9 @@ async def test_exceptions_become_parse_rejections(caplog: pytest.LogCaptureFixtu
     assert reply.patch == "" and reply.diagnostics["error_type"] == "KeyError"
     assert any("raised" in r.getMessage() for r in caplog.records)
     decision = Kernel(bp).submit(reply.to_proposal(view))
-    assert decision.stage == "parse" and decision.record.meta["error_type"] == "KeyError"
+    # A failed call, like a timeout: stage ``model`` with what was raised, not "not valid JSON".
+    assert decision.stage == "model" and decision.record.meta["error_type"] == "KeyError"
+    assert decision.record.reason is not None and "raised KeyError: 'missing thing'" in decision.record.reason
 
 
 async def test_decorator_declares_the_contract() -> None:

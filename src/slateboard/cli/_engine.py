@@ -154,6 +154,39 @@ async def signal_if_on_engine(meta: dict[str, Any], board_id: str) -> str | None
     return None
 
 
+def resume_on_temporal(board: str, store: str | None, temporal: str | None, task_queue: str | None) -> None:
+    """``slateboard resume BOARD --engine temporal``: start a new workflow for a board submitted
+    to the engine whose workflow ended (cancelled, or its workers failed it); it continues from
+    the log. Exit 2 for a board of another engine, one not running, or one whose workflow runs."""
+
+    async def go() -> str:
+        async with opened_store(store, create=False) as st:
+            info = await resolve_board(st, board, store)
+            engine_meta = engine_of(info.meta)
+            if engine_meta is None:
+                raise CliError(
+                    f"board {info.board_id} was not submitted to the Temporal engine: resume it in this process"
+                    f" with slateboard resume {info.board_id}",
+                    code=EXIT_USAGE,
+                )
+            if info.status not in ("running", "failed"):
+                raise CliError(f"board {info.board_id} is {info.status}: there is nothing to resume", code=EXIT_USAGE)
+            recorded = engine_meta.get("address")
+            engine, client, _ = await engine_client(temporal or (recorded if isinstance(recorded, str) else None))
+            queue = task_queue or engine_meta.get("task_queue") or engine.DEFAULT_TASK_QUEUE
+            try:
+                start = await engine.stored_start(st, info.board_id)
+                if info.status == "failed":
+                    await st.set_status(info.board_id, "running", None)  # a worker mismatch, fixed since
+                await engine.start_board(client, start, task_queue=check_task_queue(str(queue)))
+            except engine.EngineError as exc:
+                raise CliError(str(exc), code=EXIT_USAGE) from None
+            return info.board_id
+
+    board_id = run_async(go)
+    sys.stdout.write(f"board {board_id}: resumed on Temporal; follow it with: slateboard wait {board_id}\n")
+
+
 def cancel_command(board: BoardArgument, store: StoreOption = None, temporal: TemporalOption = None) -> None:
     """Cancel a board running on Temporal: its workflow gives its claims back and the board is
     left interrupted (resume it with slateboard resume, or submit it again to the engine)."""

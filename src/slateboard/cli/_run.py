@@ -39,6 +39,7 @@ from ._common import (
     store_hint,
     store_is_ephemeral,
 )
+from ._engine import EngineOption, TemporalOption, check_engine, resume_on_temporal
 from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from ._run_args import (
     check_control,
@@ -177,13 +178,27 @@ def resume_command(
             help="Also reserve every LLM call against this named ledger of the store (the ledgers and --max-cost the board was started with always hold).",
         ),
     ] = None,
+    engine: EngineOption = "runners",
+    temporal: TemporalOption = None,
+    task_queue: Annotated[
+        str | None,
+        typer.Option(
+            "--task-queue", metavar="QUEUE", help="With --engine temporal: the task queue (default: the board's)."
+        ),
+    ] = None,
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
     to its end. Committed records are never redone; approved patches are committed first.
     The spend limits the board was started with (run --ledger/--max-cost) hold; --ledger adds one.
-    --stream prints the streamed tokens or committed updates as the run goes (see run)."""
+    --stream prints the streamed tokens or committed updates as the run goes (see run).
+    With --engine temporal (a board submitted to the engine): a new workflow continues it on the
+    Temporal workers instead of in this process."""
     from ..blueprint import compile_blueprint
     from ..status import INTERRUPTED
+
+    if check_engine(engine):
+        resume_on_temporal(board, store, temporal, task_queue)
+        return
 
     parse_parallel(parallel)
     mode = stream_mode(stream)

@@ -315,7 +315,11 @@ class FunctionWorker:
                     result = await result
         except Exception as exc:
             logger.exception("worker %s: function %s raised", self._name, self.reference or self.fn)
-            diagnostics.update({"error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__})
+            error = f"{type(exc).__name__}: {exc}"
+            # The kernel rejects a call that failed at stage ``model`` with this reason (as a
+            # timeout), so the log says the function raised, not that its reply was "not valid JSON".
+            raised = f"function {self.reference or self._name} raised {error}"
+            diagnostics.update({"error": error, "error_type": type(exc).__name__, "model_error": raised[:2000]})
             return WorkerReply("", self._usage(started, None), diagnostics=diagnostics)
         return self._reply(result, started, diagnostics)
 
