@@ -43,7 +43,7 @@ __all__ = ["CHILD_PREFIX", "PARENT_META", "ChildRun", "ChildRunner", "child_id",
 CHILD_PREFIX = "sub-"
 """How every child board's id starts."""
 
-PARENT_META = "parent"
+PARENT_META = "subboard_of"
 """The child board's meta key naming its parent: ``{"board", "invocation", "index", "worker"}``."""
 
 
