@@ -256,6 +256,11 @@ def _mismatch(child: Any, croot: Any, parent: Any, proot: Any, at: str, depth: i
 def _fit(child: SchemaIndex, answer: tuple[str, ...], parent: SchemaIndex, output: str, each: bool) -> str | None:
     """Why the child's answer (a list of them, with ``each``) does not fit at ``output``, or None."""
     tokens = parse_pointer(output)
+    if each:
+        for holder in pattern_locations(parent, tokens):
+            kinds = _types(_deref(holder.schema, parent.schema))
+            if kinds is not None and "array" not in kinds:
+                return f"with 'each' the answers are a list, and {output!r} takes {'/'.join(sorted(kinds))}"
     theirs = pattern_locations(child, answer)
     ours = pattern_locations(parent, (*tokens, "0") if each else tokens)
     if not theirs:
