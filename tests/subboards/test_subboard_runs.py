@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +101,12 @@ async def test_editing_a_child_log_fails_the_parents_check(store_url: str) -> No
         assert f"sub-board {child}" in (report.problem or "") and "does not verify" in (report.problem or "")
     finally:
         await store.close()
+    cli = subprocess.run(
+        [sys.executable, "-m", "slateboard", "replay", board, "--verify", "--store", store_url],
+        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )  # fmt: skip
+    assert cli.returncode == 3, cli.stdout + cli.stderr
+    assert f"record {proposal.seq}: sub-board {child}" in " ".join((cli.stdout + cli.stderr).split())
     # 2. the child's log rewritten consistently (its last record resealed): the child verifies on
     # its own, the head the parent bound does not match
     write_record(store_url, child, first.seq, first.to_bytes())
