@@ -27,8 +27,10 @@ from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
+from ._outputs import output_issues
 from ._salvage import Salvaged, prune_schema, salvage
-from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text
+from ._subboards import InlineError, board_issues, inline_boards
+from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text, rules_on
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 from .state_schema import StateNotExpressible, closed_state_schema
 
@@ -186,6 +188,8 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
     """Load and accept a blueprint from a file path (YAML/JSON), a dict, or a Blueprint."""
     label: str | None = None
     data: Any = source
+    if isinstance(source, dict):
+        data = rules_on(source)
     if isinstance(source, (str, Path)):
         path = Path(source)
         label = str(path)
@@ -196,14 +200,12 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
         except OSError as exc:
             raise BlueprintError([BlueprintIssue("", f"cannot read file: {exc.strerror}")], label) from None
         try:
-            data = parse_blueprint_text(text, json_text=path.suffix == ".json")
+            data = rules_on(parse_blueprint_text(text, json_text=path.suffix == ".json"))
+            data = inline_boards(data, path.resolve().parent, (str(path.resolve()),))
         except BlueprintTextError as exc:
             raise BlueprintError([BlueprintIssue("", str(exc))], label) from None
-    if isinstance(data, dict) and isinstance(data.get("rules"), list):
-        # YAML 1.1 reads an unquoted `on:` key as the boolean true; a rule never means that.
-        for rule in data["rules"]:
-            if isinstance(rule, dict) and True in rule and "on" not in rule:
-                rule["on"] = rule.pop(True)
+        except InlineError as exc:
+            raise BlueprintError([BlueprintIssue(exc.where, exc.message)], label) from None
     return compile_blueprint(data, source_label=label)
 
 
@@ -239,6 +241,10 @@ def compile_blueprint(
 
 def _compile(data: Blueprint | dict[str, Any], source_label: str | None) -> CompiledBlueprint:
     salvaged: Salvaged | None = None
+    try:
+        data = inline_boards(data)  # sub-board blueprints named by file or template, made inline
+    except InlineError as exc:
+        raise BlueprintError([BlueprintIssue(exc.where, exc.message)], source_label) from None
     if isinstance(data, Blueprint):
         bp = data
     else:
@@ -366,7 +372,11 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
                 BlueprintIssue(f"{base}/untrusted", "an untrusted worker needs a blueprint 'quarantine' region")
             )
         if spec.output is not None:
-            issues.extend(_output_issues(spec.output, spec, writes, locations, f"{base}/output"))
+            issues.extend(
+                BlueprintIssue(*i) for i in output_issues(spec.output, spec, writes, locations, f"{base}/output")
+            )
+        if spec.board is not None:
+            issues.extend(BlueprintIssue(*i) for i in board_issues(name, spec, reads, locations, bp.limits, _accept))
         workers[name] = WorkerContract(name, spec, tuple(reads), tuple(writes), frozenset(spec.ops))
     if not bp.workers and not workers_broken:
         issues.append(BlueprintIssue("/workers", "a blueprint needs at least one worker"))
@@ -471,26 +481,12 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
     return _Checked(issues, None if issues else compiled)
 
 
-def _output_issues(
-    output: str, spec: WorkerSpec, writes: list[Pattern], locations: SchemaIndex | None, where: str
-) -> list[BlueprintIssue]:
-    """Why a worker's ``output`` pointer cannot be where its typed reply goes: not a concrete
-    pointer, not covered by its writes, no ``add`` op, no schema location, or a function worker."""
-    if spec.function is not None:
-        return [BlueprintIssue(where, "a function worker returns its own patch; 'output' is for LLM workers")]
+def _accept(data: dict[str, Any], label: str) -> tuple[CompiledBlueprint | None, list[tuple[str, str]]]:
+    """A sub-board's blueprint compiled: (it, []) or (None, its issues)."""
     try:
-        tokens = Pattern.parse(output).tokens
-    except PointerError as exc:
-        return [BlueprintIssue(where, str(exc))]
-    if not tokens or "*" in tokens or "**" in tokens or "-" in tokens[:-1]:
-        return [BlueprintIssue(where, f"output {output!r} must be a concrete pointer below the root ('-' only last)")]
-    if not any(w.covers(tokens) for w in writes):
-        return [BlueprintIssue(where, f"output {output!r} is not covered by the worker's write patterns")]
-    if "add" not in spec.ops:
-        return [BlueprintIssue(where, f"output {output!r} is written with 'add', which the worker's ops do not grant")]
-    if locations is not None and not pattern_locations(locations, tokens):
-        return [BlueprintIssue(where, f"output {output!r} matches no location of the state schema")]
-    return []
+        return compile_blueprint(data, source_label=label), []
+    except BlueprintError as exc:
+        return None, [(i.path, i.message) for i in exc.issues]
 
 
 def _parsed(text: str) -> Pattern | None:

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_INITIAL_STATE_BYTES",
     "BlueprintTextError",
     "parse_blueprint_text",
+    "rules_on",
 ]
 
 MAX_BLUEPRINT_BYTES = 4 << 20
@@ -162,3 +163,13 @@ def parse_blueprint_text(text: str, *, json_text: bool = False) -> Any:
         raise BlueprintTextError(f"not valid {kind}: {' '.join(str(exc).split())}") from None
     except RecursionError:
         raise BlueprintTextError(f"not valid {kind}: nests too deeply") from None
+
+
+def rules_on(data: Any) -> Any:
+    """``data`` with each rule's ``True`` key renamed ``on``: YAML 1.1 reads an unquoted ``on:``
+    key as the boolean true, and a rule never means that (changes ``data`` in place)."""
+    if isinstance(data, dict) and isinstance(data.get("rules"), list):
+        for rule in data["rules"]:
+            if isinstance(rule, dict) and True in rule and "on" not in rule:
+                rule["on"] = rule.pop(True)
+    return data

@@ -25,6 +25,35 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+MAX_FAN_OUT = 100_000
+"""The most children one sub-board worker may run for one invocation (``SubBoardSpec.max_items``
+is at most this): a fan-out over more items is refused, never started."""
+
+
+class SubBoardSpec(_Strict):
+    """What a sub-board worker runs: a child board of ``blueprint`` per invocation (or, with
+    ``each``, one per item of a collection), its initial state members taken from ``inputs``;
+    the worker proposes the child's ``answer`` (a list of them, in item order, with ``each``) at
+    its ``output`` pointer. See docs/composing.md."""
+
+    blueprint: str | dict[str, Any] = Field(
+        description="The child's blueprint: inline, a file path (relative to the parent blueprint's file) or "
+        "'template:NAME'. Accepted blueprints hold it inline, so a stored board needs no file.",
+    )
+    inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Child state member -> a pointer into the parent's state ('/...') or a CEL expression over "
+        "state (the parent's, as the worker may read it), item and index (with 'each').",
+    )
+    each: str | None = Field(
+        None, description="A pointer or CEL expression giving a list: one child per item (fan-out)."
+    )
+    max_parallel: int = Field(4, ge=1, le=256, description="Children run at once, at most.")
+    max_items: int = Field(
+        1000, ge=1, le=MAX_FAN_OUT, description="Most items a fan-out takes; more is a rejection naming the worker."
+    )
+
+
 class WorkerSpec(_Strict):
     """One worker: its role instruction, what it runs, and its read/write contract."""
 
@@ -68,6 +97,10 @@ class WorkerSpec(_Strict):
         description="Typed output of an LLM worker: a concrete pointer (ending in '-' to append) that one of its "
         "write patterns covers. The model replies with one JSON value (decoded against the state schema there "
         "where the provider can) and the worker proposes adding it at that pointer.",
+    )
+    board: SubBoardSpec | None = Field(
+        None,
+        description="A sub-board worker: runs a child board and proposes its answer at 'output' (docs/composing.md).",
     )
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
@@ -32,6 +33,9 @@ S = TypeVar("S", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
 
 _FUNCTION_EXTRAS = frozenset({"event", "feedback"})
+
+_BUILDING: ContextVar[tuple[Board[Any], ...]] = ContextVar("slateboard_building_boards", default=())
+"""The boards whose blueprint is being made, outermost first (a sub-board cycle check)."""
 
 
 def _error(where: str, message: str) -> BlueprintError:
@@ -68,6 +72,7 @@ class Board(Generic[S]):
         self._invariants: list[InvariantSpec] = []
         self._python_invariants: list[tuple[str, Callable[..., Any], str | None]] = []
         self._extra: dict[str, Any] = {}
+        self._boards: dict[str, Board[Any] | None] = {}
 
     def _add(self, name: str, spec: dict[str, Any]) -> None:
         if name in self._workers:
@@ -200,6 +205,54 @@ class Board(Generic[S]):
 
         return declare
 
+    def sub_board(
+        self,
+        name: str,
+        blueprint: Board[Any] | Blueprint | dict[str, Any] | str,
+        *,
+        reads: Sequence[str],
+        output: str,
+        inputs: dict[str, str] | None = None,
+        each: str | None = None,
+        max_parallel: int = 4,
+        max_items: int = 1000,
+    ) -> None:
+        """Declare a sub-board worker (``WorkerSpec.board``, docs/composing.md): it runs a child
+        board of ``blueprint`` (a ``Board``, a ``Blueprint``, its JSON, a file path or
+        ``template:NAME``) started from ``inputs`` (child member -> a pointer into this board's
+        state, or CEL over ``state``, ``item`` and ``index``), one per item of ``each`` when
+        given, and proposes its answer (the list of answers, with ``each``) at ``output``. A
+        child ``Board`` that contains this one (directly or through others) is a BlueprintError
+        when the board is built, and so is one with Python invariants (they are not part of a
+        blueprint, so a child board could not hold them)."""
+        board: dict[str, Any] = {"blueprint": blueprint, "inputs": dict(inputs or {})}
+        board.update(max_parallel=max_parallel, max_items=max_items)
+        if each is not None:
+            board["each"] = each
+        self._boards[name] = blueprint if isinstance(blueprint, Board) else None
+        if isinstance(blueprint, Board):
+            board["blueprint"] = {}  # filled in by blueprint(), when the child is complete
+        elif isinstance(blueprint, Blueprint):
+            board["blueprint"] = blueprint.to_json()
+        self._add(name, {"reads": list(reads), "writes": [output], "output": output, "board": board})
+
+    def _children(self, data: dict[str, Any]) -> None:
+        """Put each child ``Board``'s blueprint in ``data`` (see ``sub_board``)."""
+        for name, child in self._boards.items():
+            if child is None:
+                continue
+            where = f"workers/{name}/board/blueprint"
+            if child in _BUILDING.get():
+                names = " -> ".join(b.name for b in (*_BUILDING.get(), child))
+                raise _error(where, f"sub-board cycle: the board names itself ({names})")
+            if child._python_invariants:
+                raise _error(where, f"board {child.name!r} has Python invariants, which a child board cannot hold")
+            token = _BUILDING.set((*_BUILDING.get(), child))
+            try:
+                data["workers"][name]["board"]["blueprint"] = child.blueprint().to_json()
+            finally:
+                _BUILDING.reset(token)
+
     def rule(
         self,
         invoke: str,
@@ -246,6 +299,11 @@ class Board(Generic[S]):
         }
         if self.description:
             data["description"] = self.description
+        token = _BUILDING.set(_BUILDING.get() or (self,))
+        try:
+            self._children(data)
+        finally:
+            _BUILDING.reset(token)
         try:
             return Blueprint.model_validate(data)
         except ValueError as exc:

@@ -59,9 +59,10 @@ def watch_command(
 
 
 def fork_problem(url: str | None, board_id: str) -> str | None:
-    """For ``replay --verify``: why a forked board's parent binding does not check out, or None
-    (also None for a board that is not a fork)."""
+    """For ``replay --verify``: why a forked board's parent binding, or a child board one of its
+    records binds, does not check out, or None."""
     from ..runtime.fork import ForkError, verify_fork
+    from ..runtime.verify import subboards_problem
     from ..stores.base import BoardNotFound
 
     async def go() -> str | None:
@@ -72,7 +73,9 @@ def fork_problem(url: str | None, board_id: str) -> str | None:
                 return str(exc)
             except BoardNotFound as exc:  # the parent named is gone
                 return f"its parent cannot be read: {exc}"
-            return None
+            # the child boards its sub-board workers ran, each verified whole (issue 43)
+            children = await subboards_problem(st, list(await st.read_records(board_id)))
+            return None if children is None else f"record {children[0]}: {children[1]}"
 
     return run_async(go)
 

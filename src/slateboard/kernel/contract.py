@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .pointer import Pattern, Tokens, region_contains
 
@@ -43,6 +43,10 @@ class WorkerTerms(Protocol):
     def windows(self) -> Mapping[str, int]: ...
     @property
     def output(self) -> str | None: ...
+    @property
+    def board(self) -> Any:
+        """A sub-board worker's ``SubBoardSpec`` (None for every other worker)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,11 +31,10 @@ from typing import Any, Literal
 import orjson
 
 from .. import telemetry
-from ..blueprint.compile import CompiledBlueprint, compile_blueprint
+from ..blueprint.compile import CompiledBlueprint
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Kernel
-from ..kernel.pointer import parse_pointer
 from ..kernel.record import Usage
 from ..models.errors import ModelConfigError
 from ..models.protocol import Model
@@ -44,7 +43,6 @@ from ..scheduling.agenda import Agenda
 from ..scheduling.control import AgendaOrder, ControlUnit, Resumable, Selection, restore_control
 from ..scheduling.invocation import Invocation
 from ..scheduling.parallel import conflict_map
-from ..scheduling.rules import Scheduler
 from ..scheduling.units import CONTROL_UNITS, make_control
 from ..status import AGENDA_EMPTY
 from ..stores.base import Claim, ClaimRequest, LeaseLost, ReportsLeases, Store, supports
@@ -52,8 +50,9 @@ from ..streaming import StreamTap, streaming_to
 from ..vocabulary import BOARD_FAILED, BOARD_RUNNING, OUTCOME_ACCEPTED, RAISED_PREFIX
 from ..workers.base import Worker
 from .boards import BoardBusy, RunnerError, kernel_from
+from .children import ChildRun, ChildRunner, ensure_child
+from .create import create_board
 from .events import (
-    BOARD_SPENT,
     CUSTOM,
     PROPOSAL_DECIDED,
     RUN_ENDED,
@@ -76,56 +75,6 @@ __all__ = ["BoardBusy", "Runner", "RunnerError", "create_board", "kernel_from"]
 log = logging.getLogger("slateboard.runtime.runner")
 
 
-async def create_board(
-    store: Store,
-    blueprint: CompiledBlueprint | dict[str, Any],
-    *,
-    inputs: Mapping[str, JSON] | None = None,
-    task: str | None = None,
-    board_id: str | None = None,
-    name: str | None = None,
-    meta: Mapping[str, JSON] | None = None,
-    spent: Sequence[Usage] = (),
-) -> str:
-    """Create a board from an accepted blueprint: its initial state (with ``inputs`` merged in at
-    the top level, and ``task`` put at the blueprint's task pointer, then re-validated) and the
-    invocations of its start rules. ``meta`` is kept on the board (e.g. the model string runner
-    processes use). ``spent`` is what making the board cost before it existed (the Architect's
-    ``Design.usage``): each is logged as a ``spend`` record with its component, so the board's
-    log and results count those tokens too. Returns the id."""
-    compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
-    spec_json = compiled.spec.to_json()
-    if task is not None:
-        key = parse_pointer(compiled.spec.task)[0]
-        props = compiled.spec.state_schema.get("properties")
-        if not isinstance(props, dict) or key not in props:
-            raise InvalidInput(f"blueprint {compiled.spec.name!r} has no {compiled.spec.task!r} member for the task")
-        inputs = {**(inputs or {}), key: task}
-    if inputs:
-        state = compiled.initial_state()
-        if not isinstance(state, dict):
-            raise InvalidInput("inputs need a blueprint whose initial state is an object")
-        state.update(inputs)
-        spec_json["initial_state"] = state
-        compiled = compile_blueprint(spec_json)  # re-checks schema and invariants on the new state
-    scheduler = Scheduler(compiled)
-    start = list(scheduler.start(compiled.initial_state()))
-    info = await store.create_board(
-        spec_json,
-        compiled.initial_state(),
-        board_id=board_id,
-        name=name or compiled.spec.name,
-        meta=dict(meta) if meta else None,
-        agenda=start,
-    )
-    if any(u.tokens_in or u.tokens_out for u in spent):
-        session = BoardSession(store, info.board_id, serve=())  # builds no worker: it only logs
-        await session.load()
-        for usage in spent:
-            await session.note_spend(usage, f"{usage.component} spent before the board existed", event=BOARD_SPENT)
-    return info.board_id
-
-
 class Runner:
     """Drives one board of a store to its end (see module docstring).
 
@@ -143,6 +92,8 @@ class Runner:
     call whose worst case does not fit is not made and the board ends ``budget:<ledger>``; the
     ``max_cost`` cap covers the whole board, so a resumed board counts what its log already cost.
     The limits recorded on the board at creation (``ledger.SPEND_META``) hold as well (issue 45).
+    ``children`` runs the child boards of sub-board workers (``runtime.children.ChildRunner``);
+    by default this runner does (``run_child``).
     """
 
     def __init__(
@@ -162,6 +113,7 @@ class Runner:
         owner: str | None = None,
         max_cost: float | None = None,
         ledgers: Sequence[tuple[Ledger, str]] = (),
+        children: ChildRunner | None = None,
     ) -> None:
         if parallel != "auto" and parallel < 1:
             raise InvalidInput("parallel must be >= 1 or 'auto'")
@@ -199,7 +151,9 @@ class Runner:
             max_steps=max_steps,
             emit=self._emit,
             keep_history=False,
+            children=children or self,
         )
+        self.children = children
         self._spend = spend_limits(max_cost, ledgers)
         self._opened = False
         self._control_spent = Usage(component="control")
@@ -590,3 +544,22 @@ class Runner:
         return await self.session.step(
             inv, selection.reason, owner=self.owner, lease_s=self.lease_s, claim_next=self._prefetch()
         )
+
+    async def run_child(self, store: Store, child: ChildRun) -> RunResult:
+        """``ChildRunner`` in this process (the default): create the child board unless ``store``
+        has it, then run it to its end (resume it when it had not ended; read its result back when
+        it had) with this runner's worker source, worker timeout, lease and child runner, the
+        parent's spend ledgers shared (``runtime.children``)."""
+        await ensure_child(store, child, create_board)
+        runner = Runner(
+            store,
+            child.child_id,
+            model=self.model,
+            functions=self.functions,
+            tools=self.tools,
+            worker_timeout=self.worker_timeout,
+            lease_s=self.lease_s,
+            ledgers=child.ledgers,
+            children=self.children,
+        )
+        return await runner.run()

@@ -73,10 +73,12 @@ from .boards import (
     make_result,
     status_for,
 )
+from .children import ChildRunner
 from .events import CONTROL_SPENT, PROPOSAL_DECIDED, RUN_ENDED
 from .ledger import SpendGuard
 from .result import RunResult, price_table
 from .step import MAX_CONFLICTS, Concurrency, Dropped, Emit, Shared, Solo, StepEngine, StepOutcome
+from .subboards import SubBoardWorker
 
 __all__ = [
     "MAX_CONFLICTS",
@@ -100,26 +102,44 @@ class WorkerSource:
     """How a session builds a board's workers: ``model`` overrides the model of every LLM
     worker; ``functions`` supplies function workers; ``tools`` tool lists; ``workers`` replaces
     built workers outright; ``serve`` limits the workers built to those names (a runner that
-    serves only some workers need not be able to build the others)."""
+    serves only some workers need not be able to build the others); ``children`` runs the child
+    boards of sub-board workers (``runtime.children``; None: they reject every proposal)."""
 
     model: Model | str | None = None
     functions: Mapping[str, Callable[..., Any]] | None = None
     tools: Mapping[str, Sequence[Any]] | None = None
     workers: Mapping[str, Worker] = field(default_factory=dict)
     serve: tuple[str, ...] | None = None
+    children: ChildRunner | None = None
 
-    def build(self, blueprint: CompiledBlueprint, state: Callable[[], Any]) -> dict[str, Worker]:
-        """The workers of ``blueprint`` (``state`` gives tool workers the live state)."""
+    def build(
+        self,
+        blueprint: CompiledBlueprint,
+        state: Callable[[], Any],
+        store: Store | None = None,
+        board_meta: Callable[[], Mapping[str, Any]] = dict,
+    ) -> dict[str, Worker]:
+        """The workers of ``blueprint`` (``state`` gives tool and sub-board workers the live
+        state); sub-board workers run their children in ``store`` through ``children``."""
+        built = self._build(blueprint, state)
+        for name, contract in blueprint.workers.items():
+            if contract.spec.board is not None and store is not None and (self.serve is None or name in self.serve):
+                built[name] = SubBoardWorker(
+                    blueprint, name, store=store, state=state, children=self.children, board_meta=board_meta
+                )
+        built.update(self.workers)
+        return built
+
+    def _build(self, blueprint: CompiledBlueprint, state: Callable[[], Any]) -> dict[str, Worker]:
         if self.serve is None:
             built = make_workers(blueprint, model=self.model, functions=self.functions, tools=self.tools, state=state)
         else:
             model = resolve_model(self.model) if isinstance(self.model, str) else self.model
             built = {
                 name: make_worker(blueprint, name, model=model, functions=self.functions, tools=self.tools, state=state)
-                for name in blueprint.workers
-                if name in self.serve
+                for name, contract in blueprint.workers.items()
+                if name in self.serve and contract.spec.board is None
             }
-        built.update(self.workers)
         return built
 
 
@@ -153,12 +173,14 @@ class BoardSession(StepEngine):
     """One board's live runtime (see the module docstring): the step engine of the board, plus
     loading, catching up, approvals, limits and the end of its run.
 
-    ``model``, ``functions``, ``tools``, ``workers`` and ``serve`` say how workers are built
-    (``WorkerSource``); ``max_steps`` overrides the blueprint's limit; ``emit(kind, **data)``
-    receives the run events; ``shared`` picks the ``Shared`` concurrency strategy (else
-    ``Solo``; ``concurrency`` names another one, as the Temporal engine does). Guarantees: the
-    kernel only moves through records the store accepted (or re-decided from the store's log); one decision at a time per session (``lock``); with
-    ``shared=False`` a lost compare-and-set raises ``Conflict``.
+    ``model``, ``functions``, ``tools``, ``workers``, ``serve`` and ``children`` (what runs a
+    sub-board worker's child boards) say how workers are built (``WorkerSource``);
+    ``max_steps`` overrides the blueprint's limit; ``emit(kind, **data)`` receives the run
+    events; ``shared`` picks the ``Shared`` concurrency strategy (else ``Solo``;
+    ``concurrency`` names another one, as the Temporal engine does). Guarantees: the kernel only
+    moves through records the store accepted (or re-decided from the store's log); one decision
+    at a time per session (``lock``); with ``shared=False`` a lost compare-and-set raises
+    ``Conflict``.
     """
 
     def __init__(
@@ -178,6 +200,7 @@ class BoardSession(StepEngine):
         compile: Callable[[Any], CompiledBlueprint] | None = None,
         keep_history: bool = True,
         concurrency: Concurrency | None = None,
+        children: ChildRunner | None = None,
     ) -> None:
         super().__init__(
             store,
@@ -197,8 +220,10 @@ class BoardSession(StepEngine):
         # its built-in whole-state invariants for indexed checks with the same verdicts).
         self._compile = compile or _compile_shared
         self.source = WorkerSource(
-            model, functions, tools, dict(workers or {}), None if serve is None else tuple(serve)
+            model, functions, tools, dict(workers or {}), None if serve is None else tuple(serve), children
         )
+        self.board_meta: Mapping[str, Any] = {}
+        """The board's meta as stored (read when the workers are built; children inherit its spend limits)."""
         self.max_steps_override = max_steps
         self.finished_here = False
 
@@ -231,7 +256,8 @@ class BoardSession(StepEngine):
         scheduler, agenda = await self._load_agenda(blueprint, kernel)
         self.reset(blueprint, kernel, scheduler, agenda, accounts, circuit)
         if not self.workers:
-            self.workers = self.source.build(blueprint, lambda: self.kernel.state)
+            self.board_meta = (await self.store.board_info(self.board_id)).meta
+            self.workers = self.source.build(blueprint, lambda: self.kernel.state, self.store, lambda: self.board_meta)
         if self.spend_guard is not None:
             self.arm_spend(self.spend_guard)
 

@@ -41,6 +41,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
@@ -81,6 +82,15 @@ committed on the same board meanwhile; 64 in a row means something is wrong)."""
 
 
 T = TypeVar("T")
+
+_INVOCATION: ContextVar[tuple[str, str] | None] = ContextVar("slateboard_invocation", default=None)
+
+
+def current_invocation() -> tuple[str, str] | None:
+    """(board id, invocation id) of the step whose worker is proposing in this task, or None
+    outside a worker's ``propose``: a worker whose work is keyed by its invocation (a sub-board
+    worker's children) reads it here."""
+    return _INVOCATION.get()
 
 
 class Emit(Protocol):
@@ -623,8 +633,13 @@ class StepEngine:
                 invocation_scope(self.board_id, inv.worker, inv.id),
             ):
                 # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
-                async with asyncio.timeout(self.worker_timeout):
-                    return await worker.propose(view, inv.event, feedback=inv.feedback)
+                # A worker with ``step_timeout = None`` (a sub-board worker) is bounded by its own limits.
+                token = _INVOCATION.set((self.board_id, inv.id))
+                try:
+                    async with asyncio.timeout(getattr(worker, "step_timeout", self.worker_timeout)):
+                        return await worker.propose(view, inv.event, feedback=inv.feedback)
+                finally:
+                    _INVOCATION.reset(token)
         except TimeoutError:
             timed_out = f"worker timed out after {self.worker_timeout:g} s"
             return WorkerReply(

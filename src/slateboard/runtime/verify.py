@@ -9,13 +9,19 @@ the log. ``verify_board`` takes both from the store, as the CLI does, so there i
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from ..kernel.canonical import hash_json
 from ..kernel.record import Record, board_genesis_problem
 from ..kernel.replay import ReplayReport, replay
-from ..stores.base import LoadedBoard, Store
+from ..stores.base import BoardNotFound, LoadedBoard, Store
 from .fork import ForkError, verify_fork
+from .subboards import SUBBOARDS_META
 
-__all__ = ["replay_stored", "snapshot_problem", "verify_board"]
+__all__ = ["replay_stored", "snapshot_problem", "subboards_problem", "verify_board"]
+
+MAX_CHILD_DEPTH = 16
+"""Deepest chain of bound children ``verify_board`` follows (accepted blueprints nest at most 8)."""
 
 
 def replay_stored(loaded: LoadedBoard, records: list[Record], *, revalidate: bool = False) -> ReplayReport:
@@ -46,10 +52,61 @@ def snapshot_problem(loaded: LoadedBoard, records: list[Record]) -> str | None:
     return None
 
 
-async def verify_board(store: Store, board_id: str, *, revalidate: bool = False) -> ReplayReport:
+async def subboards_problem(
+    store: Store, records: list[Record], *, revalidate: bool = False, inside: tuple[str, ...] = ()
+) -> tuple[int, str] | None:
+    """(the record, why) when a child board a record binds (``runtime.subboards.SUBBOARDS_META``:
+    a sub-board worker's proposal) does not check out, else None: the child must exist, its
+    stored blueprint hash to the bound digest, its record at the bound seq carry the bound hash,
+    and the child verify whole (``verify_board``, its own children included). So editing a
+    child's log, or swapping its blueprint, fails the parent's check. ``inside`` is the chain of
+    boards being verified (a board bound inside itself is a problem, never a loop)."""
+    for rec in records:
+        bound = rec.meta.get(SUBBOARDS_META)
+        if not isinstance(bound, list):
+            continue
+        for entry in bound:
+            child = entry.get("board") if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or not isinstance(child, str):
+                return rec.seq, f"sub-board binding {entry!r} is malformed"
+            why = await _child_problem(store, child, entry, revalidate, inside)
+            if why is not None:
+                return rec.seq, f"sub-board {child}: {why}"
+    return None
+
+
+async def _child_problem(
+    store: Store, child: str, entry: dict[str, Any], revalidate: bool, inside: tuple[str, ...]
+) -> str | None:
+    if child in inside or len(inside) >= MAX_CHILD_DEPTH:
+        return "bound inside itself" if child in inside else f"nests deeper than {MAX_CHILD_DEPTH} boards"
+    try:
+        loaded = await store.load_board(child)
+        info = await store.board_info(child)
+    except BoardNotFound:
+        return "no such board in this store"
+    if hash_json(loaded.blueprint) != entry.get("digest"):
+        return "its stored blueprint is not the one the parent bound (digest differs)"
+    seq = entry.get("seq")
+    if not isinstance(seq, int) or not 0 <= seq <= info.seq:
+        return f"the bound record {seq!r} is not in its log (1..{info.seq})"
+    if seq:
+        (rec,) = await store.read_records(child, seq, limit=1)
+        if rec.hash != entry.get("head"):
+            return f"its record {seq} is not the one the parent bound (hash differs)"
+    report = await verify_board(store, child, revalidate=revalidate, _inside=(*inside, child))
+    if not report.ok:
+        return f"does not verify at record {report.bad_seq}: {report.problem}"
+    return None
+
+
+async def verify_board(
+    store: Store, board_id: str, *, revalidate: bool = False, _inside: tuple[str, ...] = ()
+) -> ReplayReport:
     """Check a stored board end to end: the genesis binding of its stored blueprint and initial
     state (record 0), its whole hash chain replayed through the kernel (``revalidate``: every
-    accepted patch decided again), its snapshot, and for a fork the parent's prefix it names.
+    accepted patch decided again), its snapshot, for a fork the parent's prefix it names, and
+    every child board its records bind (``subboards_problem``).
     Returns the report (``ok``; else ``bad_seq`` and ``problem``); raises BoardNotFound for an
     unknown board. Nothing is written."""
     info = await store.board_info(board_id)
@@ -68,4 +125,7 @@ async def verify_board(store: Store, board_id: str, *, revalidate: bool = False)
         await verify_fork(store, board_id)
     except ForkError as exc:
         return replace(report, ok=False, bad_seq=0, problem=f"fork: {exc}")
+    children = await subboards_problem(store, records, revalidate=revalidate, inside=_inside or (board_id,))
+    if children is not None:
+        return replace(report, ok=False, bad_seq=children[0], problem=children[1])
     return report

@@ -67,6 +67,9 @@ def make_worker(
         known = ", ".join(sorted(blueprint.workers)) or "none"
         raise WorkerConfigError(f"unknown worker {name!r} (workers: {known})")
     spec = contract.spec
+    if spec.board is not None:
+        # Its worker runs child boards: the runtime builds it (runtime.subboards), with the store.
+        raise WorkerConfigError(f"worker {name!r} is a sub-board worker: a board's runtime builds it")
     bound = blueprint.retention.get(name)
     if bound is not None:
         # A system worker of a retention bound: built from the bound, never overridden.
@@ -101,11 +104,14 @@ def make_workers(
     decoding: Decoding = "contract",
     **options: Any,
 ) -> dict[str, Worker]:
-    """``make_worker`` for every worker of the blueprint; workers naming the same model string
-    share one resolved Model."""
+    """``make_worker`` for every worker of the blueprint but its sub-board workers (the runtime
+    builds those, with the board's store); workers naming the same model string share one
+    resolved Model."""
     shared: dict[str, Model] = {}
     out: dict[str, Worker] = {}
     for name, contract in blueprint.workers.items():
+        if contract.spec.board is not None:
+            continue  # a sub-board worker: built by the runtime (runtime.subboards)
         chosen: Model | str | None = model
         if chosen is None and contract.spec.function is None and not (functions and name in functions):
             # None: SLATEBOARD_MODEL, else the embedded local model (resolve_model decides).
