@@ -26,8 +26,8 @@ MODEL = "python:scale_models:fixed_model"
 @contextlib.asynccontextmanager
 async def serving(address: str, store: Store, task_queue: str, count: int = 1) -> AsyncIterator[list[BoardWorker]]:
     """``count`` board workers in this process on ``task_queue``, stopped cleanly at the end."""
-    client = await connect(address)
-    workers = [BoardWorker(client, store, task_queue=task_queue, grace_s=2.0) for _ in range(count)]
+    # One client each: Temporal refuses two workers of one queue on one client.
+    workers = [BoardWorker(await connect(address), store, task_queue=task_queue, grace_s=2.0) for _ in range(count)]
     tasks = [asyncio.create_task(w.serve()) for w in workers]
     try:
         yield workers

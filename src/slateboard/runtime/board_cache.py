@@ -26,6 +26,7 @@ from ..scheduling.units import make_control
 from ..stores.base import Store
 from ..vocabulary import EventKind
 from .boards import RunnerError
+from .children import ChildRunner
 from .events import PROPOSAL_DECIDED
 from .ledger import board_spend_limits
 from .models import resolve_runner_model
@@ -66,7 +67,8 @@ class BoardSessions:
     ``concurrency()`` makes each session's strategy (``Shared`` for runner processes);
     ``emit_for(board_id)`` its event sink. ``model`` overrides every board's recorded model;
     ``functions`` are function workers by name or reference; ``worker_names`` serves only those
-    workers; ``import_blueprint_dirs`` puts a board's recorded blueprint directory on
+    workers; ``children`` runs sub-board workers' child boards (None: they reject, as runner
+    processes run no sub-boards); ``import_blueprint_dirs`` puts a board's recorded blueprint directory on
     ``sys.path`` before its workers are built. Guarantees: one load per board at a time (a
     second caller waits for the first load), and a session carries the spend guard and the
     control unit its board's meta records before anyone steps it."""
@@ -83,8 +85,10 @@ class BoardSessions:
         max_sessions: int = 256,
         import_blueprint_dirs: bool = False,
         emit_for: Callable[[str], Emit] | None = None,
+        children: ChildRunner | None = None,
     ) -> None:
         self.store = store
+        self.children = children
         self.concurrency = concurrency
         self.model = model
         self.functions = functions
@@ -142,6 +146,7 @@ class BoardSessions:
             serve=self.worker_names,
             emit=None if self.emit_for is None else self.emit_for(board_id),
             concurrency=self.concurrency(),
+            children=self.children,
         )
         await session.load()
         # issue 45: the spend limits submitted with the board hold in every serving process

@@ -4,8 +4,11 @@ A sub-board worker (``runtime.subboards``) decides *which* children an invocatio
 they start from; a ``ChildRunner`` runs one child board to its end and returns its ``RunResult``.
 The default is the parent's own ``Runner`` (``Runner.run_child``): in this process, on the
 parent's store, with the parent's worker source (model override, functions, tools) and spend
-ledgers. Another engine (a Temporal child workflow, say) plugs in by implementing
-``run_child`` and being passed as ``Runner(children=...)``.
+ledgers. Another engine plugs in by implementing ``run_child`` and being passed as
+``Runner(children=...)``. The Temporal engine (``slateboard.temporal``) splits the step
+instead: it asks the worker for its children (``SubBoardWorker.runs_for``), creates them and
+runs each as a child workflow, then lets the worker propose with a runner that only reads the
+ended children back.
 
 What an implementation must guarantee, so that a parent resumed after a crash never runs a child
 twice and loses no answer:

@@ -171,6 +171,15 @@ class SubBoardWorker:
             out.append({k: self._value(src, context, f"item {i}: input {k!r}") for k, src in board.inputs.items()})
         return out
 
+    def runs_for(self, parent: str, invocation: str) -> list[ChildRun]:
+        """The children of ``invocation`` on board ``parent`` as the parent's state stands now, in
+        item order (what ``propose`` would run). An engine that runs each child as a workflow of
+        its own asks this first, runs them, then calls ``propose`` with a ``ChildRunner`` that
+        reads the ended children back. InvalidInput when the inputs cannot be computed (or the
+        fan-out is over ``max_items``): ``propose`` then says why, as a rejection."""
+        inputs = self._inputs(readable_state(self.blueprint, self.name, self.state()))
+        return [self._run(parent, invocation, i, values) for i, values in enumerate(inputs)]
+
     # -- proposing ------------------------------------------------------------------------------
     async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
         """Run the invocation's children (create or attach, see the module docstring) and propose

@@ -20,6 +20,10 @@ DEFAULT_TASK_QUEUE = "slateboard"
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 ADDRESS_ENV = "TEMPORAL_ADDRESS"
 
+ENGINE_META = "engine"
+"""The board meta key naming the engine that drives it (``{"name": "temporal", "task_queue": Q,
+"address": HOST:PORT}``), so ``approve`` and ``cancel`` know where to reach its workflow."""
+
 UNUSABLE = "SlateboardBoardUnusable"
 """The error type of an activity that can never succeed for this board on this worker (a
 version or blueprint mismatch, a board missing from the worker's store, a blueprint or worker

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -26,22 +27,28 @@ from temporalio.exceptions import ApplicationError
 
 from .. import __version__
 from ..blueprint.compile import BlueprintError
+from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Proposal
 from ..kernel.record import Usage
 from ..models import Model
 from ..models.errors import ModelConfigError
 from ..runtime.board_cache import BoardSessions, commit_lines
-from ..runtime.boards import RunnerError, status_for
+from ..runtime.boards import RunnerError, board_result, status_for
+from ..runtime.children import ChildRun, ensure_child
+from ..runtime.create import create_board
+from ..runtime.result import RunResult
 from ..runtime.session import BoardSession
 from ..runtime.step import Shared
+from ..runtime.subboards import SubBoardWorker
 from ..scheduling.control import AgendaOrder, restore_control
 from ..scheduling.invocation import Invocation
 from ..status import AGENDA_EMPTY, INTERRUPTED
 from ..stores.base import BoardNotFound, LeaseLost, Store, StoreError
 from ..vocabulary import BOARD_RUNNING
 from ..workers.base import WorkerConfigError
-from ._names import COMMIT, FAIL, INTERRUPT, PLAN, PROPOSE, UNUSABLE, BoardStart
+from ._names import COMMIT, ENGINE_META, FAIL, INTERRUPT, PLAN, PROPOSE, UNUSABLE, BoardStart
+from .client import stored_start
 
 log = logging.getLogger("slateboard.temporal")
 
@@ -51,6 +58,19 @@ CLAIM_LEASE_S = 3600.0
 """How long a plan's claim holds in the store. Temporal, not the lease, decides who runs the
 step (retries move it to a live worker under the same claim); the lease only keeps runner
 processes and local runs off the invocation, and a cancelled workflow gives it back at once."""
+
+
+class ReadBack:
+    """The ``ChildRunner`` of a board on the engine: its children ran as child workflows before
+    the sub-board worker proposes, so here each is only read back from the store; a child that
+    has not ended is a failed child (the parent's rejection names it)."""
+
+    async def run_child(self, store: Store, child: ChildRun) -> RunResult:
+        """The ended child's result."""
+        info = await store.board_info(child.child_id)
+        if info.status == BOARD_RUNNING:
+            raise RunnerError(f"child board {child.child_id} has not ended (its workflow stopped first)")
+        return await board_result(store, child.child_id)
 
 
 class Orchestrated(Shared):
@@ -125,6 +145,7 @@ class BoardActivities:
         max_sessions: int = 256,
         import_blueprint_dirs: bool = False,
         log_line: Callable[[str], None] | None = None,
+        engine_meta: Mapping[str, JSON] | None = None,
     ) -> None:
         self.store = store
         self.log_line = log_line or (lambda line: log.info("%s", line))
@@ -137,7 +158,10 @@ class BoardActivities:
             max_sessions=max_sessions,
             import_blueprint_dirs=import_blueprint_dirs,
             emit_for=lambda board_id: commit_lines(board_id, self.log_line),
+            children=ReadBack(),
         )
+        self.engine_meta: dict[str, JSON] = dict(engine_meta or {})
+        """What children record of the engine (so approve and cancel reach their workflows)."""
 
     def all(self) -> list[Callable[..., Any]]:
         """The activity callables to register with a Temporal worker."""
@@ -237,6 +261,11 @@ class BoardActivities:
         inv = Invocation.from_json(step["invocation"])
         if session.agenda.get(inv.id) is None:
             return {"proposal": None}
+        worker = session.workers.get(inv.worker)
+        if isinstance(worker, SubBoardWorker) and not step.get("children_ran"):
+            children = await self._children(session, worker, inv)
+            if children is not None:
+                return {"proposal": None, "children": children, "max_parallel": worker.board.max_parallel}
         beat = asyncio.create_task(_heartbeat(start.heartbeat_s / 3))
         try:
             proposal, _reply = await session.propose(inv, str(step.get("reason") or ""))
@@ -245,6 +274,23 @@ class BoardActivities:
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
         return {"proposal": proposal_to_json(proposal)}
+
+    async def _children(self, session: BoardSession, worker: SubBoardWorker, inv: Invocation) -> list[JSON] | None:
+        """Create (or find) the invocation's child boards and return the workflow input of each
+        one still running, for the workflow to run them as child workflows; None when its
+        inputs cannot be computed (``propose`` then rejects, saying why)."""
+        try:
+            runs = worker.runs_for(session.board_id, inv.id)
+        except InvalidInput:
+            return None
+        starts: list[JSON] = []
+        for run in runs:
+            meta = {**run.meta, ENGINE_META: self.engine_meta} if self.engine_meta else run.meta
+            await ensure_child(self.store, dataclasses.replace(run, meta=meta), create_board)
+            if (await self.store.board_info(run.child_id)).status == BOARD_RUNNING:
+                started = await stored_start(self.store, run.child_id)
+                starts.append(dataclasses.asdict(started))
+        return starts
 
     # -- commit -----------------------------------------------------------------------------------
     @activity.defn(name=COMMIT)

@@ -23,7 +23,16 @@ from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..runtime.distributed import submit
 from ..stores.base import Store
-from ._names import ADDRESS_ENV, APPROVAL_SIGNAL, DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKFLOW, BoardStart, workflow_id
+from ._names import (
+    ADDRESS_ENV,
+    APPROVAL_SIGNAL,
+    DEFAULT_ADDRESS,
+    DEFAULT_TASK_QUEUE,
+    ENGINE_META,
+    WORKFLOW,
+    BoardStart,
+    workflow_id,
+)
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -37,10 +46,6 @@ __all__ = [
     "stored_start",
     "submit_board",
 ]
-
-ENGINE_META = "engine"
-"""The board meta key naming the engine that drives it (``{"name": "temporal", "task_queue": Q,
-"address": HOST:PORT}``), so ``approve`` and ``cancel`` know where to reach its workflow."""
 
 CONNECT_TIMEOUT_S = 10.0
 

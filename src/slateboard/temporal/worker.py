@@ -53,6 +53,11 @@ class BoardWorker:
             worker_names=worker_names,
             import_blueprint_dirs=import_blueprint_dirs,
             log_line=log_line,
+            engine_meta={
+                "name": "temporal",
+                "task_queue": task_queue,
+                "address": client.service_client.config.target_host,
+            },
         )
         self.identity = identity or f"slateboard-{uuid.uuid4().hex[:8]}"
         self.task_queue = task_queue

@@ -7,22 +7,36 @@ activity to decide it with the kernel and append it to the board's log. The stor
 board's home and its log the audit trail; Temporal's history only records which activity ran
 with which result, so a replayed workflow re-reads those results and never calls a worker or
 appends a record again. A board paused for approval waits for the ``approval`` signal
-(``slateboard approve`` sends it); a cancelled workflow (``slateboard cancel``) gives its claims
+(``slateboard approve`` sends it); a sub-board worker's children run as child workflows of
+this one (the same workflow, on the same task queue), then the worker proposes their answers; a
+cancelled workflow (``slateboard cancel``) gives its claims
 back and leaves the board resumable with the end reason ``interrupted``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from ._names import APPROVAL_SIGNAL, COMMIT, FAIL, INTERRUPT, PLAN, PROPOSE, UNUSABLE, WORKFLOW, BoardStart
+    from ._names import (
+        APPROVAL_SIGNAL,
+        COMMIT,
+        FAIL,
+        INTERRUPT,
+        PLAN,
+        PROPOSE,
+        UNUSABLE,
+        WORKFLOW,
+        BoardStart,
+        workflow_id,
+    )
 
 # Store and worker faults are retried without end (a store that is down for an hour delays the
 # board, it does not fail it); what can never succeed is raised as UNUSABLE and not retried.
@@ -46,6 +60,21 @@ class BoardWorkflow:
     def approval(self) -> None:
         """A human decided on a held proposal: plan again."""
         self._approvals += 1
+
+    async def _run_children(self, children: list[dict[str, Any]], max_parallel: int) -> None:
+        """Run each child board's workflow (at most ``max_parallel`` at once) to its end. A child
+        that fails or is cancelled is not an error here: the sub-board worker reads every child
+        back and rejects, naming it, when one did not end solved."""
+        gate = asyncio.Semaphore(max(1, max_parallel))
+
+        async def one(child: dict[str, Any]) -> None:
+            async with gate:
+                with contextlib.suppress(ChildWorkflowError, WorkflowAlreadyStartedError):
+                    await workflow.execute_child_workflow(
+                        WORKFLOW, BoardStart(**child), id=workflow_id(str(child["board_id"]))
+                    )
+
+        await asyncio.gather(*(one(c) for c in children))
 
     @workflow.run
     async def run(self, start: BoardStart) -> dict[str, Any]:
@@ -73,6 +102,17 @@ class BoardWorkflow:
                     heartbeat_timeout=timedelta(seconds=start.heartbeat_s),
                     retry_policy=RETRY,
                 )
+                if proposed.get("children") is not None:
+                    # A sub-board worker: each child board runs as a child workflow, then the
+                    # worker proposes the children's answers (read back from the store).
+                    await self._run_children(proposed["children"], int(proposed.get("max_parallel") or 1))
+                    proposed = await workflow.execute_activity(
+                        PROPOSE,
+                        args=[start, {**step, "children_ran": True}],
+                        start_to_close_timeout=timedelta(seconds=start.worker_timeout_s + start.store_timeout_s),
+                        heartbeat_timeout=timedelta(seconds=start.heartbeat_s),
+                        retry_policy=RETRY,
+                    )
                 if proposed.get("proposal") is None:
                     continue  # the invocation was committed or cancelled meanwhile
                 committed: dict[str, Any] = await workflow.execute_activity(
