@@ -88,7 +88,7 @@ def _wait_until_up(proc: subprocess.Popen[str], log: Path, port: int) -> None:
         if "serving task queue" in log.read_text(errors="replace"):
             return
         with socket.socket() as sock:
-            if "temporal" in str(proc.args) and sock.connect_ex(("127.0.0.1", port)) == 0:
+            if "temporal" in repr(proc.args) and sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.2)
-    raise AssertionError(f"did not come up: {proc.args}\n{log.read_text(errors='replace')[-2000:]}")
+    raise AssertionError(f"did not come up: {proc.args!r}\n{log.read_text(errors='replace')[-2000:]}")

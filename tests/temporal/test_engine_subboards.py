@@ -53,6 +53,6 @@ async def test_children_run_as_child_workflows_and_the_parent_joins_them(
     for child in children:
         described = await client.get_workflow_handle(workflow_id(child.board_id)).describe()
         assert described.parent_id == workflow_id(board)  # a child workflow of the parent's
-        assert child.meta["engine"]["name"] == "temporal"  # type: ignore[index]
+        assert child.meta["engine"]["name"] == "temporal"
     report = await verify_board(store, board)
     assert report.ok, report.problem
