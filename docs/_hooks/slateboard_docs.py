@@ -220,6 +220,8 @@ def blueprint_fields() -> str:
         ("InvariantSpec", "`invariants[]`"),
         ("StageSpec", "`stages[]`"),
         ("RetentionSpec", "`retention[]`"),
+        ("VisibilitySpec", "`visibility`"),
+        ("VisibleCollectionSpec", "`visibility.collections[]`"),
         ("Limits", "`limits`"),
         ("Price", "`limits.prices.<model>`"),
         ("CircuitSpec", "`circuit`"),

@@ -105,6 +105,8 @@ def test_the_blueprint_reference_has_every_field() -> None:
         "InvariantSpec",
         "StageSpec",
         "RetentionSpec",
+        "VisibilitySpec",
+        "VisibleCollectionSpec",
         "Limits",
         "Price",
         "CircuitSpec",

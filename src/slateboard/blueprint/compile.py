@@ -24,12 +24,14 @@ from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_in
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
+from ..kernel.visibility import Visibility
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._outputs import output_issues
 from ._salvage import Salvaged, prune_schema, salvage
 from ._subboards import InlineError, board_issues, inline_boards
+from ._visibility import visibility_issues
 from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text, rules_on
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 from .state_schema import StateNotExpressible, closed_state_schema
@@ -126,6 +128,8 @@ class CompiledBlueprint:
     retention: dict[str, CompiledRetention] = field(default_factory=dict)
     """The blueprint's retention bounds, by the name of the system worker that applies each
     (that worker and the rule that wakes it are in ``workers`` and ``rules`` too)."""
+    visibility: Visibility | None = None
+    """The blueprint's visibility on entries (slateboard.kernel.visibility), None without one."""
 
     def typed_state(self, state: Any) -> Any:
         """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
@@ -455,6 +459,8 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         # The initial state needs only the schema: checked even when other parts have issues.
         for v in schema.validate_state(bp.initial_state):
             issues.append(BlueprintIssue("/initial_state" + v.path, f"{v.message} (schema {v.schema_path})"))
+    visibility, found = visibility_issues(bp, list(workers), schema)
+    issues.extend(BlueprintIssue(*i) for i in found)
     if issues or schema is None or salvaged is not None:
         return _Checked(issues)
     compiled = CompiledBlueprint(
@@ -470,6 +476,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         quarantine=quarantine,
         digest=hash_json(bp.to_json()),
         retention=retention,
+        visibility=visibility,
     )
     for failure in check_all_invariants(compiled, compiled.initial_state()):
         issues.append(

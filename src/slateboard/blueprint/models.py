@@ -102,6 +102,11 @@ class WorkerSpec(_Strict):
         None,
         description="A sub-board worker: runs a child board and proposes its answer at 'output' (docs/composing.md).",
     )
+    addresses: list[str] | None = Field(
+        None,
+        description="Visibility (docs/visibility.md): the worker names and labels ('*': every worker) this worker "
+        "may put in an entry's visibility field; itself always. Unset: any.",
+    )
 
     @model_validator(mode="after")
     def _pins_are_reads(self) -> WorkerSpec:
@@ -121,6 +126,27 @@ class WorkerSpec(_Strict):
         if overlap:
             raise InvalidInput(f"paths both pinned and windowed: {sorted(overlap)}")
         return self
+
+
+class VisibleCollectionSpec(_Strict):
+    """A collection whose entries say who sees them: an object keyed by entry id, at a concrete
+    pointer reached through object members only, present in the initial state (docs/visibility.md)."""
+
+    path: str = Field(description="Pointer of the collection (no wildcards), e.g. '/notes'.")
+    field: str = Field("visible_to", description="The entry member that lists who sees the entry.")
+    required: bool = Field(False, description="Every entry must carry the field (left off: every worker sees it).")
+
+
+class VisibilitySpec(_Strict):
+    """Visibility on entries: the collections whose entries carry a visibility field, and the labels
+    such a field may name (each a set of workers). See docs/visibility.md."""
+
+    collections: list[VisibleCollectionSpec] = Field(
+        min_length=1, description="The collections with visibility (objects keyed by entry id)."
+    )
+    labels: dict[str, list[str]] = Field(
+        default_factory=dict, description="Label -> the workers it stands for (labels and worker names never clash)."
+    )
 
 
 class Trigger(_Strict):
@@ -278,6 +304,9 @@ class Blueprint(_Strict):
     task: str = Field("/task", description="Pointer of the top-level state member that receives a run's task text.")
     approval: list[str] = Field(default_factory=list, description="Patterns whose changes need human approval.")
     quarantine: str | None = Field(None, description="Pattern of the region untrusted workers write.")
+    visibility: VisibilitySpec | None = Field(
+        None, description="Collections whose entries say which workers see them (docs/visibility.md)."
+    )
     retention: list[RetentionSpec] = Field(
         default_factory=list,
         description="Bounds on arrays (keep the last N items), applied by system workers as logged proposals.",

@@ -65,6 +65,7 @@ from .record import (
     genesis_binding,
 )
 from .statehash import StateHasher
+from .visibility import Visibility, absent_answer, names_collection, widening
 
 STALE_WINDOW = 4096
 """How many recent versions keep their changed paths for staleness checks."""
@@ -199,6 +200,9 @@ class Kernel:
         region = getattr(blueprint, "quarantine", None)
         self._quarantine: Pattern | None = region if isinstance(region, Pattern) else None
         self._scopes: dict[str, ReadScope] = {}
+        # Visibility on entries (issue 44; slateboard.kernel.visibility), None when not declared.
+        vis = getattr(blueprint, "visibility", None)
+        self._visibility: Visibility | None = vis if isinstance(vis, Visibility) else None
 
     # -- public API -------------------------------------------------------------------------
     def read_scope(self, contract: WorkerContract) -> ReadScope:
@@ -206,6 +210,8 @@ class Kernel:
         scope = self._scopes.get(contract.name)
         if scope is None or scope.contract is not contract:
             scope = self._scopes[contract.name] = ReadScope(contract, self._quarantine)
+            if self._visibility is not None:
+                scope.reads_everything = False  # entries hidden from it: reasons are worded with care
         return scope
 
     @property
@@ -239,13 +245,20 @@ class Kernel:
             contract = self.blueprint.workers[proposal.worker]
             scope = self.read_scope(contract)
             self._authorise(ops, contract, scope)
+            vis = self._visibility
+            if vis is not None and (whole := names_collection(vis, ops)) is not None:
+                raise Reject(whole[0], whole[1])
             self._stale(ops, contract, proposal.viewed_version, scope)
+            if vis is not None and (absent := absent_answer(vis, self.state, ops, contract.name, self.hasher.observe)):
+                raise Reject(absent[0], absent[1])  # as if the hidden entry did not exist
             try:
                 applied = apply_ops(self.state, ops, self.hasher.observe)
             except ApplyError as exc:
                 raise detached(Reject(exc.stage, str(exc))) from None
             self.state = applied.root
             effects = rebase(applied.effects)
+            if vis is not None and (wide := widening(vis, self.state, effects, contract.name)) is not None:
+                raise Reject(wide[0], wide[1])
             self._schema(effects, scope)
             applied = self._invariants(ops, applied, effects, scope)
         except Reject as rej:
@@ -545,6 +558,8 @@ class Kernel:
             raise Reject("stale", f"viewed at version {viewed}, now {self.version}: too old to compare")
         now = f"viewed at version {viewed}, now {self.version}"
         for c, shifted_from in changed:
+            if self._visibility is not None and not self._visibility.shown(self.state, contract.name, c):
+                continue  # a change to an entry it may not see (or a removed one) says nothing to it
             where = format_pointer(c) or "/"
             for op in ops:
                 for tokens, label in ((op.tokens, op.path), (op.from_tokens, op.from_path)):
@@ -632,7 +647,12 @@ class Kernel:
             f = failures[0]
             applied.undo()
             self.state = applied.root
-            raise Reject("invariants", f"invariant {f.name!r} at {f.path or '/'}: {_worded(f, targets, scope)}")
+            where, why = f.path or "/", _worded(f, targets, scope)
+            if self._visibility is not None and self._visibility.hidden(
+                self.state, scope.contract.name, parse_pointer(f.path)
+            ):
+                where, why = "an entry it may not see", "the rule does not hold (details withheld)"
+            raise Reject("invariants", f"invariant {f.name!r} at {where}: {why}")
         return applied
 
     # -- helpers ----------------------------------------------------------------------------

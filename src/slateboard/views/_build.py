@@ -13,6 +13,7 @@ from ..kernel.canonical import JSON, canonical_bytes, canonical_str, sha256_hex
 from ..kernel.pointer import PointerError, escape_token, is_array_index, parse_pointer
 from ..kernel.record import Record
 from ..kernel.schema import pattern_locations
+from ..kernel.visibility import Visibility
 from ..vocabulary import OUTCOME_REJECTED
 from ._cache import ViewCache, _Scope
 from ._costs import FillMemo
@@ -282,6 +283,7 @@ def build_view(
         )
     # Read isolation: the quarantine region is cut out unless the contract names it (issue 18).
     state = readable_state(blueprint, worker_name, state)
+    event, recent = _visible_event(blueprint, worker_name, state, event, recent)
     limit = contract.spec.view_budget if budget is None else budget
     if not isinstance(limit, int) or limit < MIN_BUDGET:
         raise ViewBudgetError(f"view budget must be an integer of at least {MIN_BUDGET} characters, got {limit!r}")
@@ -321,6 +323,26 @@ def build_view(
         bare["handles"] = [h.to_json() for h in fixed_handles]
     text = canonical_str(bare) if (fixed_data or fixed_handles) else '{"data":{}}' if limit >= 11 else "{}"
     return _view(contract.name, version, limit, len(_LEVELS), text, text.encode("utf-8"), list(fixed_handles))
+
+
+def _visible_event(
+    blueprint: KernelBlueprint, worker: str, state: JSON, event: JSON, recent: Sequence[str]
+) -> tuple[JSON, Sequence[str]]:
+    """The event and recent pointers without those inside an entry ``worker`` may not see (its
+    path or ``from`` in an entry absent from the cut ``state``: hidden, or removed, whoever saw it)."""
+    vis = getattr(blueprint, "visibility", None)
+    if not isinstance(vis, Visibility):
+        return event, recent
+
+    def shown(pointer: object) -> bool:
+        try:
+            return vis.shown(state, worker, parse_pointer(pointer))
+        except PointerError:
+            return True  # not a pointer: names nothing
+
+    if isinstance(event, dict) and not all(shown(event[k]) for k in ("path", "from") if k in event):
+        event = None
+    return event, [p for p in recent if shown(p)]
 
 
 def _fill(

@@ -1,5 +1,7 @@
 """Read isolation for the quarantine region (issue 18): what untrusted workers wrote is readable
-only by a worker whose read contract names the region (the sanitiser).
+only by a worker whose read contract names the region (the sanitiser); and visibility on entries
+(issue 44): an entry of a collection with visibility is readable only by the workers its
+visibility field names (``slateboard.kernel.visibility``).
 
 ``build_view`` applies ``readable_state`` to the state it is given, so every view, whoever builds
 it (the step engine, the dashboard, a caller of ``build_view`` or ``kernel_view``), and so every
@@ -13,6 +15,7 @@ from typing import Any
 
 from ..kernel.canonical import JSON
 from ..kernel.readscope import read_scope
+from ..kernel.visibility import Visibility
 
 __all__ = ["quarantine_hidden", "readable_state"]
 
@@ -30,8 +33,12 @@ def quarantine_hidden(blueprint: Any, worker: str) -> tuple[str, ...] | None:
 
 def readable_state(blueprint: Any, worker: str, state: JSON) -> JSON:
     """``state`` as ``worker`` may read it: without the quarantine region unless the worker's
-    read contract names it (``quarantine_hidden``). Copies only the path it cuts; cutting an
-    already cut state changes nothing."""
+    read contract names it (``quarantine_hidden``), and without the entries hidden from it
+    (``Visibility.cut``). Copies only the paths it cuts; cutting an already cut state changes
+    nothing."""
+    vis = getattr(blueprint, "visibility", None)
+    if isinstance(vis, Visibility):
+        state = vis.cut(state, worker)
     hidden = quarantine_hidden(blueprint, worker)
     if hidden is None:
         return state
