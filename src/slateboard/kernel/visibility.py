@@ -244,13 +244,13 @@ def widening(vis: Visibility, state: JSON, effects: list[Effect], worker: str) -
     the collection requires one. None when every such entry is within its contract."""
     seen: set[Tokens] = set()
     for eff in effects:
-        if eff.kind == "delete":
-            continue
         found = vis.entry_of(eff.path)
         if found is None:
             continue
         coll, entry_tokens = found
         depth = len(entry_tokens)
+        if eff.kind == "delete" and len(eff.path) == depth:
+            continue  # the entry is gone (removing its field, or part of it, is a change of it)
         if entry_tokens in seen or (len(eff.path) > depth and eff.path[depth] != coll.field):
             continue
         seen.add(entry_tokens)
