@@ -79,6 +79,7 @@ def test_visibility_within_the_contract_is_accepted(worker: str, patch: list[dic
 @pytest.mark.parametrize("path", ["/notes", ""])
 @pytest.mark.parametrize("op", ["test", "replace", "remove", "add", "copy-from", "move-from"])
 def test_no_op_names_a_whole_collection_whatever_it_holds(path: str, op: str) -> None:
+    patch: list[dict[str, Any]]
     if op.endswith("-from"):
         patch = [{"op": op[:-5], "from": path, "path": "/log/-"}]
     else:
@@ -170,8 +171,6 @@ def test_an_op_naming_a_hidden_entry_is_answered_as_if_it_did_not_exist(
         assert "SECRET" not in (d1.reason or "") or any(
             notes.get(k, {}).get("text", "").startswith("SECRET") for k in set(notes) - hidden
         )
-    for k in (real, absent):
-        (k.commit if k._pending and k._pending.accepted else k.abort)(k._pending)  # type: ignore[arg-type]
 
 
 def test_a_test_op_on_a_hidden_value_fails_like_a_test_on_nothing() -> None:

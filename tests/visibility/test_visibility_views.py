@@ -16,13 +16,14 @@ from visibility_kit import WORKERS, blueprint_data, make_bp, note, submit
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel
+from slateboard.kernel.visibility import Visibility
 from slateboard.models import ScriptedModel
 from slateboard.views import ViewCache, build_view, kernel_view
 from slateboard.workers.llm import LLMWorker
 
 BP = make_bp()
-VIS = BP.visibility
-assert VIS is not None
+assert BP.visibility is not None
+VIS: Visibility = BP.visibility
 COLL = VIS.collections[0]
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 NAMES = ["alice", "bob", "carol", "dave", "reviewers", "*"]

@@ -8,6 +8,10 @@ guarantees:
   a read pattern of the worker (``region_contains``). ``/claims/*/text`` exposes the ``text`` of
   each claim and nothing else; structure above readable nodes appears only as the pointers
   themselves. Handle ids use an item's ``id`` field only when that field is readable.
+* **Visibility on entries.** An entry of a collection with visibility that is hidden from the
+  worker is cut out before anything else (``readable_state``), so the view is byte for byte the
+  view of the state without it: no data, summary, handle, count or expansion shows it, and an
+  event or recent pointer inside it is dropped (``slateboard.kernel.visibility``).
 * **Budget.** ``len(view.render()) <= budget`` always, where budget is the worker's
   ``view_budget`` or the ``budget`` argument (e.g. a circuit "tighten" action). Sizes are
   accounted exactly, in characters of the canonical JSON rendering.
