@@ -8,6 +8,7 @@ from typing import Protocol, TypeVar
 
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
+from ..kernel.guardstage import guard_usages
 from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
 from ..vocabulary import EndStatus
@@ -47,14 +48,16 @@ def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
         name = rec.usage.component if key == "component" else (rec.worker or "-")
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
-        cur, u = out.get(name, TokenUsage()), rec.usage
-        out[name] = TokenUsage(
-            cur.tokens_in + u.tokens_in,
-            cur.tokens_out + u.tokens_out,
-            cur.calls + 1,
-            cur.cache_read + u.cache_read,
-            cur.cache_write + u.cache_write,
-        )
+        for _, u in [(None, rec.usage), *guard_usages(rec.meta)]:
+            # A model judge's call counts with the record it judged (the same group cost_by prices).
+            cur = out.get(name, TokenUsage())
+            out[name] = TokenUsage(
+                cur.tokens_in + u.tokens_in,
+                cur.tokens_out + u.tokens_out,
+                cur.calls + 1,
+                cur.cache_read + u.cache_read,
+                cur.cache_write + u.cache_write,
+            )
     return out
 
 
@@ -82,13 +85,26 @@ def blueprint_prices(blueprint: Mapping[str, object]) -> PriceTable:
 
 def record_cost(rec: Record, table: PriceTable) -> float | None:
     """Dollars of one record's logged usage, priced by its ``meta.model`` with its prompt-cache
-    reads and writes at their own rates (0.0 with no tokens; ``None`` when no table knows the
+    reads and writes at their own rates, plus its model judges' calls (each priced by its model) (0.0 with no tokens; ``None`` when no table knows the
     model or the counts do not add up). Derived from the log, so replay never changes it."""
     u = rec.usage
-    if not (u.tokens_in or u.tokens_out):
-        return 0.0
     model = rec.meta.get(MODEL_META)
-    return table.cost(model if isinstance(model, str) else None, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)
+    calls = [(model if isinstance(model, str) else None, u), *guard_usages(rec.meta)]
+    total = 0.0
+    for name, used in calls:  # the record's own call, then its model judges' (each at its price)
+        if used.tokens_in or used.tokens_out:
+            cost = table.cost(name, used.tokens_in, used.tokens_out, used.cache_read, used.cache_write)
+            if cost is None:
+                return None
+            total += cost
+    return total
+
+
+def record_tokens(rec: Record) -> int:
+    """Tokens of one record: its own usage plus its model judges' (``kernel.guardstage``)."""
+    return (
+        rec.usage.tokens_in + rec.usage.tokens_out + sum(u.tokens_in + u.tokens_out for _, u in guard_usages(rec.meta))
+    )
 
 
 def cost_of(records: Iterable[Record], table: PriceTable) -> float | None:
