@@ -71,6 +71,10 @@ async def test_the_verdict_decides_and_its_usage_is_logged_and_counted() -> None
     tokens = sum(u["tokens_in"] + u["tokens_out"] for u in judged)
     assert result.total_tokens == tokens  # function workers spend nothing: the judge's calls are all
     assert result.cost_usd == sum(u["tokens_in"] + 2 * u["tokens_out"] for u in judged)
+    # by component the judge is its own line; by worker it counts with the worker it judged
+    assert result.usage["guard:polite"].total == tokens and result.usage["guard:polite"].calls == 2
+    assert result.cost_by_component["guard:polite"] == result.cost_usd == result.cost_by_worker["w"]
+    assert result.usage_by_worker["w"].total == tokens
     assert result.state["notes"] == ["thank you"]
 
 

@@ -14,7 +14,8 @@ import pytest
 from guards_testkit import board, notes
 
 from slateboard.blueprint import compile_blueprint
-from slateboard.guards import GuardVerdict, function_verdict, rerun_function_guards
+from slateboard.guards import GuardVerdict, rerun_function_guards
+from slateboard.guards._run import function_verdict
 from slateboard.kernel.guardstage import GUARDS_META
 from slateboard.runtime import Runner, create_board, verify_board
 from slateboard.stores import open_store

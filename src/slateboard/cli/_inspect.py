@@ -283,9 +283,9 @@ def cost_cell(r: Record, prices: PriceTable) -> str:
     """A record's cost in dollars (``-`` for a record without tokens; ``unknown`` when its
     model has no price)."""
     from ..models.pricing import format_cost
-    from ..runtime.result import record_cost
+    from ..runtime.result import record_cost, record_tokens
 
-    if not (r.usage.tokens_in or r.usage.tokens_out):
+    if not record_tokens(r):  # a model judge's tokens count with the record it judged
         return "-"
     return format_cost(record_cost(r, prices))
 
@@ -294,7 +294,9 @@ def tokens_cell(r: Record) -> str:
     """A record's tokens; for an LLM proposal also its prompt tokens split into view, format and
     instruction (``meta.prompt_parts``), and the prompt tokens the provider read from its cache
     (``c``) and wrote to it (``w``): ``412 (v300 f90 i22 c256)``."""
-    total = str(r.usage.tokens_in + r.usage.tokens_out)
+    from ..runtime.result import record_tokens
+
+    total = str(record_tokens(r))
     parts = r.meta.get("prompt_parts")
     split = parts.get("tokens") if isinstance(parts, dict) else None
     shown = [f"v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)}"] if (
@@ -508,7 +510,7 @@ def replay_command(
     mode = "revalidated" if revalidate else "verified"
     from ._guards import guard_disagreements  # replay --revalidate also re-runs function guards
 
-    disagree = guard_disagreements(loaded, records) if revalidate else []
+    disagree = guard_disagreements(info.meta, loaded, records) if revalidate else []
     if as_json:
         data: dict[str, Any] = {
             "board_id": info.board_id,

@@ -12,17 +12,7 @@ function or model (``slateboard.kernel.guardstage``). ``rerun_function_guards`` 
 
 from __future__ import annotations
 
-from ._judge import Judge, verdict_schema
 from ._rerun import rerun_function_guards
-from ._run import FunctionGuard, GuardSet, GuardVerdict, build_guards, function_verdict
+from ._run import GuardSet, GuardVerdict, build_guards
 
-__all__ = [
-    "FunctionGuard",
-    "GuardSet",
-    "GuardVerdict",
-    "Judge",
-    "build_guards",
-    "function_verdict",
-    "rerun_function_guards",
-    "verdict_schema",
-]
+__all__ = ["GuardSet", "GuardVerdict", "build_guards", "rerun_function_guards"]

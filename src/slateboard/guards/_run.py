@@ -28,7 +28,7 @@ from ..kernel.patch import apply_ops, check_ops
 from ..models import Model, ModelConfigError, ModelError, resolve_model
 from ..redaction import redact
 from ..workers.base import WorkerConfigError
-from ..workers.function import _is_async, resolve_function, run_in_thread
+from ..workers.function import resolve_function, run_in_thread
 from ..workers.llm import SpendHook
 from ._judge import REASON_LIMIT, Judge
 
@@ -104,6 +104,13 @@ class FunctionGuard:
             return {**out, "ok": False, "error": "verdict", "reason": reason}
         out["ok"], out["reason"] = found
         return out
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine (an ``async def``, also as a callable object's
+    ``async def __call__`` or behind a ``functools.partial``)."""
+    inner = getattr(fn, "func", None)
+    return any(inspect.iscoroutinefunction(f) for f in (fn, getattr(fn, "__call__", None), inner) if f is not None)  # noqa: B004
 
 
 Guard = FunctionGuard | Judge

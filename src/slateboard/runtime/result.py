@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.guardstage import guard_usages
-from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record
+from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record, Usage
 from ..models.pricing import PriceTable
 from ..vocabulary import EndStatus
 
@@ -41,15 +41,25 @@ class TokenUsage:
         }
 
 
+def _calls(rec: Record, key: str) -> list[tuple[str, str | None, Usage]]:
+    """(group, model, usage) of each model call a record logs: its own, then its model judges'
+    (``kernel.guardstage``). By ``"component"`` a judge's call is its own group
+    (``guard:<name>``); by ``"worker"`` it counts with the worker whose proposal it judged."""
+    own = rec.usage.component if key == "component" else (rec.worker or "-")
+    model = rec.meta.get(MODEL_META)
+    out = [(own, model if isinstance(model, str) else None, rec.usage)]
+    for judge_model, u in guard_usages(rec.meta):
+        out.append((u.component if key == "component" else own, judge_model, u))
+    return out
+
+
 def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
     """Sum record usage by ``"component"`` or ``"worker"`` (records without tokens count as calls)."""
     out: dict[str, TokenUsage] = {}
     for rec in records:
-        name = rec.usage.component if key == "component" else (rec.worker or "-")
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
-        for _, u in [(None, rec.usage), *guard_usages(rec.meta)]:
-            # A model judge's call counts with the record it judged (the same group cost_by prices).
+        for name, _model, u in _calls(rec, key):
             cur = out.get(name, TokenUsage())
             out[name] = TokenUsage(
                 cur.tokens_in + u.tokens_in,
@@ -120,14 +130,21 @@ def cost_of(records: Iterable[Record], table: PriceTable) -> float | None:
 
 
 def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str, float | None]:
-    """``cost_of`` per ``"component"`` or ``"worker"``, over the same records ``usage_by`` counts."""
-    groups: dict[str, list[Record]] = {}
+    """``cost_of`` per ``"component"`` or ``"worker"``, over the same calls ``usage_by`` counts
+    (``None`` for a group with an unpriced call)."""
+    out: dict[str, float | None] = {}
     for rec in records:
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
-        name = rec.usage.component if key == "component" else (rec.worker or "-")
-        groups.setdefault(name, []).append(rec)
-    return {name: cost_of(recs, table) for name, recs in groups.items()}
+        for name, model, u in _calls(rec, key):
+            cost = (
+                table.cost(model, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)
+                if (u.tokens_in or u.tokens_out)
+                else 0.0
+            )
+            cur = out.get(name, 0.0)
+            out[name] = None if cur is None or cost is None else cur + cost
+    return out
 
 
 def cost_json(cost: float | None) -> JSON:
