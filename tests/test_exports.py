@@ -240,6 +240,7 @@ EXPECTED: dict[str, set[str]] = {
     "slateboard.builder": {"ALL", "APPEND", "Board", "EACH", "ref"},
     "slateboard.cli": {"CliError", "EXIT_ERROR", "EXIT_USAGE", "app", "main"},
     "slateboard.demo": set(),
+    "slateboard.guards": {"GuardSet", "GuardVerdict", "build_guards", "rerun_function_guards"},
     "slateboard.kernel": {
         "CelCompileError",
         "CelExpr",

@@ -220,6 +220,7 @@ def blueprint_fields() -> str:
         ("InvariantSpec", "`invariants[]`"),
         ("StageSpec", "`stages[]`"),
         ("RetentionSpec", "`retention[]`"),
+        ("GuardSpec", "`guards[]`"),
         ("Limits", "`limits`"),
         ("Price", "`limits.prices.<model>`"),
         ("CircuitSpec", "`circuit`"),

@@ -20,11 +20,13 @@ from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON, hash_json
 from ..kernel.cel import DEFAULT_CEL_BUDGET, MAX_COMPREHENSION_NESTING, CelExpr
 from ..kernel.contract import WorkerContract
+from ..kernel.guardstage import GuardTerms
 from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_invariants
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
+from ._guards import guard_issues, guard_terms
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._outputs import output_issues
@@ -126,6 +128,8 @@ class CompiledBlueprint:
     retention: dict[str, CompiledRetention] = field(default_factory=dict)
     """The blueprint's retention bounds, by the name of the system worker that applies each
     (that worker and the rule that wakes it are in ``workers`` and ``rules`` too)."""
+    guard_terms: tuple[GuardTerms, ...] = ()
+    """What the kernel reads of the blueprint's ``guards`` (``kernel.guardstage``), in order."""
 
     def typed_state(self, state: Any) -> Any:
         """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
@@ -455,6 +459,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         # The initial state needs only the schema: checked even when other parts have issues.
         for v in schema.validate_state(bp.initial_state):
             issues.append(BlueprintIssue("/initial_state" + v.path, f"{v.message} (schema {v.schema_path})"))
+    issues.extend(BlueprintIssue(w, m) for w, m in guard_issues(bp))
     if issues or schema is None or salvaged is not None:
         return _Checked(issues)
     compiled = CompiledBlueprint(
@@ -470,6 +475,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         quarantine=quarantine,
         digest=hash_json(bp.to_json()),
         retention=retention,
+        guard_terms=guard_terms(bp.guards),
     )
     for failure in check_all_invariants(compiled, compiled.initial_state()):
         issues.append(
@@ -537,16 +543,9 @@ def _within(p: Pattern, region: Pattern) -> bool:
 
 
 __all__ = [
-    "BlueprintError",
-    "BlueprintIssue",
-    "CompiledBlueprint",
-    "CompiledRule",
-    "CompiledStage",
-    "InvariantSpec",
-    "StageSpec",
-    "compile_blueprint",
-    "load_blueprint",
-]
+    "BlueprintError", "BlueprintIssue", "CompiledBlueprint", "CompiledRule", "CompiledStage",
+    "InvariantSpec", "StageSpec", "compile_blueprint", "load_blueprint",
+]  # fmt: skip
 
 
 def _retention(

@@ -178,6 +178,49 @@ class InvariantSpec(_Strict):
     )
 
 
+VerdictType = Literal["bool", "str", "int", "float"]
+"""The field types a model judge's verdict may declare."""
+
+DEFAULT_VERDICT: dict[str, VerdictType] = {"ok": "bool", "reason": "str"}
+
+
+class GuardSpec(_Strict):
+    """A named check after ``invariants``: a Python function or a model judge, whose verdict is
+    logged in the proposal's record (replay re-uses it; see ``slateboard.guards``)."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="The guard's name: its rejections are at stage 'guard:<name>'.",
+    )
+    function: str | None = Field(
+        None,
+        description="'package.module:function', called with (state before, state after, patch); it returns a bool, "
+        "(bool, reason) or {ok, reason}.",
+    )
+    model: str | None = Field(None, description="Model string of a model judge (instead of a function).")
+    instruction: str = Field("", description="What a model judge checks (its system prompt); required for a judge.")
+    verdict: dict[str, VerdictType] = Field(
+        default_factory=lambda: dict(DEFAULT_VERDICT),
+        description="A judge's typed reply: field -> bool/str/int/float; 'ok: bool' is required, 'reason: str' "
+        "is the rejection's reason. A reply that does not fit is a rejection.",
+    )
+    context: list[str] = Field(
+        default_factory=list,
+        description="Concrete pointers of the state after the patch shown to a judge with the patch "
+        "(default: the patch alone).",
+    )
+    workers: list[str] = Field(
+        default_factory=list, description="The workers whose proposals it checks (default: every worker's)."
+    )
+    timeout: float = Field(30.0, gt=0, le=3600, description="Seconds a guard may take; past it, a rejection.")
+    max_tokens: int = Field(256, ge=16, le=32_000, description="A judge's reply budget, in tokens.")
+    shares_reason: bool = Field(
+        False,
+        description="Show its reason to workers that cannot read the whole state (else withheld from them, "
+        "kept in the record's meta).",
+    )
+
+
 class StageSpec(_Strict):
     """A named group of rules, active between its ``enter`` and ``exit`` conditions."""
 
@@ -282,6 +325,10 @@ class Blueprint(_Strict):
         default_factory=list,
         description="Bounds on arrays (keep the last N items), applied by system workers as logged proposals.",
     )
+    guards: list[GuardSpec] = Field(
+        default_factory=list,
+        description="Checks after the invariants (a function or a model judge), in order; verdicts are logged.",
+    )
     limits: Limits = Field(default_factory=Limits)
     circuit: CircuitSpec = Field(default_factory=CircuitSpec)
 
@@ -318,5 +365,5 @@ class Blueprint(_Strict):
         return cls.model_validate(parse_blueprint_text(text))
 
 
-_LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []),)
+_LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []), ("guards", []))
 _LATE_LIMIT_DEFAULTS: tuple[tuple[str, Any], ...] = (("max_refusals", 2),)

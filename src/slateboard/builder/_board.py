@@ -71,6 +71,7 @@ class Board(Generic[S]):
         self._rules: list[RuleSpec] = []
         self._invariants: list[InvariantSpec] = []
         self._python_invariants: list[tuple[str, Callable[..., Any], str | None]] = []
+        self._guards: list[dict[str, Any]] = []
         self._extra: dict[str, Any] = {}
         self._boards: dict[str, Board[Any] | None] = {}
 
@@ -277,6 +278,57 @@ class Board(Generic[S]):
         logged like a CEL one. It is not part of the blueprint's YAML or digest."""
         self._python_invariants.append((at, func, name))
 
+    def guard(
+        self,
+        *,
+        name: str | None = None,
+        workers: Sequence[str] = (),
+        timeout: float = 30.0,
+        shares_reason: bool = False,
+    ) -> Callable[[F], F]:
+        """Decorator declaring a function guard (a stage after the invariants, see
+        ``slateboard.guards``): ``fn(before, after, patch)`` returns a bool, ``(bool, reason)`` or
+        ``{ok, reason}``. Defined at module level: the blueprint refers to it as ``"module:qualname"``."""
+
+        def declare(fn: F) -> F:
+            if "<locals>" in getattr(fn, "__qualname__", "<locals>"):
+                raise _error(f"guards/{name or fn}", f"{fn!r} must be a function defined at module level")
+            spec = {"name": name or fn.__name__, "function": f"{fn.__module__}:{fn.__qualname__}"}
+            self._guards.append({**spec, **self._guard_terms(workers, timeout, shares_reason)})
+            return fn
+
+        return declare
+
+    def judge(
+        self,
+        name: str,
+        *,
+        model: str,
+        instruction: str,
+        verdict: dict[str, str] | None = None,
+        context: Sequence[str] = (),
+        workers: Sequence[str] = (),
+        timeout: float = 30.0,
+        max_tokens: int = 256,
+        shares_reason: bool = False,
+    ) -> None:
+        """A model judge guard: ``model`` checks each patch against ``instruction`` and replies
+        with ``verdict`` (default ``{"ok": "bool", "reason": "str"}``), shown the patch and the
+        ``context`` pointers of the state after it."""
+        spec: dict[str, Any] = {"name": name, "model": model, "instruction": instruction, "max_tokens": max_tokens}
+        if verdict is not None:
+            spec["verdict"] = dict(verdict)
+        if context:
+            spec["context"] = list(context)
+        self._guards.append({**spec, **self._guard_terms(workers, timeout, shares_reason)})
+
+    @staticmethod
+    def _guard_terms(workers: Sequence[str], timeout: float, shares_reason: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"timeout": timeout, "shares_reason": shares_reason}
+        if workers:
+            out["workers"] = list(workers)
+        return out
+
     def settings(self, **members: Any) -> None:
         """Other blueprint members (``done``, ``fail``, ``answer``, ``limits``, ``circuit``...)."""
         self._extra.update(members)
@@ -295,6 +347,7 @@ class Board(Generic[S]):
             "workers": {k: v.model_dump(mode="json", exclude_none=True) for k, v in self._workers.items()},
             "rules": [r.model_dump(mode="json", exclude_none=True) for r in self._rules],
             "invariants": [i.model_dump(mode="json", exclude_none=True) for i in self._invariants],
+            **({"guards": list(self._guards)} if self._guards else {}),
             **self._extra,
         }
         if self.description:

@@ -224,6 +224,7 @@ class BoardSession(StepEngine):
         )
         self.board_meta: Mapping[str, Any] = {}
         """The board's meta as stored (read when the workers are built; children inherit its spend limits)."""
+        self.guard_functions = dict(functions or {})  # a guard's function may be supplied like a worker's
         self.max_steps_override = max_steps
         self.finished_here = False
 
@@ -262,11 +263,13 @@ class BoardSession(StepEngine):
             self.arm_spend(self.spend_guard)
 
     def arm_spend(self, guard: SpendGuard) -> None:
-        """Make every LLM worker of the board reserve its model calls against ``guard``."""
+        """Make every LLM worker and model judge of the board reserve its model calls against ``guard``."""
         self.spend_guard = guard
         for worker in self.workers.values():
             if hasattr(worker, "spend"):  # LLM workers (function workers spend nothing)
                 worker.spend = guard
+        if self.guards is not None:
+            self.guards.spend = guard  # model judges reserve their calls too
 
     async def _load_agenda(self, blueprint: CompiledBlueprint, kernel: Kernel) -> tuple[Scheduler, Agenda]:
         everything = await self.store.agenda(self.board_id, (PENDING, CLAIMED, DONE, CANCELLED))
