@@ -240,6 +240,22 @@ EXPECTED: dict[str, set[str]] = {
     "slateboard.builder": {"ALL", "APPEND", "Board", "EACH", "ref"},
     "slateboard.cli": {"CliError", "EXIT_ERROR", "EXIT_USAGE", "app", "main"},
     "slateboard.demo": set(),
+    "slateboard.temporal": {
+        "DEFAULT_TASK_QUEUE",
+        "BoardActivities",
+        "BoardStart",
+        "BoardWorker",
+        "BoardWorkflow",
+        "EngineError",
+        "cancel_board",
+        "connect",
+        "resolve_address",
+        "signal_approval",
+        "start_board",
+        "stored_start",
+        "submit_board",
+        "workflow_id",
+    },  # fmt: skip
     "slateboard.guards": {"GuardSet", "GuardVerdict", "build_guards", "rerun_function_guards"},
     "slateboard.kernel": {
         "CelCompileError",
