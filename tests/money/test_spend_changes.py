@@ -124,7 +124,7 @@ async def test_resume_max_cost_may_lower_the_boards_cap_never_raise_it(
         assert f"{bad!r}" in err and err.count("\n") == 1
     data, err = await resumed(env, servers, url, board, "--max-cost", "0.0017", code=2)
     made = len(servers[-1].requests)
-    assert data["end_reason"] == "budget:board" and "board's max_cost" in _stop_line(err)
+    assert data["end_reason"] == "budget:board" and "board's cap, --max-cost" in _stop_line(err)
     assert 0 < made < 10 and float(str(data["cost_usd"])) <= 0.0017  # the whole board under the lower cap
     state = await ledger.state(name)
     assert state.spent == pytest.approx((2 + made) * CALL) == pytest.approx(data["cost_usd"])

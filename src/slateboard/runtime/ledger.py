@@ -379,7 +379,9 @@ class SpendGuard:
                 f" again (slateboard ledger set {name} USD), then resume the board"
             )
         if name == BOARD_LEDGER and isinstance(ledger, MemoryLedger):
-            return f"the call's worst case ${worst:.6f} does not fit the board's max_cost ({state.line()})"
+            return (
+                f"the call's worst case ${worst:.6f} does not fit the board's cap, --max-cost/max_cost ({state.line()})"
+            )
         act = f"raise its cap (slateboard ledger set {name} USD) or reset it (slateboard ledger reset {name})"
         if state.cap is not None and state.spent >= state.cap:
             return f"ledger {name} has spent ${state.spent:.4f}, at or over its cap ${state.cap:.4f}: {act}"
