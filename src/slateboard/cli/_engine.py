@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ._common import BoardArgument, StoreOption, opened_store, resolve_board, run_async
 from ._errors import EXIT_USAGE, CliError
 
@@ -169,15 +170,15 @@ def resume_on_temporal(board: str, store: str | None, temporal: str | None, task
                     f" with slateboard resume {info.board_id}",
                     code=EXIT_USAGE,
                 )
-            if info.status not in ("running", "failed"):
+            if info.status not in (BOARD_RUNNING, BOARD_FAILED):
                 raise CliError(f"board {info.board_id} is {info.status}: there is nothing to resume", code=EXIT_USAGE)
             recorded = engine_meta.get("address")
             engine, client, _ = await engine_client(temporal or (recorded if isinstance(recorded, str) else None))
             queue = task_queue or engine_meta.get("task_queue") or engine.DEFAULT_TASK_QUEUE
             try:
                 start = await engine.stored_start(st, info.board_id)
-                if info.status == "failed":
-                    await st.set_status(info.board_id, "running", None)  # a worker mismatch, fixed since
+                if info.status == BOARD_FAILED:
+                    await st.set_status(info.board_id, BOARD_RUNNING, None)  # a worker mismatch, fixed since
                 await engine.start_board(client, start, task_queue=check_task_queue(str(queue)))
             except engine.EngineError as exc:
                 raise CliError(str(exc), code=EXIT_USAGE) from None

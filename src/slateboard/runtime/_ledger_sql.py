@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, UnknownName
-from .ledger import MICRO, LedgerReset, LedgerState, check_lease, to_micro
+from ._ledger_types import MICRO, LedgerReset, LedgerState, check_lease, to_micro
 
 _TABLE = "slateboard_ledger"
 Statements = Sequence[tuple[str, tuple[Any, ...]]]

@@ -45,7 +45,7 @@ from ..scheduling.control import AgendaOrder, restore_control
 from ..scheduling.invocation import Invocation
 from ..status import AGENDA_EMPTY, INTERRUPTED
 from ..stores.base import BoardNotFound, LeaseLost, Store, StoreError
-from ..vocabulary import BOARD_RUNNING
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ..workers.base import WorkerConfigError
 from ._names import COMMIT, ENGINE_META, FAIL, INTERRUPT, PLAN, PROPOSE, UNUSABLE, BoardStart
 from .client import stored_start
@@ -334,7 +334,7 @@ class BoardActivities:
         """End a board this engine cannot run: status ``failed`` with ``reason``."""
         self.sessions.evict(board_id)
         with contextlib.suppress(BoardNotFound):
-            await self.store.set_status(board_id, "failed", " ".join(reason.split())[:500])
+            await self.store.set_status(board_id, BOARD_FAILED, " ".join(reason.split())[:500])
         self.log_line(f"board {board_id} failed: {reason}")
 
 

@@ -25,6 +25,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
+    from ..vocabulary import BOARD_FAILED, BOARD_PAUSED
     from ._names import (
         APPROVAL_SIGNAL,
         COMMIT,
@@ -90,7 +91,7 @@ class BoardWorkflow:
                     await asyncio.sleep(1.0)  # the pick was taken meanwhile: a durable timer, then plan again
                     continue
                 if plan.get("ended") is not None:
-                    if plan.get("status") != "paused":
+                    if plan.get("status") != BOARD_PAUSED:
                         return plan
                     await workflow.wait_condition(lambda seen=seen: self._approvals > seen)  # type: ignore[misc]
                     continue
@@ -121,7 +122,7 @@ class BoardWorkflow:
                     start_to_close_timeout=store_limit,
                     retry_policy=RETRY,
                 )
-                if committed.get("ended") is not None and committed.get("status") != "paused":
+                if committed.get("ended") is not None and committed.get("status") != BOARD_PAUSED:
                     return committed
         except ActivityError as exc:
             cause = exc.cause
@@ -131,7 +132,7 @@ class BoardWorkflow:
             await workflow.execute_activity(
                 FAIL, args=[start.board_id, reason], start_to_close_timeout=store_limit, retry_policy=RETRY
             )
-            return {"ended": reason, "status": "failed"}
+            return {"ended": reason, "status": BOARD_FAILED}
         except asyncio.CancelledError:
             # Cancelled (slateboard cancel): give the claims back and say so on the board, then
             # let the cancellation end the workflow.
