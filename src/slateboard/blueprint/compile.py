@@ -25,6 +25,7 @@ from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
+from ._gather import CompiledBatch, CompiledJoin, compile_gather
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._salvage import Salvaged, prune_schema, salvage
@@ -67,13 +68,14 @@ class StateModelMissing(InvalidInput):
 
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
-    """A rule with its trigger pattern and condition compiled."""
+    """A rule with its trigger pattern and condition compiled (and its join or batch, if any)."""
 
     index: int
     name: str
     spec: RuleSpec
     pattern: Pattern
     when: CelExpr | None
+    gather: CompiledJoin | CompiledBatch | None = None
 
 
 RETENTION_FUNCTION = "slateboard.workers.retention:prune"
@@ -391,8 +393,9 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             message = f"rule path {rule.on.path!r} matches {NO_LOCATION} (the rule could never fire){why}"
             issues.append(BlueprintIssue(f"{where}/on/path", message))
         when = cel(rule.when, f"{where}/when", RULE_VARIABLES)
-        if p is not None:
-            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
+        gather = compile_gather(rule, i, lambda w, m: issues.append(BlueprintIssue(w, m)), cel, pattern, unreached)
+        if p is not None and (gather is not None or (rule.join is None and rule.batch is None)):
+            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when, gather))
 
     retention: dict[str, CompiledRetention] = {}
     for i, ret in enumerate(bp.retention):

@@ -47,6 +47,7 @@ from ..models import resolve_model
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
 from ..scheduling.control import BoardSummary
+from ..scheduling.gather import Gathers
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
@@ -227,7 +228,8 @@ class BoardSession(StepEngine):
         circuit = CircuitPolicy.from_blueprint(blueprint)
         prices = price_table(blueprint.spec.limits.prices)
         accounts = Accounts.of(history, tail_size=max(circuit.tail, 64), keep_history=self.keep_history, prices=prices)
-        scheduler, agenda = await self._load_agenda(blueprint, kernel)
+        # Joins and batches are a fold over the notes of the whole log (``scheduling.gather``).
+        scheduler, agenda = await self._load_agenda(blueprint, kernel, Gathers.of(blueprint, history))
         self.reset(blueprint, kernel, scheduler, agenda, accounts, circuit)
         if not self.workers:
             self.workers = self.source.build(blueprint, lambda: self.kernel.state)
@@ -241,7 +243,9 @@ class BoardSession(StepEngine):
             if hasattr(worker, "spend"):  # LLM workers (function workers spend nothing)
                 worker.spend = guard
 
-    async def _load_agenda(self, blueprint: CompiledBlueprint, kernel: Kernel) -> tuple[Scheduler, Agenda]:
+    async def _load_agenda(
+        self, blueprint: CompiledBlueprint, kernel: Kernel, gathers: Gathers
+    ) -> tuple[Scheduler, Agenda]:
         everything = await self.store.agenda(self.board_id, (PENDING, CLAIMED, DONE, CANCELLED))
         issued: dict[str, int] = {}
         for inv in everything:
@@ -256,6 +260,7 @@ class BoardSession(StepEngine):
             },
         )
         scheduler.stages.update(kernel.state, kernel.version)
+        scheduler.gathers = gathers
         active = [i for i in everything if i.status in (PENDING, CLAIMED)]
         return scheduler, self.concurrency.mirror(active)
 
@@ -283,7 +288,8 @@ class BoardSession(StepEngine):
                 await self.load()
                 return True
             self.accounts.note(rec)
-        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel)
+            self.scheduler.gathers.note_record(rec)
+        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel, self.scheduler.gathers)
         return True
 
     # -- the board's condition ------------------------------------------------------------------
@@ -319,9 +325,10 @@ class BoardSession(StepEngine):
         return None
 
     def end_reason(self) -> str | None:
-        """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed."""
+        """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed and no
+        batch waits for its timer."""
         reason = self.limit_reason()
-        if reason is None and not self.agenda and not self.agenda.claimed:
+        if reason is None and not self.agenda and not self.agenda.claimed and not self.scheduler.gathers.deadlines():
             reason = AGENDA_EMPTY
         return reason
 

@@ -1,0 +1,146 @@
+"""Accepting a rule's ``join`` or ``batch`` (``scheduling.gather`` runs them): every bound is
+checked when the blueprint is accepted, and each issue names the rule, so a batch of size 0, a
+negative timeout, a join of one part or a key that does not compile is a ``BlueprintError`` at
+build time, never a surprise during a run. Nothing a join or a batch holds is unbounded: parts,
+keys remembered, events per batch and seconds waited all have a ceiling here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..kernel.cel import CelExpr
+from ..kernel.pointer import Pattern, escape_token
+from ._celvars import RULE_VARIABLES
+from .models import RuleSpec, Trigger
+
+__all__ = [
+    "DEFAULT_MAX_KEYS",
+    "MAX_BATCH",
+    "MAX_KEYS",
+    "MAX_PARTS",
+    "MAX_SECONDS",
+    "CompiledBatch",
+    "CompiledJoin",
+    "CompiledPart",
+    "compile_gather",
+]
+
+MAX_BATCH = 1000
+"""The most events one batch collects (its invocation's event lists them all)."""
+MAX_PARTS = 16
+"""The most parts one join correlates."""
+DEFAULT_MAX_KEYS = 1000
+"""Keys a join remembers (open and fired) unless its ``max_keys`` says otherwise."""
+MAX_KEYS = 100_000
+"""The ceiling of a join's ``max_keys``."""
+MAX_SECONDS = 7 * 86_400.0
+"""The longest window or batch timeout: a week."""
+MAX_VERSIONS = 1_000_000_000
+"""The widest window in versions."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPart:
+    """One part of a join: its name, trigger (op and pattern), condition and key, compiled."""
+
+    name: str
+    op: str
+    pattern: Pattern
+    key: CelExpr
+    when: CelExpr | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledJoin:
+    """A rule's join, checked: its parts in blueprint order and its bounds."""
+
+    parts: tuple[CompiledPart, ...]
+    within_versions: int | None
+    within_seconds: float | None
+    max_keys: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledBatch:
+    """A rule's batch, checked: events per batch and the timeout (None: size only)."""
+
+    size: int
+    seconds: float | None
+
+
+Issue = Callable[[str, str], None]
+Cel = Callable[[str | None, str, frozenset[str]], CelExpr | None]
+Parse = Callable[[str, str], Pattern | None]
+Unreached = Callable[[tuple[str, ...]], str | None]
+
+
+def compile_gather(
+    rule: RuleSpec, index: int, issue: Issue, cel: Cel, pattern: Parse, unreached: Unreached
+) -> CompiledJoin | CompiledBatch | None:
+    """Rule ``index``'s join or batch compiled (None when it has neither, or on an issue, which
+    ``issue(path, message)`` reports naming the rule). ``cel`` compiles a CEL expression for a
+    context, ``pattern`` a pointer pattern, ``unreached`` says why a pattern reaches no location
+    of the state schema (the helpers of ``compile``, which report their own issues)."""
+    if rule.join is None and rule.batch is None:
+        return None
+    name, where = rule.name or f"rule{index}", f"/rules/{index}"
+    said = f"rule {name!r}"
+    if rule.join is not None and rule.batch is not None:
+        issue(where, f"{said} has both a join and a batch; a rule gathers one way")
+        return None
+    if rule.batch is not None:
+        batch = rule.batch
+        ok = _seconds(batch.seconds, f"{said}: batch seconds", f"{where}/batch/seconds", issue)
+        if isinstance(batch.size, bool) or not 1 <= batch.size <= MAX_BATCH:
+            issue(f"{where}/batch/size", f"{said}: batch size must be from 1 to {MAX_BATCH}, got {batch.size}")
+            ok = False
+        if rule.on.op == "start":
+            issue(f"{where}/on/op", f"{said}: a batch collects committed events; 'start' is not one")
+            ok = False
+        return CompiledBatch(batch.size, batch.seconds) if ok else None
+    join = rule.join
+    assert join is not None
+    ok = True
+    if rule.on != Trigger() or rule.when is not None:
+        issue(where, f"{said}: a join waits for its parts; put 'on' and 'when' in each part")
+        ok = False
+    if not 2 <= len(join.parts) <= MAX_PARTS:
+        issue(f"{where}/join/parts", f"{said}: a join correlates 2 to {MAX_PARTS} parts, got {len(join.parts)}")
+        ok = False
+    if join.within_versions is not None and not 1 <= join.within_versions <= MAX_VERSIONS:
+        message = f"{said}: within_versions must be from 1 to {MAX_VERSIONS}, got {join.within_versions}"
+        issue(f"{where}/join/within_versions", message)
+        ok = False
+    ok = _seconds(join.within_seconds, f"{said}: within_seconds", f"{where}/join/within_seconds", issue) and ok
+    keys = DEFAULT_MAX_KEYS if join.max_keys is None else join.max_keys
+    if not 1 <= keys <= MAX_KEYS:
+        issue(f"{where}/join/max_keys", f"{said}: max_keys must be from 1 to {MAX_KEYS}, got {keys}")
+        ok = False
+    parts: list[CompiledPart] = []
+    for part_name, part in join.parts.items():
+        at = f"{where}/join/parts/{escape_token(part_name)}"
+        if part.on.op == "start":
+            issue(f"{at}/on/op", f"{said}: part {part_name!r} waits for a committed event; 'start' is not one")
+            ok = False
+        p = pattern(part.on.path, f"{at}/on/path")
+        if p is not None and (why := unreached(p.tokens)) is not None:
+            issue(f"{at}/on/path", f"{said}: part {part_name!r} path {part.on.path!r} matches no location{why}")
+        key = cel(part.key, f"{at}/key", RULE_VARIABLES)
+        when = cel(part.when, f"{at}/when", RULE_VARIABLES)
+        if p is None or key is None:
+            ok = False
+            continue
+        parts.append(CompiledPart(part_name, part.on.op, p, key, when))
+    if not ok:
+        return None
+    return CompiledJoin(tuple(parts), join.within_versions, join.within_seconds, keys)
+
+
+def _seconds(value: float | None, what: str, where: str, issue: Issue) -> bool:
+    """True when ``value`` is None or a finite number of seconds in (0, MAX_SECONDS]."""
+    if value is None or (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        return True
+    issue(where, f"{what} must be more than 0 and at most {MAX_SECONDS:g} (a week), got {value}")
+    return False
