@@ -237,7 +237,7 @@ EXPECTED: dict[str, set[str]] = {
         "compile_blueprint",
         "load_blueprint",
     },
-    "slateboard.builder": {"ALL", "APPEND", "Board", "EACH", "ref"},
+    "slateboard.builder": {"ALL", "APPEND", "Board", "EACH", "part", "ref"},
     "slateboard.cli": {"CliError", "EXIT_ERROR", "EXIT_USAGE", "app", "main"},
     "slateboard.demo": set(),
     "slateboard.kernel": {

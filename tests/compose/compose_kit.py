@@ -10,6 +10,7 @@ from typing import Any
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
+    "additionalProperties": False,
     "properties": {
         "orders": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}},
         "payments": {"type": "array", "items": {"type": "object", "properties": {"order": {"type": "string"}}}},
@@ -96,4 +97,21 @@ def shop(
 
 
 def _fn(name: str, writes: list[str]) -> dict[str, Any]:
-    return {"function": f"compose_kit:{name}", "reads": ["/**"], "writes": writes, "ops": ["add"]}
+    # They read nothing (their event says all they need), so concurrent appends never go stale.
+    return {"function": f"compose_kit:{name}", "reads": [], "writes": writes, "ops": ["add"]}
+
+
+async def step(session: Any, worker: str) -> Any:
+    """Claim ``worker``'s pending invocation from the store and run it through ``session.step``
+    (no catch-up first: a session behind the store loses the compare-and-set and catches up
+    inside the step). Returns the step's record."""
+    claim = await session.store.claim(session.board_id, owner=f"test-{worker}", lease_s=30, worker_names=[worker])
+    assert claim is not None, f"nothing pending for {worker}"
+    outcome = await session.step(claim.invocation, "test")
+    return outcome.record
+
+
+async def gathered(store: Any, board_id: str, rule: str) -> list[Any]:
+    """The invocations (any status) a join or batch ``rule`` created on the board, in order."""
+    every = await store.agenda(board_id, ("pending", "claimed", "done", "cancelled"))
+    return sorted((i for i in every if i.rule == rule), key=lambda i: i.order)

@@ -25,6 +25,7 @@ __all__ = [
     "CompiledJoin",
     "CompiledPart",
     "compile_gather",
+    "gather_issues",
 ]
 
 MAX_BATCH = 1000
@@ -76,6 +77,42 @@ Parse = Callable[[str, str], Pattern | None]
 Unreached = Callable[[tuple[str, ...]], str | None]
 
 
+def gather_issues(rule: RuleSpec, index: int) -> list[tuple[str, str]]:
+    """The bounds of rule ``index``'s join or batch it breaks, as (path, message) pairs naming
+    the rule: what a builder checks while a board is declared, and ``compile_gather`` first."""
+    found: list[tuple[str, str]] = []
+    name, where = rule.name or f"rule{index}", f"/rules/{index}"
+    said = f"rule {name!r}"
+    if rule.join is not None and rule.batch is not None:
+        return [(where, f"{said} has both a join and a batch; a rule gathers one way")]
+    if rule.batch is not None:
+        batch = rule.batch
+        _seconds(batch.seconds, f"{said}: batch seconds", f"{where}/batch/seconds", found)
+        if isinstance(batch.size, bool) or not 1 <= batch.size <= MAX_BATCH:
+            found.append((f"{where}/batch/size", f"{said}: batch size must be from 1 to {MAX_BATCH}, got {batch.size}"))
+        if rule.on.op == "start":
+            found.append((f"{where}/on/op", f"{said}: a batch collects committed events; 'start' is not one"))
+    if rule.join is not None:
+        join = rule.join
+        if rule.on != Trigger() or rule.when is not None:
+            found.append((where, f"{said}: a join waits for its parts; put 'on' and 'when' in each part"))
+        if not 2 <= len(join.parts) <= MAX_PARTS:
+            message = f"{said}: a join correlates 2 to {MAX_PARTS} parts, got {len(join.parts)}"
+            found.append((f"{where}/join/parts", message))
+        if join.within_versions is not None and not 1 <= join.within_versions <= MAX_VERSIONS:
+            message = f"{said}: within_versions must be from 1 to {MAX_VERSIONS}, got {join.within_versions}"
+            found.append((f"{where}/join/within_versions", message))
+        _seconds(join.within_seconds, f"{said}: within_seconds", f"{where}/join/within_seconds", found)
+        if join.max_keys is not None and not 1 <= join.max_keys <= MAX_KEYS:
+            message = f"{said}: max_keys must be from 1 to {MAX_KEYS}, got {join.max_keys}"
+            found.append((f"{where}/join/max_keys", message))
+        for part_name, part in join.parts.items():
+            if part.on.op == "start":
+                at = f"{where}/join/parts/{escape_token(part_name)}/on/op"
+                found.append((at, f"{said}: part {part_name!r} waits for a committed event; 'start' is not one"))
+    return found
+
+
 def compile_gather(
     rule: RuleSpec, index: int, issue: Issue, cel: Cel, pattern: Parse, unreached: Unreached
 ) -> CompiledJoin | CompiledBatch | None:
@@ -83,50 +120,21 @@ def compile_gather(
     ``issue(path, message)`` reports naming the rule). ``cel`` compiles a CEL expression for a
     context, ``pattern`` a pointer pattern, ``unreached`` says why a pattern reaches no location
     of the state schema (the helpers of ``compile``, which report their own issues)."""
-    if rule.join is None and rule.batch is None:
+    bounds = gather_issues(rule, index)
+    for where, message in bounds:
+        issue(where, message)
+    if rule.batch is not None and rule.join is None:
+        return None if bounds else CompiledBatch(rule.batch.size, rule.batch.seconds)
+    if rule.join is None or rule.batch is not None:
         return None
-    name, where = rule.name or f"rule{index}", f"/rules/{index}"
-    said = f"rule {name!r}"
-    if rule.join is not None and rule.batch is not None:
-        issue(where, f"{said} has both a join and a batch; a rule gathers one way")
-        return None
-    if rule.batch is not None:
-        batch = rule.batch
-        ok = _seconds(batch.seconds, f"{said}: batch seconds", f"{where}/batch/seconds", issue)
-        if isinstance(batch.size, bool) or not 1 <= batch.size <= MAX_BATCH:
-            issue(f"{where}/batch/size", f"{said}: batch size must be from 1 to {MAX_BATCH}, got {batch.size}")
-            ok = False
-        if rule.on.op == "start":
-            issue(f"{where}/on/op", f"{said}: a batch collects committed events; 'start' is not one")
-            ok = False
-        return CompiledBatch(batch.size, batch.seconds) if ok else None
-    join = rule.join
-    assert join is not None
-    ok = True
-    if rule.on != Trigger() or rule.when is not None:
-        issue(where, f"{said}: a join waits for its parts; put 'on' and 'when' in each part")
-        ok = False
-    if not 2 <= len(join.parts) <= MAX_PARTS:
-        issue(f"{where}/join/parts", f"{said}: a join correlates 2 to {MAX_PARTS} parts, got {len(join.parts)}")
-        ok = False
-    if join.within_versions is not None and not 1 <= join.within_versions <= MAX_VERSIONS:
-        message = f"{said}: within_versions must be from 1 to {MAX_VERSIONS}, got {join.within_versions}"
-        issue(f"{where}/join/within_versions", message)
-        ok = False
-    ok = _seconds(join.within_seconds, f"{said}: within_seconds", f"{where}/join/within_seconds", issue) and ok
-    keys = DEFAULT_MAX_KEYS if join.max_keys is None else join.max_keys
-    if not 1 <= keys <= MAX_KEYS:
-        issue(f"{where}/join/max_keys", f"{said}: max_keys must be from 1 to {MAX_KEYS}, got {keys}")
-        ok = False
+    said, ok = f"rule {rule.name or f'rule{index}'!r}", not bounds
     parts: list[CompiledPart] = []
-    for part_name, part in join.parts.items():
-        at = f"{where}/join/parts/{escape_token(part_name)}"
-        if part.on.op == "start":
-            issue(f"{at}/on/op", f"{said}: part {part_name!r} waits for a committed event; 'start' is not one")
-            ok = False
+    for part_name, part in rule.join.parts.items():
+        at = f"/rules/{index}/join/parts/{escape_token(part_name)}"
         p = pattern(part.on.path, f"{at}/on/path")
         if p is not None and (why := unreached(p.tokens)) is not None:
-            issue(f"{at}/on/path", f"{said}: part {part_name!r} path {part.on.path!r} matches no location{why}")
+            message = f"{said}: part {part_name!r} path {part.on.path!r} matches no location of the state schema{why}"
+            issue(f"{at}/on/path", message)
         key = cel(part.key, f"{at}/key", RULE_VARIABLES)
         when = cel(part.when, f"{at}/when", RULE_VARIABLES)
         if p is None or key is None:
@@ -135,12 +143,12 @@ def compile_gather(
         parts.append(CompiledPart(part_name, part.on.op, p, key, when))
     if not ok:
         return None
+    join = rule.join
+    keys = DEFAULT_MAX_KEYS if join.max_keys is None else join.max_keys
     return CompiledJoin(tuple(parts), join.within_versions, join.within_seconds, keys)
 
 
-def _seconds(value: float | None, what: str, where: str, issue: Issue) -> bool:
-    """True when ``value`` is None or a finite number of seconds in (0, MAX_SECONDS]."""
-    if value is None or (math.isfinite(value) and 0 < value <= MAX_SECONDS):
-        return True
-    issue(where, f"{what} must be more than 0 and at most {MAX_SECONDS:g} (a week), got {value}")
-    return False
+def _seconds(value: float | None, what: str, where: str, found: list[tuple[str, str]]) -> None:
+    """An issue unless ``value`` is None or a finite number of seconds in (0, MAX_SECONDS]."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        found.append((where, f"{what} must be more than 0 and at most {MAX_SECONDS:g} (a week), got {value}"))
