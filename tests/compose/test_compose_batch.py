@@ -53,7 +53,7 @@ async def _alerts_in(store: Store, count: int, **batch: Any) -> tuple[str, Board
 
 
 async def test_a_timer_is_a_logged_record_and_replay_needs_no_clock(store: Store) -> None:
-    board, session, clock = await _alerts_in(store, 3, size=10, seconds=HOUR)
+    board, session, _ = await _alerts_in(store, 3, size=10, seconds=HOUR)
     assert next_timer(session) == 1000.0 + HOUR  # from the first event's logged time
     assert await fire_timers(session, now=1000.0 + HOUR - 1) == []
     (timer,) = await fire_timers(session, now=1000.0 + HOUR)

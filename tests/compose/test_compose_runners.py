@@ -29,7 +29,9 @@ async def test_runner_processes_fire_each_join_once_and_batch_each_event_once(
     pg_schema_url: str, workers: Workers
 ) -> None:
     path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
-    procs = [workers.start(pg_schema_url, "--concurrency", "4", "--lease", "5", PYTHONPATH=path) for _ in range(RUNNERS)]
+    procs = [
+        workers.start(pg_schema_url, "--concurrency", "4", "--lease", "5", PYTHONPATH=path) for _ in range(RUNNERS)
+    ]
     for w in procs:
         w.wait_for("started")
     store = await open_store(pg_schema_url)
