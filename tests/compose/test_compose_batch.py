@@ -26,7 +26,7 @@ async def test_a_batch_fires_on_size(store: Store) -> None:
     assert result.state["digests"] == [{"count": 2, "reason": "size"}] * 2
     batches = await gathered(store, board, "digest")
     assert [i.binding for i in batches] == [("digest", "#1"), ("digest", "#2")]
-    assert [len(i.event["items"]) for i in batches] == [2, 2]  # type: ignore[index,arg-type]
+    assert [len(i.event["items"]) for i in batches] == [2, 2]
     assert not [r for r in await store.read_records(board) if r.kind == "timer"]  # size only: no timer
 
 
@@ -68,7 +68,7 @@ async def test_a_timer_is_a_logged_record_and_replay_needs_no_clock(store: Store
     fired = [f for r in records for n in r.meta.get("gather", []) if (f := folded.apply(n)) is not None]
     batches = await gathered(store, board, "digest")
     assert [(f.binding, f.event) for f in fired] == [(i.binding, i.event) for i in batches]
-    assert batches[0].id == f"t{timer.seq}.0" and batches[0].event["reason"] == "timer"  # type: ignore[index]
+    assert batches[0].id == f"t{timer.seq}.0" and batches[0].event["reason"] == "timer"
     # A fresh load folds the same log: nothing held, no timer pending.
     again = BoardSession(store, board)
     await again.load()

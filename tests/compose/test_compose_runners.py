@@ -57,7 +57,7 @@ async def test_runner_processes_fire_each_join_once_and_batch_each_event_once(
         # Every alert in exactly one batch; 6 is no multiple of 4, so a timer flushed one at least
         # (when the processes were slow to start, a timer may flush an early batch too).
         batches = await gathered(store, board, "digest")
-        paths = sorted(item["path"] for i in batches for item in i.event["items"])  # type: ignore[index,union-attr]
+        paths = sorted(item["path"] for i in batches for item in i.event["items"])
         assert paths == sorted(f"/alerts/{k}" for k in range(ALERTS))
         assert sum(d["count"] for d in state["digests"]) == ALERTS and all(d["count"] <= 4 for d in state["digests"])
         timers = sum(r.kind == "timer" for r in records)
