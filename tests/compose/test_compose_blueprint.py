@@ -6,6 +6,7 @@ a variable a rule does not see, a window or a key memory out of range; nothing u
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from slateboard.blueprint import BlueprintError, compile_blueprint
+from slateboard.blueprint import BlueprintError, compile_blueprint, load_blueprint
 from slateboard.blueprint._gather import MAX_BATCH, MAX_KEYS, MAX_SECONDS, CompiledBatch, CompiledJoin
 from slateboard.builder import Board, part
 
@@ -136,3 +137,22 @@ def test_the_builder_refuses_bad_bounds_while_the_board_is_declared() -> None:
     with pytest.raises(BlueprintError, match=r"rule 'ship': a join correlates 2 to 16 parts, got 1"):
         board.join("shipper", {"order": part("add", "/orders/-", key="value.id")}, name="ship")
     assert board.blueprint().rules == []
+
+
+def test_a_yaml_file_with_bare_on_keys_loads(tmp_path: Path) -> None:
+    # YAML 1.1 reads a bare `on:` as true: load_blueprint gives it back to rules and join parts.
+    text = (
+        "schema: {type: object, properties: {a: {type: array}, b: {type: array}}}\n"
+        "initial_state: {a: [], b: []}\n"
+        "workers: {w: {reads: [], writes: [/a/-]}}\n"
+        "rules:\n"
+        "  - name: pair\n"
+        "    invoke: w\n"
+        "    join:\n"
+        "      parts:\n"
+        "        left: {on: {op: add, path: /a/-}, key: value}\n"
+        "        right: {on: {op: add, path: /b/-}, key: value}\n"
+    )
+    (tmp_path / "pair.yaml").write_text(text, encoding="utf-8")
+    (rule,) = load_blueprint(tmp_path / "pair.yaml").rules
+    assert isinstance(rule.gather, CompiledJoin) and [p.name for p in rule.gather.parts] == ["left", "right"]

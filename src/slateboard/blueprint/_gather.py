@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..kernel.cel import CelExpr
 from ..kernel.pointer import Pattern, escape_token
@@ -26,6 +27,7 @@ __all__ = [
     "CompiledPart",
     "compile_gather",
     "gather_issues",
+    "unquoted_on",
 ]
 
 MAX_BATCH = 1000
@@ -75,6 +77,20 @@ Issue = Callable[[str, str], None]
 Cel = Callable[[str | None, str, frozenset[str]], CelExpr | None]
 Parse = Callable[[str, str], Pattern | None]
 Unreached = Callable[[tuple[str, ...]], str | None]
+
+
+def unquoted_on(data: Any) -> None:
+    """Give back ``on`` to the rules (and join parts) of a blueprint read from YAML where YAML 1.1
+    read an unquoted ``on:`` key as the boolean true (a rule never means that)."""
+    rules = data.get("rules") if isinstance(data, dict) else None
+    for rule in rules if isinstance(rules, list) else ():
+        if not isinstance(rule, dict):
+            continue
+        join = rule.get("join")
+        parts = join.get("parts") if isinstance(join, dict) else None
+        for item in [rule, *(parts.values() if isinstance(parts, dict) else ())]:
+            if isinstance(item, dict) and True in item and "on" not in item:
+                item["on"] = item.pop(True)
 
 
 def gather_issues(rule: RuleSpec, index: int) -> list[tuple[str, str]]:

@@ -25,7 +25,7 @@ from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
-from ._gather import CompiledBatch, CompiledJoin, compile_gather
+from ._gather import CompiledBatch, CompiledJoin, compile_gather, unquoted_on
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._salvage import Salvaged, prune_schema, salvage
@@ -201,11 +201,7 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
             data = parse_blueprint_text(text, json_text=path.suffix == ".json")
         except BlueprintTextError as exc:
             raise BlueprintError([BlueprintIssue("", str(exc))], label) from None
-    if isinstance(data, dict) and isinstance(data.get("rules"), list):
-        # YAML 1.1 reads an unquoted `on:` key as the boolean true; a rule never means that.
-        for rule in data["rules"]:
-            if isinstance(rule, dict) and True in rule and "on" not in rule:
-                rule["on"] = rule.pop(True)
+    unquoted_on(data)  # YAML 1.1 reads an unquoted `on:` key as true; a rule or a join part never means that
     return compile_blueprint(data, source_label=label)
 
 
