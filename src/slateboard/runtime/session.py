@@ -228,8 +228,12 @@ class BoardSession(StepEngine):
         circuit = CircuitPolicy.from_blueprint(blueprint)
         prices = price_table(blueprint.spec.limits.prices)
         accounts = Accounts.of(history, tail_size=max(circuit.tail, 64), keep_history=self.keep_history, prices=prices)
-        # Joins and batches are a fold over the notes of the whole log (``scheduling.gather``).
-        scheduler, agenda = await self._load_agenda(blueprint, kernel, Gathers.of(blueprint, history))
+        # Joins and batches are a fold over the notes of the whole log (``scheduling.gather``);
+        # a reload keeps the clock their notes are stamped with.
+        gathers = Gathers.of(blueprint, history)
+        if hasattr(self, "scheduler"):
+            gathers.clock = self.scheduler.gathers.clock
+        scheduler, agenda = await self._load_agenda(blueprint, kernel, gathers)
         self.reset(blueprint, kernel, scheduler, agenda, accounts, circuit)
         if not self.workers:
             self.workers = self.source.build(blueprint, lambda: self.kernel.state)
