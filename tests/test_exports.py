@@ -237,7 +237,7 @@ EXPECTED: dict[str, set[str]] = {
         "compile_blueprint",
         "load_blueprint",
     },
-    "slateboard.builder": {"ALL", "APPEND", "Board", "EACH", "ref"},
+    "slateboard.builder": {"ALL", "APPEND", "Board", "EACH", "part", "ref"},
     "slateboard.cli": {"CliError", "EXIT_ERROR", "EXIT_USAGE", "app", "main"},
     "slateboard.demo": set(),
     "slateboard.temporal": {
@@ -255,7 +255,7 @@ EXPECTED: dict[str, set[str]] = {
         "stored_start",
         "submit_board",
         "workflow_id",
-    },  # fmt: skip
+    },
     "slateboard.guards": {"GuardSet", "GuardVerdict", "build_guards", "rerun_function_guards"},
     "slateboard.kernel": {
         "CelCompileError",

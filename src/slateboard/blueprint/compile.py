@@ -26,6 +26,7 @@ from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
+from ._gather import CompiledBatch, CompiledJoin, compile_gather, unquoted_on
 from ._guards import guard_issues, guard_terms
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
@@ -71,13 +72,14 @@ class StateModelMissing(InvalidInput):
 
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
-    """A rule with its trigger pattern and condition compiled."""
+    """A rule with its trigger pattern and condition compiled (and its join or batch, if any)."""
 
     index: int
     name: str
     spec: RuleSpec
     pattern: Pattern
     when: CelExpr | None
+    gather: CompiledJoin | CompiledBatch | None = None
 
 
 RETENTION_FUNCTION = "slateboard.workers.retention:prune"
@@ -210,6 +212,7 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
             raise BlueprintError([BlueprintIssue("", str(exc))], label) from None
         except InlineError as exc:
             raise BlueprintError([BlueprintIssue(exc.where, exc.message)], label) from None
+    unquoted_on(data)  # YAML 1.1 reads an unquoted `on:` key as true; a rule or a join part never means that
     return compile_blueprint(data, source_label=label)
 
 
@@ -405,8 +408,9 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             message = f"rule path {rule.on.path!r} matches {NO_LOCATION} (the rule could never fire){why}"
             issues.append(BlueprintIssue(f"{where}/on/path", message))
         when = cel(rule.when, f"{where}/when", RULE_VARIABLES)
-        if p is not None:
-            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
+        gather = compile_gather(rule, i, lambda w, m: issues.append(BlueprintIssue(w, m)), cel, pattern, unreached)
+        if p is not None and (gather is not None or (rule.join is None and rule.batch is None)):
+            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when, gather))
 
     retention: dict[str, CompiledRetention] = {}
     for i, ret in enumerate(bp.retention):

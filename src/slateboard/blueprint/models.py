@@ -130,6 +130,33 @@ class Trigger(_Strict):
     path: str = ""
 
 
+class JoinPart(_Strict):
+    """One event a join waits for: its trigger, an optional condition, and the correlation key
+    (CEL over ``value``, ``event``, ``bindings``, ``state``, like a rule's ``when``)."""
+
+    on: Trigger
+    key: str = Field(description="CEL: the correlation key of the event (e.g. value.order_id).")
+    when: str | None = Field(None, description="CEL condition: the event counts only when it holds.")
+
+
+class JoinSpec(_Strict):
+    """A correlated join: the rule fires once per key, when every part has happened for that key,
+    all within the window (versions and/or seconds since the key's first part)."""
+
+    parts: dict[str, JoinPart] = Field(description="The events to correlate, by name (2 to 16).")
+    within_versions: int | None = Field(None, description="All parts within this many state versions.")
+    within_seconds: float | None = Field(None, description="All parts within this many seconds.")
+    max_keys: int | None = Field(None, description="Keys remembered, open and fired (default 1000, at most 100000).")
+
+
+class BatchSpec(_Strict):
+    """A timed batch: the rule fires with the events it collected once ``size`` have arrived, or
+    ``seconds`` after the first of them (a logged timer record), whichever comes first."""
+
+    size: int = Field(description="Events per batch (1 to 1000).")
+    seconds: float | None = Field(None, description="Fire a partial batch this long after its first event.")
+
+
 class RuleSpec(_Strict):
     """When a committed event matches ``on`` and ``when`` holds, invoke ``invoke``."""
 
@@ -139,6 +166,12 @@ class RuleSpec(_Strict):
     invoke: str
     priority: int = 0
     stage: str | None = Field(None, description="The rule fires only while this stage is active.")
+    join: JoinSpec | None = Field(
+        None, description="Fire once per correlation key, when every part has happened for it (no 'on'/'when')."
+    )
+    batch: BatchSpec | None = Field(
+        None, description="Collect the events 'on' matches; fire with them once 'size' arrived or 'seconds' passed."
+    )
 
 
 class RetentionSpec(_Strict):

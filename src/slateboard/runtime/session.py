@@ -47,6 +47,7 @@ from ..models import resolve_model
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
 from ..scheduling.control import BoardSummary
+from ..scheduling.gather import Gathers
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
@@ -254,7 +255,12 @@ class BoardSession(StepEngine):
         circuit = CircuitPolicy.from_blueprint(blueprint)
         prices = price_table(blueprint.spec.limits.prices)
         accounts = Accounts.of(history, tail_size=max(circuit.tail, 64), keep_history=self.keep_history, prices=prices)
-        scheduler, agenda = await self._load_agenda(blueprint, kernel)
+        # Joins and batches are a fold over the notes of the whole log (``scheduling.gather``);
+        # a reload keeps the clock their notes are stamped with.
+        gathers = Gathers.of(blueprint, history)
+        if hasattr(self, "scheduler"):
+            gathers.clock = self.scheduler.gathers.clock
+        scheduler, agenda = await self._load_agenda(blueprint, kernel, gathers)
         self.reset(blueprint, kernel, scheduler, agenda, accounts, circuit)
         if not self.workers:
             self.board_meta = (await self.store.board_info(self.board_id)).meta
@@ -271,7 +277,9 @@ class BoardSession(StepEngine):
         if self.guards is not None:
             self.guards.spend = guard  # model judges reserve their calls too
 
-    async def _load_agenda(self, blueprint: CompiledBlueprint, kernel: Kernel) -> tuple[Scheduler, Agenda]:
+    async def _load_agenda(
+        self, blueprint: CompiledBlueprint, kernel: Kernel, gathers: Gathers
+    ) -> tuple[Scheduler, Agenda]:
         everything = await self.store.agenda(self.board_id, (PENDING, CLAIMED, DONE, CANCELLED))
         issued: dict[str, int] = {}
         for inv in everything:
@@ -286,6 +294,7 @@ class BoardSession(StepEngine):
             },
         )
         scheduler.stages.update(kernel.state, kernel.version)
+        scheduler.gathers = gathers
         active = [i for i in everything if i.status in (PENDING, CLAIMED)]
         return scheduler, self.concurrency.mirror(active)
 
@@ -313,7 +322,8 @@ class BoardSession(StepEngine):
                 await self.load()
                 return True
             self.accounts.note(rec)
-        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel)
+            self.scheduler.gathers.note_record(rec)
+        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel, self.scheduler.gathers)
         return True
 
     # -- the board's condition ------------------------------------------------------------------
@@ -349,9 +359,10 @@ class BoardSession(StepEngine):
         return None
 
     def end_reason(self) -> str | None:
-        """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed."""
+        """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed and no
+        batch waits for its timer."""
         reason = self.limit_reason()
-        if reason is None and not self.agenda and not self.agenda.claimed:
+        if reason is None and not self.agenda and not self.agenda.claimed and not self.scheduler.gathers.deadlines():
             reason = AGENDA_EMPTY
         return reason
 

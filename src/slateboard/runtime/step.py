@@ -53,6 +53,7 @@ from ..kernel.circuit import RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, 
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import CIRCUIT_KIND, EVENT_META, INVOCATION_KIND, STAGE_KIND, Record, Usage
 from ..scheduling.agenda import Agenda
+from ..scheduling.gather import noted
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
 from ..scheduling.rules import Scheduled, Scheduler
 from ..scheduling.stages import STAGE_ENTERED
@@ -379,11 +380,12 @@ class StepEngine:
         prepare: Prepare,
         changes: Changes | None = None,
         *,
-        schedule: bool = False,
+        schedule: bool | Callable[[Scheduler, Decision], Scheduled] = False,
         deciding: Invocation | None = None,
         claim: ClaimRequest | None = None,
     ) -> Transacted | Dropped:
-        """Decide with ``prepare``, run the rules on an accepted decision when ``schedule``,
+        """Decide with ``prepare``, run the rules on an accepted decision when ``schedule`` (a
+        callable schedules any decision its own way, e.g. a batch's timer: ``runtime.timers``),
         append the record with ``changes(decision, pushed)`` (default: push what the rules
         created) in one compare-and-set, then commit or abort; mirror the agenda changes and
         note the record. Call it with ``lock`` held. ``Shared``: decides again on the new head
@@ -393,7 +395,8 @@ class StepEngine:
         except that one (it completes with this record). A running invocation that misses a
         trigger this way is not starved: the trigger changed a path it reads, so its proposal
         is stale and it runs again with a fresh view. ``claim`` leases the next invocation in
-        the same store transaction as the record (``Transacted.claimed``)."""
+        the same store transaction as the record (``Transacted.claimed``). The notes the rules
+        gave joins and batches are logged in the record's ``meta["gather"]`` (``gather.noted``)."""
         conc = self.concurrency
 
         async def attempt(conflicts: int) -> Transacted | Dropped:
@@ -407,7 +410,10 @@ class StepEngine:
             rec = decision.record
             pushed: Sequence[Invocation] = ()
             scheduler = None
-            if schedule and decision.accepted and self.scheduler.reacts:
+            if callable(schedule):
+                scheduler = self.scheduler
+                pushed = schedule(scheduler, decision)
+            elif schedule and decision.accepted and self.scheduler.reacts:
                 scheduler = self.scheduler
                 pushed = scheduler.prepare(
                     decision.events,
@@ -415,6 +421,8 @@ class StepEngine:
                     rec.version,
                     pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
                 )
+            if isinstance(pushed, Scheduled) and pushed.notes:
+                decision.record = rec = noted(rec, pushed.notes)
             agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
             refused: str | None = None
             try:
