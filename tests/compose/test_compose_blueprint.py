@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from slateboard.blueprint import BlueprintError, compile_blueprint, load_blueprint
-from slateboard.blueprint._gather import MAX_BATCH, MAX_KEYS, MAX_SECONDS, CompiledBatch, CompiledJoin
+from slateboard.blueprint.gather import MAX_BATCH, MAX_KEYS, MAX_SECONDS, CompiledBatch, CompiledJoin
 from slateboard.builder import Board, part
 
 

@@ -26,13 +26,13 @@ from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
-from ._gather import CompiledBatch, CompiledJoin, compile_gather, unquoted_on
 from ._guards import guard_issues, guard_terms
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._outputs import output_issues
 from ._salvage import Salvaged, prune_schema, salvage
 from ._subboards import InlineError, board_issues, inline_boards
+from .gather import CompiledBatch, CompiledJoin, compile_gather, unquoted_on
 from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text, rules_on
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 from .state_schema import StateNotExpressible, closed_state_schema

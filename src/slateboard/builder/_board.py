@@ -20,8 +20,8 @@ from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..blueprint._gather import gather_issues
 from ..blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
+from ..blueprint.gather import gather_issues
 from ..blueprint.models import (
     BatchSpec,
     Blueprint,

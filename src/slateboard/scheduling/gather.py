@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..blueprint._gather import CompiledBatch, CompiledJoin
+from ..blueprint.gather import CompiledBatch, CompiledJoin
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.record import Record
 from ..vocabulary import GATHER_META

@@ -42,7 +42,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..blueprint._gather import CompiledBatch
+from ..blueprint.gather import CompiledBatch
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.cel import CelExpr, SharedContext
 from ..kernel.pointer import MISSING, resolve
