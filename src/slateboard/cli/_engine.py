@@ -15,7 +15,7 @@ import typer
 
 from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ._common import BoardArgument, StoreOption, opened_store, resolve_board, run_async
-from ._errors import EXIT_USAGE, CliError
+from ._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -186,6 +186,22 @@ def resume_on_temporal(board: str, store: str | None, temporal: str | None, task
 
     board_id = run_async(go)
     sys.stdout.write(f"board {board_id}: resumed on Temporal; follow it with: slateboard wait {board_id}\n")
+
+
+def cancel_on_interrupt(board_id: str, store: str | None, temporal: str | None) -> None:
+    """Ctrl-C while following a board on Temporal: cancel its workflow (best effort: a second
+    Ctrl-C or an unreachable server leaves it running, and the message says how to cancel)."""
+    try:
+        cancel_command(board_id, store=store, temporal=temporal)
+    except (CliError, KeyboardInterrupt):
+        raise CliError(
+            f"interrupted: board {board_id} still runs on Temporal; stop it with: slateboard cancel {board_id}",
+            code=EXIT_INTERRUPTED,
+        ) from None
+    raise CliError(
+        f"interrupted: board {board_id}'s workflow is cancelled; resume it with: slateboard resume {board_id} --engine temporal",
+        code=EXIT_INTERRUPTED,
+    )
 
 
 def cancel_command(board: BoardArgument, store: StoreOption = None, temporal: TemporalOption = None) -> None:

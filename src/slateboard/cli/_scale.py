@@ -40,12 +40,13 @@ from ._engine import (
     EngineOption,
     TaskQueueOption,
     TemporalOption,
+    cancel_on_interrupt,
     check_engine,
     check_task_queue,
     serve_on_temporal,
     submit_on_temporal,
 )
-from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
+from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from ._run_args import check_control, named_ledgers, parse_inputs, parse_max_cost
 
 if TYPE_CHECKING:
@@ -197,6 +198,14 @@ def submit_command(
     engine: EngineOption = "runners",
     temporal: TemporalOption = None,
     task_queue: TaskQueueOption = "slateboard",
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Then follow the board to its end, as slateboard wait does; with --engine temporal, Ctrl-C"
+            " cancels its workflow (the board is left interrupted, resumable).",
+        ),
+    ] = False,
 ) -> None:
     """Create a board for runner processes (slateboard worker) and print its id.
 
@@ -236,6 +245,15 @@ def submit_command(
             )
 
     board_id = run_async(go)
+    if follow:
+        _out(board_id)
+        try:
+            wait_command(board_id, store=store, as_json=as_json)
+        except KeyboardInterrupt:
+            if on_temporal:
+                cancel_on_interrupt(board_id, store, temporal)
+            raise CliError(f"interrupted: board {board_id} left as it is", code=EXIT_INTERRUPTED) from None
+        return
     if as_json:
         print_json({"board_id": board_id, "store": store_label(store), "model": model})
     else:

@@ -22,7 +22,13 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from ..vocabulary import BOARD_FAILED, BOARD_PAUSED
@@ -126,6 +132,11 @@ class BoardWorkflow:
                     return committed
         except ActivityError as exc:
             cause = exc.cause
+            if isinstance(cause, CancelledError):
+                # The workflow was cancelled while an activity ran: the activity reports its own
+                # cancellation first. Interrupt the board as below, then end cancelled.
+                await self._interrupt(start)
+                raise
             if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
                 raise
             reason = f"engine: {cause.message}"
@@ -134,9 +145,15 @@ class BoardWorkflow:
             )
             return {"ended": reason, "status": BOARD_FAILED}
         except asyncio.CancelledError:
-            # Cancelled (slateboard cancel): give the claims back and say so on the board, then
-            # let the cancellation end the workflow.
-            await workflow.execute_activity(
-                INTERRUPT, start.board_id, start_to_close_timeout=store_limit, retry_policy=RETRY
-            )
+            await self._interrupt(start)
             raise
+
+    async def _interrupt(self, start: BoardStart) -> None:
+        """Cancelled (slateboard cancel, Ctrl-C on submit --wait): give the claims back and say
+        so on the board; the caller then lets the cancellation end the workflow."""
+        await workflow.execute_activity(
+            INTERRUPT,
+            start.board_id,
+            start_to_close_timeout=timedelta(seconds=start.store_timeout_s),
+            retry_policy=RETRY,
+        )
