@@ -3,13 +3,19 @@ PostgreSQL schema and ``slateboard worker`` subprocesses, as in tests/scale."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from scale.scale_testkit import Workers, private_pg_url
-from slateboard.stores import Store, open_store
+SCALE = Path(__file__).resolve().parent.parent / "scale"
+if str(SCALE) not in sys.path:
+    sys.path.insert(0, str(SCALE))
+
+from scale_testkit import Workers, private_pg_url  # noqa: E402
+
+from slateboard.stores import Store, open_store  # noqa: E402
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from compose_kit import gathered, shop
+from scale_testkit import Workers
 
-from scale.scale_testkit import Workers
 from slateboard.runtime import submit, verify_board
 from slateboard.runtime.session import ends_run
 from slateboard.stores import open_store
