@@ -176,9 +176,9 @@ def step_figures(board_of_task: Mapping[int, str], calls: Sequence[Call], commit
     the model's own ``model`` time, each p50/p99/mean; ``steps`` (calls with an ``engine``
     figure); ``calls_per_board``; ``unmatched`` (board, worker) pairs left out."""
     by_call: dict[tuple[str, str], list[Call]] = defaultdict(list)
-    for c in calls:
-        if c.task in board_of_task:
-            by_call[(board_of_task[c.task], c.worker)].append(c)
+    ours = [c for c in calls if c.task in board_of_task]  # a trace may hold calls of other runs' boards
+    for c in ours:
+        by_call[(board_of_task[c.task], c.worker)].append(c)
     by_commit: dict[tuple[str, str], list[Commit]] = defaultdict(list)
     board_commits: dict[str, list[float]] = defaultdict(list)
     made_version: dict[tuple[str, int], float] = {}
@@ -214,8 +214,8 @@ def step_figures(board_of_task: Mapping[int, str], calls: Sequence[Call], commit
                 figures["scheduled"].append((commit.at - trigger - model) * 1000)
     return {
         "steps": len(figures["engine"]),
-        "calls": len(calls),
-        "calls_per_board": len(calls) / max(len(board_of_task), 1),
+        "calls": len(ours),
+        "calls_per_board": len(ours) / max(len(board_of_task), 1),
         "unmatched": unmatched,
         **{f"{name}_ms": percentiles(values) for name, values in figures.items()},
     }
