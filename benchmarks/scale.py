@@ -500,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pg", default=os.environ.get("SLATEBOARD_TEST_PG") or DEFAULT_PG, help="PostgreSQL DSN")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds a configuration's boards may take; unfinished ones count as failed")  # fmt: skip
+    parser.add_argument("--temporal-db", choices=("file", "memory"), default="file",
+                        help="where the Temporal dev server keeps its history (default file: written to disk)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     engines = [e.strip() for e in args.engine.split(",") if e.strip()]
@@ -519,7 +521,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="slateboard-scale-server-")))
-        server = stack.enter_context(DevServer(binary, workdir)) if binary is not None else None
+        server = (
+            stack.enter_context(DevServer(binary, workdir, in_memory=args.temporal_db == "memory"))
+            if binary is not None
+            else None
+        )
         for n in counts:
             for engine in engines:
                 cfg = Config(
@@ -540,7 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         mine = [r for r in rows if r["engine"] == engine]
         paths[engine] = {"rows": mine, "verdict": verdict(mine, cores)}
     report = {"latency_ms": args.latency_ms, "boards": args.boards, "concurrency": args.concurrency,
-              "cores": cores, "paths": paths, "ratios": ratios(rows)}  # fmt: skip
+              "cores": cores, "temporal_db": args.temporal_db if binary else None, "paths": paths,
+              "ratios": ratios(rows)}  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -46,13 +46,14 @@ def _listening(port: int) -> bool:
 
 
 class DevServer:
-    """One dev server process whose history persists to ``workdir/temporal.db``; a context
-    manager that starts it (``address`` is HOST:PORT) and always stops it."""
+    """One dev server process whose history persists to ``workdir/temporal.db`` (``in_memory``:
+    SQLite in memory, nothing written to disk); a context manager that starts it (``address`` is
+    HOST:PORT) and always stops it."""
 
-    def __init__(self, binary: str, workdir: Path) -> None:
+    def __init__(self, binary: str, workdir: Path, *, in_memory: bool = False) -> None:
         self.binary = binary
         self.port = _free_port()
-        self.db_file = workdir / "temporal.db"
+        self.db_file = None if in_memory else workdir / "temporal.db"
         self.log_file = workdir / "temporal-server.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -69,12 +70,12 @@ class DevServer:
     def __enter__(self) -> DevServer:
         """Start the server and wait (at most START_TIMEOUT_S) until its frontend accepts
         connections; RuntimeError with the server's log tail otherwise."""
+        cmd = [self.binary, "server", "start-dev", "--headless", "--port", str(self.port),
+               "--ui-port", str(_free_port()), "--log-level", "error"]  # fmt: skip
+        if self.db_file is not None:
+            cmd += ["--db-filename", str(self.db_file)]
         with self.log_file.open("ab") as log:
-            self.process = subprocess.Popen(
-                [self.binary, "server", "start-dev", "--headless", "--port", str(self.port),
-                 "--ui-port", str(_free_port()), "--db-filename", str(self.db_file), "--log-level", "error"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and self.process.poll() is None:
             if _listening(self.port):
