@@ -25,6 +25,12 @@ def verdict(rows: list[dict[str, Any]], cores: int) -> str:
                 )
             elif (row["db_active_sessions"] or 0) >= 0.8 * cores:
                 why = f"the database: {row['db_active_sessions']:.1f} active sessions on {cores} cores"
+            elif row["temporal_cpu_pct"] is not None:
+                why = (
+                    f"neither the CPU nor PostgreSQL is saturated; the Temporal dev server took"
+                    f" {row['temporal_cpu_pct']:.0f}% of one core, and every step is several round trips through it"
+                    " (compare --temporal-db memory: no history writes to disk)"
+                )
             else:
                 why = "neither CPU nor the database is saturated (latency-bound: raise --concurrency)"
             return (
