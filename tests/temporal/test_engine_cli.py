@@ -278,3 +278,10 @@ async def test_ctrl_c_while_following_cancels_the_workflow_and_leaves_the_board_
         result = await wait(store, board, timeout=WAIT_S)
     assert result.end_reason == "done"
     assert (await verify_board(store, board)).ok
+
+
+@pytest.mark.parametrize("option", [["--lease", "5"], ["--worker-timeout", "9"], ["--json"]])
+async def test_runner_process_options_on_a_temporal_worker_are_refused(url: str, option: list[str]) -> None:
+    result = await cli("worker", "--engine", "temporal", *option, "--store", url)
+    assert result.exit_code == 2, result.output
+    assert "for runner processes" in one_line_error(result, 2)

@@ -102,8 +102,11 @@ def serve_on_temporal(
     names: Sequence[str] | None,
     model: Any,
     out: Any,
+    *,
+    grace: float = 10.0,
 ) -> None:
-    """``slateboard worker --engine temporal``: serve board workflows until SIGTERM/SIGINT."""
+    """``slateboard worker --engine temporal``: serve board workflows until SIGTERM/SIGINT
+    (running activities get ``grace`` seconds)."""
 
     async def go() -> None:
         import asyncio
@@ -119,6 +122,7 @@ def serve_on_temporal(
                 model=model,
                 import_blueprint_dirs=True,
                 log_line=out,
+                grace_s=grace,
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -116,6 +116,12 @@ def worker_command(
             raise CliError(
                 "--json is for runner processes; a Temporal worker prints one line per commit", code=EXIT_USAGE
             )
+        if lease != 30.0 or worker_timeout != 120.0:
+            raise CliError(
+                "--lease and --worker-timeout are for runner processes: on Temporal a step's time limits are"
+                " the workflow's (heartbeats, retries), recorded when the board is submitted",
+                code=EXIT_USAGE,
+            )
     elif not url.lower().startswith(("postgresql:", "postgres:")):
         raise CliError(
             f"slateboard worker needs a postgresql:// store: scale-out across runner processes shares boards through"
@@ -130,7 +136,7 @@ def worker_command(
 
     resolved = resolve_runner_model(model)  # a bad model string fails before serving anything
     if on_temporal:
-        serve_on_temporal(store, temporal, task_queue, concurrency, names, resolved, _out)
+        serve_on_temporal(store, temporal, task_queue, concurrency, names, resolved, _out, grace=grace)
         return
 
     async def go() -> RunnerStats:

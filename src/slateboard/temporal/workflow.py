@@ -88,11 +88,13 @@ class BoardWorkflow:
         """Drive the board until it ends; on cancellation, interrupt it (resumable)."""
         store_limit = timedelta(seconds=start.store_timeout_s)
         try:
+            planned: dict[str, Any] | None = None
             while True:
                 seen = self._approvals
-                plan: dict[str, Any] = await workflow.execute_activity(
+                plan: dict[str, Any] = planned or await workflow.execute_activity(
                     PLAN, start, start_to_close_timeout=store_limit, retry_policy=RETRY
                 )
+                planned = None
                 if plan.get("ended") is None and plan.get("invocation") is None:
                     await asyncio.sleep(1.0)  # the pick was taken meanwhile: a durable timer, then plan again
                     continue
@@ -130,6 +132,7 @@ class BoardWorkflow:
                 )
                 if committed.get("ended") is not None and committed.get("status") != BOARD_PAUSED:
                     return committed
+                planned = committed.get("next")  # the commit planned the next step already
         except ActivityError as exc:
             cause = exc.cause
             if isinstance(cause, CancelledError):
