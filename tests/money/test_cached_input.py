@@ -94,7 +94,7 @@ async def test_the_cli_shows_cached_tokens_and_their_cost(cached_board: tuple[st
     url, board, result = cached_board
     code, out, err = _cli("log", board, "--json", "--store", url)
     assert code == 0, err
-    logged = [r for r in json.loads(out) if r["usage"]["tokens_in"]]
+    logged = [r for r in json.loads(out)["records"] if r["usage"]["tokens_in"]]
     assert [r["usage"]["cache_read"] for r in logged] == [768, 768]
     assert sum(r["cost_usd"] for r in logged) == pytest.approx(result.cost_usd)
     code, out, err = _cli("log", board, "--store", url)
