@@ -187,7 +187,8 @@ def log_command(
     stage, ver (state version after the record), tokens (in + out; for a model proposal
     `179 (v69 f18 i31)` adds its prompt tokens spent on the view, the format rules and the
     instruction), cost (those tokens in dollars at the board's prices; unknown when the model has
-    no price), reason. `--json` gives each record with its `cost_usd`.
+    no price), reason. `--json` gives the board as `boards --json` does (with its fork `parent` and
+    `children`) whose `records` lists each shown record whole with its `cost_usd`.
     """
     if outcome is not None and outcome not in OUTCOMES:
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
@@ -219,7 +220,8 @@ def log_command(
         and (stage is None or r.stage == stage)
     ]
     if as_json:
-        print_json([{**r.to_json(), "cost_usd": cost_json(record_cost(r, prices))} for r in chosen])
+        rows = [{**r.to_json(), "cost_usd": cost_json(record_cost(r, prices))} for r in chosen]
+        print_json({**_info_json(info, cost_of(records, prices)), **board_lineage(info, every), "records": rows})
         finish()
         return
     out = console()
