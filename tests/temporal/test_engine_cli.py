@@ -285,3 +285,20 @@ async def test_runner_process_options_on_a_temporal_worker_are_refused(url: str,
     result = await cli("worker", "--engine", "temporal", *option, "--store", url)
     assert result.exit_code == 2, result.output
     assert "for runner processes" in one_line_error(result, 2)
+
+
+async def test_a_board_whose_stored_blueprint_is_not_the_submitted_one_is_failed_naming_both_digests(
+    temporal_server: TemporalServer, store: Store
+) -> None:
+    from slateboard.runtime import submit
+
+    client = await connect(temporal_server.address)
+    q = queue()
+    board = await submit(store, NOTES_PAIR, task="t", model=MODEL)
+    start = await stored_start(store, board)
+    await start_board(client, BoardStart(board, start.version, "0" * 64), task_queue=q)
+    async with serving(temporal_server.address, store, q):
+        await wait(store, board, timeout=WAIT_S)
+    info = await store.board_info(board)
+    assert info.status == "failed" and info.seq == 0  # nothing committed
+    assert f"digest {start.digest[:12]}" in (info.reason or "") and "digest 000000000000" in (info.reason or "")
