@@ -3,7 +3,8 @@
 A tenant exists when it is in its store's registry (``slateboard tenant add NAME``, or
 ``tenant_registry(store).add(NAME)``): ``open_store(url, tenant=NAME)`` refuses any other name.
 The registry lives where the store keeps its spend ledgers (``KeepsLedgers``: the SQLite file,
-the PostgreSQL database), in table ``slateboard_tenants``; an in-memory store keeps it on the
+the PostgreSQL database), in table ``slateboard_tenants`` (on PostgreSQL in the store's own
+schema, so two stores of one database keep two registries); an in-memory store keeps it on the
 store object. Tokens are stored as SHA-256 digests only: a token is shown once, when issued.
 """
 
@@ -166,8 +167,10 @@ class _SqliteRegistry(TenantRegistry):
 
 
 class _PostgresRegistry(TenantRegistry):
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, schema: str | None) -> None:
         self._dsn = dsn
+        # The store's own schema (a checked identifier): each store keeps its own registry.
+        self._table = f'"{schema}".{TABLE}' if schema and re.fullmatch(r"[a-z_][a-z0-9_]*", schema) else TABLE
 
     async def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         import psycopg
@@ -175,10 +178,10 @@ class _PostgresRegistry(TenantRegistry):
         try:
             async with await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as conn:
                 await conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {TABLE} (tenant TEXT PRIMARY KEY, token TEXT NOT NULL,"
+                    f"CREATE TABLE IF NOT EXISTS {self._table} (tenant TEXT PRIMARY KEY, token TEXT NOT NULL,"
                     " created DOUBLE PRECISION)"
                 )
-                cur = await conn.execute(sql, params)
+                cur = await conn.execute(sql.replace("{table}", self._table), params)
                 return list(await cur.fetchall()) if cur.description else [(cur.rowcount,)]
         except psycopg.Error as exc:
             raise StoreUnavailable(f"tenant registry: {type(exc).__name__}") from None
@@ -186,14 +189,14 @@ class _PostgresRegistry(TenantRegistry):
     async def _rows(self) -> list[tuple[str, str, float]]:
         return [
             (str(a), str(b), float(c or 0))
-            for a, b, c in await self._run(f"SELECT tenant, token, created FROM {TABLE}", ())
+            for a, b, c in await self._run("SELECT tenant, token, created FROM {table}", ())
         ]
 
     async def _write(self, tenant: str, digest: str, *, new: bool) -> bool:
         sql = (
-            f"INSERT INTO {TABLE} (tenant, token, created) VALUES (%s, %s, %s) ON CONFLICT (tenant) DO NOTHING"
+            "INSERT INTO {table} (tenant, token, created) VALUES (%s, %s, %s) ON CONFLICT (tenant) DO NOTHING"
             if new
-            else f"UPDATE {TABLE} SET token = %s WHERE tenant = %s"
+            else "UPDATE {table} SET token = %s WHERE tenant = %s"
         )
         params: tuple[Any, ...] = (tenant, digest, time.time()) if new else (digest, tenant)
         rows = await self._run(sql, params)
@@ -211,7 +214,7 @@ def tenant_registry(store: object) -> TenantRegistry:
         home = inner.ledger_home()
         if home.kind == "sqlite":
             return _SqliteRegistry(home.target, home.busy_timeout_ms)
-        return _PostgresRegistry(home.target)
+        return _PostgresRegistry(home.target, getattr(inner, "schema", None))
     found = _IN_MEMORY.get(inner)
     if found is None:
         found = _IN_MEMORY[inner] = _MemoryRegistry()
