@@ -59,11 +59,15 @@ COMMANDS: list[tuple[str, ...]] = [
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
-def test_another_tenants_board_answers_as_a_missing_one(cli: Cli, boards: dict[str, str], command: tuple[str, ...]) -> None:
+def test_another_tenants_board_answers_as_a_missing_one(
+    cli: Cli, boards: dict[str, str], command: tuple[str, ...]
+) -> None:
     theirs = boards["acme"]
     for ref in (theirs, theirs[:8]):  # the full id and a unique prefix of it
         got = cli(*[a.replace("{id}", ref) for a in command], tenant="globex")
-        missing = cli(*[a.replace("{id}", OTHER_ID if ref == theirs else OTHER_ID[:8]) for a in command], tenant="globex")
+        missing = cli(
+            *[a.replace("{id}", OTHER_ID if ref == theirs else OTHER_ID[:8]) for a in command], tenant="globex"
+        )
         assert got.exit_code == missing.exit_code != 0, got.output
         assert got.stdout == missing.stdout
         want = missing.stderr.replace(OTHER_ID[:8], ref[:8]) if ref != theirs else missing.stderr
@@ -112,7 +116,9 @@ def test_the_tenant_option_stands_anywhere_and_the_environment_gives_it(cli: Cli
     ("tenant", "needle"),
     [("nosuch", "no tenant 'nosuch' in this store"), ("Bad Id", "malformed"), ("../x", "malformed"), ("", "malformed")],
 )
-def test_an_unknown_or_malformed_tenant_is_a_usage_error(cli: Cli, boards: dict[str, str], tenant: str, needle: str) -> None:
+def test_an_unknown_or_malformed_tenant_is_a_usage_error(
+    cli: Cli, boards: dict[str, str], tenant: str, needle: str
+) -> None:
     got = cli("boards", tenant=tenant) if tenant else cli("boards", "--tenant=")
     if tenant == "":
         # an empty --tenant= is no tenant: the operator's view

@@ -40,7 +40,7 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
 def client(world: dict[str, Any], token: str | None) -> httpx.AsyncClient:
     app = create_app(world["store"], token=OPERATOR, tenant_tokens=True)
     # latin-1: a header may carry bytes that are not UTF-8 at all (the last case below)
-    headers = {"Authorization": f"Bearer {token}".encode("latin-1")} if token else {}
+    headers = {b"Authorization": f"Bearer {token}".encode("latin-1")} if token else {}
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", headers=headers)
 
 
