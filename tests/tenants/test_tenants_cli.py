@@ -164,3 +164,21 @@ def test_ledgers_are_per_tenant(cli: Cli, boards: dict[str, str], tmp_path: Path
     for tenant in ("acme", "globex"):
         assert cli("ledger", "delete", "team", tenant=tenant).exit_code == 0
     assert cli("ledger", "reset", "team", tenant="acme").exit_code == 2
+
+
+def test_memory_is_per_tenant_on_the_command_line(cli: Cli, boards: dict[str, str]) -> None:
+    board = boards["acme"]
+    got = cli("memory", "distill", board, "--path", "/notes/*", tenant="globex")
+    missing = cli("memory", "distill", OTHER_ID, "--path", "/notes/*", tenant="globex")
+    assert got.exit_code == missing.exit_code != 0
+    assert same_as_missing(got.stderr, missing.stderr, board)
+    assert cli("approve", board, tenant="acme").exit_code == 0
+    assert cli.json("resume", board, tenant="acme")["end_reason"] == "done"
+    distilled = cli.json("memory", "distill", board, "--path", "/notes/*", tenant="acme")
+    assert len(distilled["facts"]) == 2
+    assert [f["board"] for f in cli.json("memory", "search", "note", tenant="acme")] == [board, board]
+    assert cli.json("memory", "search", "note", tenant="globex") == []
+    assert "0 fact(s) pruned" in cli("memory", "prune", "--keep-last", "0", tenant="globex").stdout
+    assert len(cli.json("memory", "search", "note", tenant="acme")) == 2
+    unknown = cli("memory", "search", "note", tenant="nosuch")
+    assert unknown.exit_code == 2 and "no tenant 'nosuch'" in unknown.stderr

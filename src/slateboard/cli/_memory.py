@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import JsonOption, StoreOption, console, opened_store, print_json, resolve_board, run_async, store_label
+from ._common import (
+    JsonOption,
+    StoreOption,
+    cli_tenant,
+    console,
+    opened_store,
+    print_json,
+    resolve_board,
+    run_async,
+    store_label,
+)
 from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -42,8 +52,11 @@ async def _open_memory(store: str | None) -> FactStore:
     from ..memory import open_memory
     from ..stores.tenancy import tenant_of_store
 
-    async with opened_store(store) as st:
-        tenant = tenant_of_store(st)
+    tenant = None
+    if cli_tenant() is not None:
+        # a tenant's registry lives in the store: one that does not exist has no tenants
+        async with opened_store(store, create=False) as st:
+            tenant = tenant_of_store(st)
     return await open_memory(_store_url(store), tenant=tenant)
 
 
