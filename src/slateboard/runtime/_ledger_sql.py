@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, UnknownName
+from ._ledger_tenant import TenantLedger
 from ._ledger_types import MICRO, LedgerReset, LedgerState, check_lease, to_micro
 
 _TABLE = "slateboard_ledger"
@@ -370,11 +371,18 @@ class SqliteLedger(_SqlLedger):
         return await asyncio.to_thread(self._tx, statements, write=write, chain=chain)
 
 
-def ledger_for(store: object) -> PostgresLedger | SqliteLedger:
+def ledger_for(store: object) -> PostgresLedger | SqliteLedger | TenantLedger:
     """The ledgers that live in ``store``: an ``SqliteLedger`` on an SQLite store's file, a
-    ``PostgresLedger`` on a PostgreSQL store's database. ``InvalidInput`` for any other store
-    (an in-memory store lives in one process: use a ``MemoryLedger`` there)."""
+    ``PostgresLedger`` on a PostgreSQL store's database; on a tenant's scope of one of them
+    (``stores.tenancy.TenantStore``) the tenant's ledgers only (a ``TenantLedger``).
+    ``InvalidInput`` for any other store (an in-memory store lives in one process: use a
+    ``MemoryLedger`` there)."""
     from ..stores.base import KeepsLedgers, supports
+
+    tenant = getattr(store, "tenant", None)
+    shared_store = getattr(store, "shared_store", None)
+    if isinstance(tenant, str) and shared_store is not None:
+        return TenantLedger(ledger_for(shared_store), tenant)
 
     if supports(store, KeepsLedgers) and isinstance(store, KeepsLedgers):  # isinstance: for the type
         home = store.ledger_home()

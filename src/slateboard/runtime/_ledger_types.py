@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import InvalidInput
 
@@ -15,6 +17,7 @@ __all__ = [
     "DEFAULT_LEASE_S",
     "LEASE_ENV",
     "MICRO",
+    "Ledger",
     "LedgerReset",
     "LedgerState",
     "check_lease",
@@ -97,3 +100,31 @@ class LedgerReset:
         """One line for the CLI."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.at))
         return f"ledger {self.name}: reset {when} UTC after spent ${self.spent:.4f}, reserved ${self.reserved:.4f}"
+
+
+class Ledger(Protocol):
+    """What a worker needs of a ledger store (``MemoryLedger``, ``SqliteLedger``,
+    ``PostgresLedger``: each behaves alike)."""
+
+    async def set_cap(self, name: str, cap: float | None) -> None: ...
+    async def reserve(
+        self,
+        name: str,
+        amount: float,
+        *,
+        owner: str | None = None,
+        holder: str | None = None,
+        lease_s: float | None = None,
+    ) -> bool: ...
+    async def settle(
+        self, name: str, reserved: float, actual: float, *, owner: str | None = None, holder: str | None = None
+    ) -> None: ...
+    async def renew(self, holder: str, lease_s: float | None = None) -> int: ...
+    async def release(self, owner: str, *, holders: Sequence[str] | None = None) -> None: ...
+    async def holds(self, owner: str) -> list[str]: ...
+    async def holders(self, name: str) -> dict[str, float]: ...
+    async def state(self, name: str) -> LedgerState: ...
+    async def names(self) -> list[str]: ...
+    async def reset(self, name: str) -> None: ...
+    async def delete(self, name: str) -> None: ...
+    async def history(self, name: str) -> list[LedgerReset]: ...

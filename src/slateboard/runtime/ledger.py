@@ -38,7 +38,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import InvalidInput, UnknownName
 from ..models.pricing import PriceTable, SpendRefused
@@ -50,40 +50,13 @@ from ._ledger_types import (  # noqa: E402  (re-exported: the ledger's vocabular
     DEFAULT_LEASE_S,
     LEASE_ENV,
     MICRO,
+    Ledger,
     LedgerReset,
     LedgerState,
     check_lease,
     lease_seconds,
     to_micro,
 )
-
-
-class Ledger(Protocol):
-    """What a worker needs of a ledger store (``MemoryLedger``, ``SqliteLedger``,
-    ``PostgresLedger``: each behaves alike)."""
-
-    async def set_cap(self, name: str, cap: float | None) -> None: ...
-    async def reserve(
-        self,
-        name: str,
-        amount: float,
-        *,
-        owner: str | None = None,
-        holder: str | None = None,
-        lease_s: float | None = None,
-    ) -> bool: ...
-    async def settle(
-        self, name: str, reserved: float, actual: float, *, owner: str | None = None, holder: str | None = None
-    ) -> None: ...
-    async def renew(self, holder: str, lease_s: float | None = None) -> int: ...
-    async def release(self, owner: str, *, holders: Sequence[str] | None = None) -> None: ...
-    async def holds(self, owner: str) -> list[str]: ...
-    async def holders(self, name: str) -> dict[str, float]: ...
-    async def state(self, name: str) -> LedgerState: ...
-    async def names(self) -> list[str]: ...
-    async def reset(self, name: str) -> None: ...
-    async def delete(self, name: str) -> None: ...
-    async def history(self, name: str) -> list[LedgerReset]: ...
 
 
 @dataclass(slots=True)
