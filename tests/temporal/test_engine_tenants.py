@@ -14,7 +14,6 @@ from temporal_testkit import TemporalServer
 
 pytest.importorskip("temporalio", reason="slateboard[temporal] is not installed")
 
-import asyncio
 
 from slateboard.runtime import wait
 from slateboard.stores import BoardNotFound, open_store
