@@ -222,6 +222,7 @@ def blueprint_fields() -> str:
         ("RetentionSpec", "`retention[]`"),
         ("VisibilitySpec", "`visibility`"),
         ("VisibleCollectionSpec", "`visibility.collections[]`"),
+        ("GuardSpec", "`guards[]`"),
         ("Limits", "`limits`"),
         ("Price", "`limits.prices.<model>`"),
         ("CircuitSpec", "`circuit`"),

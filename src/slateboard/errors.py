@@ -21,7 +21,8 @@ module named in brackets) and keeps the standard base it had before (``ValueErro
     │   │   └── StateModelMissing     [blueprint]     typed_state on a blueprint without schema=
     │   ├── UnknownName               [here]          a name that is not defined (also a KeyError)
     │   │   ├── UnknownWorker         [views]         a worker the blueprint does not have
-    │   │   └── UnknownTemplate       [blueprint.templates] no built-in blueprint of that name
+    │   │   ├── UnknownTemplate       [blueprint.templates] no built-in blueprint of that name
+    │   │   └── UnknownTenant         [stores.tenancy] a tenant the store's registry does not have
     │   ├── AnchorError               [kernel.anchor] an unusable anchor key or anchor file
     │   ├── WorkerConfigError         [workers]       a worker that cannot be built
     │   ├── ModelConfigError          [models]        a model unusable as configured (before any call)

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import InvalidInput
 
-__all__ = ["MIN_TOKEN_CHARS", "TokenGuard", "error_response", "is_loopback"]
+__all__ = ["MIN_TOKEN_CHARS", "TokenGuard", "error_response", "is_loopback", "presented_token"]
 
 MIN_TOKEN_CHARS = 12
 """Shortest token accepted, as for the dashboard: a guessable token is no access control."""
@@ -37,6 +37,20 @@ def error_response(status: int, message: str) -> JSONResponse:
     message = " ".join(message.split())
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
+
+
+def presented_token(scope: Scope) -> bytes | None:
+    """The token a request carries (``Authorization: Bearer`` first, then ``?token=``), as
+    bytes: a header carries the token's UTF-8 bytes as they are, a query string percent-escapes
+    them. None when it carries none."""
+    auth = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), None)
+    if auth is not None:
+        scheme, _, value = auth.partition(b" ")
+        if scheme.lower() == b"bearer":
+            return bytes(value.strip())
+    query = scope.get("query_string", b"").decode("latin-1")
+    found = next((v for k, v in parse_qsl(query, keep_blank_values=True) if k == "token"), None)
+    return found.encode("utf-8") if found is not None else None
 
 
 class TokenGuard:
@@ -72,18 +86,7 @@ class TokenGuard:
             if host and not is_loopback(name):
                 return 403, f"{self.name} serves loopback only, not Host {host[:100]!r} (start it with --token)"
             return None
-        # Compare bytes: a header carries the token's UTF-8 bytes as they are, a query string
-        # percent-escapes them.
-        given: bytes | None = None
-        auth = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), None)
-        if auth is not None:
-            scheme, _, value = auth.partition(b" ")
-            if scheme.lower() == b"bearer":
-                given = value.strip()
-        if given is None:
-            query = scope.get("query_string", b"").decode("latin-1")
-            found = next((v for k, v in parse_qsl(query, keep_blank_values=True) if k == "token"), None)
-            given = found.encode("utf-8") if found is not None else None
+        given = presented_token(scope)
         if given is None:
             return 401, f"{self.name} needs its token: send 'Authorization: Bearer <token>' or add ?token=<token>"
         if not hmac.compare_digest(given, self.token):

@@ -62,6 +62,7 @@ __all__ = [
     "EVENT_KINDS",
     "EVENT_META",
     "FAIL_PREFIX",
+    "GATHER_META",
     "GENESIS_META",
     "INTERRUPTED",
     "INVOCATION_CANCELLED",
@@ -119,6 +120,8 @@ __all__ = [
     "TEAM_WITHHELD",
     "TERMINATE",
     "TERMINATED",
+    "TIMER_FIRED",
+    "TIMER_KIND",
     "TOKENS_EVENT",
     "TURN_DROPPED",
     "UPDATE_EVENT",
@@ -133,7 +136,9 @@ __all__ = [
 ]
 
 # -- record kinds ------------------------------------------------------------------------------
-RecordKind = Literal["proposal", "circuit", "approval", "run", "stage", "invocation", "spend", "control", "quarantine"]
+RecordKind = Literal[
+    "proposal", "circuit", "approval", "run", "stage", "invocation", "spend", "control", "quarantine", "timer",
+]  # fmt: skip
 """Every kind of record slateboard itself writes (one constant each below, which the writers
 use); replay rebuilds a logged record whatever its kind."""
 RECORD_KINDS: Final[tuple[RecordKind, ...]] = get_args(RecordKind)
@@ -156,6 +161,9 @@ CONTROL_KIND: Final[RecordKind] = "control"
 """A team coordinator's decision for a round (who speaks, or the end)."""
 QUARANTINE_KIND: Final[RecordKind] = "quarantine"
 """A team sanitiser withholding a quarantined entry."""
+TIMER_KIND: Final[RecordKind] = "timer"
+"""A batch rule's timer firing (``scheduling.gather``): the partial batch it flushed is in its
+``meta["gather"]``, so replay needs no clock."""
 
 # -- record outcomes ---------------------------------------------------------------------------
 Outcome = Literal["accepted", "rejected", "noop", "held", "action"]
@@ -178,6 +186,7 @@ OUTCOME_ACTION: Final[Outcome] = "action"
 # -- meta keys ---------------------------------------------------------------------------------
 MetaKey = Literal[
     "genesis", "event", "model", "record", "decision", "worker", "patch", "control", "stale", "once", "round",
+    "gather",
 ]  # fmt: skip
 """The ``meta`` members one layer writes and another reads (one constant each below)."""
 META_KEYS: Final[tuple[MetaKey, ...]] = get_args(MetaKey)
@@ -214,6 +223,9 @@ invocation instead of re-queuing it for a retry: its control unit decides what r
 (``Team.blackboard``'s rounds)."""
 ROUND_META: Final[MetaKey] = "round"
 """Key in a team's records' (and invocations') ``meta``: the round they belong to."""
+GATHER_META: Final[MetaKey] = "gather"
+"""Key in a record's ``meta``: the notes its commit gave the board's joins and batches (arrivals,
+key errors, a timer's firing; ``scheduling.gather``), from which their state is rebuilt."""
 
 APPROVED: Final = "approved"
 """An approval's decision: commit the held patch."""
@@ -224,7 +236,7 @@ REFUSED: Final = "refused"
 EventKind = Literal[
     # a runner's events (``Runner.events``, ``on_event``)
     "run.started", "invocation.started", "proposal.decided", "circuit.action", "stage.changed",
-    "invocation.failed", "control.spent", "board.spent", "run.ended",
+    "invocation.failed", "control.spent", "board.spent", "run.ended", "timer.fired",
     # the stream modes beside ``events`` (``slateboard.streaming``)
     "state.update", "state.values", "model.tokens", "worker.custom",
     # a team's blackboard run (``Team.events``, ``Team.stream``)
@@ -256,6 +268,8 @@ CONTROL_SPENT: Final[EventKind] = "control.spent"
 """A model-based control unit spent tokens."""
 BOARD_SPENT: Final[EventKind] = "board.spent"
 """The board's total spend after a step."""
+TIMER_FIRED: Final[EventKind] = "timer.fired"
+"""A batch rule's timer fired (also a timer record's ``meta["event"]``)."""
 RUN_ENDED: Final[EventKind] = "run.ended"
 """The run ended (also the run record's ``meta["event"]``); ``reason`` is its end reason."""
 UPDATE_EVENT: Final[EventKind] = "state.update"

@@ -27,13 +27,21 @@ def test_boards_lists_the_board(invoke: Invoke, board: dict[str, Any]) -> None:
 
 def test_log_table_and_filters(invoke: Invoke, board: dict[str, Any]) -> None:
     board_id = board["board_id"]
-    records = invoke.json("log", board_id)
+
+    def shown(*args: str) -> list[dict[str, Any]]:
+        # ``log --json`` is the board (lineage, cost) with the records it shows under ``records``
+        out = invoke.json("log", board_id, *args)
+        assert out["board_id"] == board_id and out["parent"] is None
+        records: list[dict[str, Any]] = out["records"]
+        return records
+
+    records = shown()
     assert [r["seq"] for r in records] == list(range(1, 8))
-    assert invoke.json("log", board_id, "--worker", "a") == [r for r in records if r["worker"] == "a"]
-    rejected = invoke.json("log", board_id, "--outcome", "rejected")
+    assert shown("--worker", "a") == [r for r in records if r["worker"] == "a"]
+    rejected = shown("--outcome", "rejected")
     assert len(rejected) == 1 and rejected[0]["worker"] == "b" and rejected[0]["stage"] == "invariants"
-    assert invoke.json("log", board_id, "--stage", "invariants") == rejected
-    both = invoke.json("log", board_id, "-w", "a", "-w", "decider", "-o", "accepted")
+    assert shown("--stage", "invariants") == rejected
+    both = shown("-w", "a", "-w", "decider", "-o", "accepted")
     assert {r["worker"] for r in both} == {"a", "decider"}
     table = invoke("log", board_id[:8], "--outcome", "rejected")  # a unique id prefix works
     assert table.exit_code == 0

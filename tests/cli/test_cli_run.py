@@ -95,7 +95,7 @@ def test_default_store_is_in_the_user_data_dir(invoke: Invoke, notes_file: Path,
     assert (data_home / "slateboard" / "slateboard.db").is_file()
     log = invoke("log", board_id, "--json", env={"SLATEBOARD_STORE": ""})
     assert log.exit_code == 0, log.output
-    assert len(json.loads(log.stdout)) == 7
+    assert len(json.loads(log.stdout)["records"]) == 7
     # $SLATEBOARD_STORE points elsewhere: the board is not there
     assert invoke("log", board_id).exit_code == 1
 

@@ -95,7 +95,22 @@ def test_show_names_the_parent_and_the_forks(family: tuple[str, str, str, str]) 
     assert f"forked into {first} (at version 1), {second} (at version 2)" in _cli("show", parent, "--store", url)
 
 
-def test_log_names_the_parent_and_the_forks(family: tuple[str, str, str, str]) -> None:
+def test_the_log_table_names_the_parent_and_the_forks(family: tuple[str, str, str, str]) -> None:
     url, parent, first, _ = family
     assert f"fork of {parent} at version 1" in _cli("log", first, "--store", url)
     assert f"forked into {first} (at version 1)" in _cli("log", parent, "--store", url)
+
+
+def test_log_json_names_the_parent_and_the_forks(family: tuple[str, str, str, str]) -> None:
+    url, parent, first, second = family
+    child = json.loads(_cli("log", first, "--json", "--store", url))
+    assert child["board_id"] == first and child["parent"] == {"board_id": parent, "version": 1}
+    assert child["children"] == [] and all("seq" in r and "cost_usd" in r for r in child["records"])
+    origin = json.loads(_cli("log", parent, "--json", "--store", url))
+    assert origin["parent"] is None and origin["children"] == [
+        {"board_id": first, "version": 1},
+        {"board_id": second, "version": 2},
+    ]
+    # The records are the board's whole log (the parent ran three accepted proposals).
+    assert [r["outcome"] for r in origin["records"] if r["kind"] == "proposal"] == ["accepted"] * 3
+    assert len(origin["records"]) == origin["records"][-1]["seq"]

@@ -140,6 +140,6 @@ def test_cli_run_with_mcp_tools(tmp_path: Path) -> None:
         check=True,
     )
     logged = json.loads(records.stdout)
-    proposal = next(r for r in (logged["records"] if isinstance(logged, dict) else logged) if r["kind"] == "proposal")
+    proposal = next(r for r in logged["records"] if r["kind"] == "proposal")
     assert proposal["meta"]["tool_log"][0]["args"] == {"item": "gadget"}
     assert '"price_eur":42' in proposal["meta"]["tool_log"][0]["result"]

@@ -94,7 +94,7 @@ async def test_the_cli_shows_cached_tokens_and_their_cost(cached_board: tuple[st
     url, board, result = cached_board
     code, out, err = _cli("log", board, "--json", "--store", url)
     assert code == 0, err
-    logged = [r for r in json.loads(out) if r["usage"]["tokens_in"]]
+    logged = [r for r in json.loads(out)["records"] if r["usage"]["tokens_in"]]
     assert [r["usage"]["cache_read"] for r in logged] == [768, 768]
     assert sum(r["cost_usd"] for r in logged) == pytest.approx(result.cost_usd)
     code, out, err = _cli("log", board, "--store", url)
@@ -136,9 +136,18 @@ async def test_more_cached_than_prompt_tokens_is_a_logged_unknown(
 ) -> None:
     caplog.set_level(logging.WARNING)
     bad = {"prompt_tokens": 100, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 500}}
-    _, _, result = await _run(bad, tmp_path, "bad")
+    url, board, result = await _run(bad, tmp_path, "bad")
     assert result.cost_usd is None  # never a price computed on counts that do not add up
     assert "500 cached prompt tokens of 100" in caplog.text
+    code, out, err = _cli("log", board, "--json", "--store", url)
+    assert code == 0, err
+    logged = json.loads(out)
+    called = [r for r in logged["records"] if r["usage"]["tokens_in"]]
+    # the provider's counts are kept as reported, and priced as unknown on every surface
+    assert called and all(r["usage"]["cache_read"] == 500 and r["cost_usd"] is None for r in called)
+    assert logged["cost_usd"] is None
+    code, out, err = _cli("log", board, "--store", url)
+    assert code == 0 and "cost unknown" in out and "$-" not in out, err
 
 
 def _anthropic_reply(request: ReceivedRequest) -> StubReply:

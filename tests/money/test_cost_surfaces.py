@@ -79,7 +79,7 @@ def test_log_and_boards_show_the_same_cost(boards: dict[str, Any]) -> None:
     priced, result = boards["priced"]
     unpriced, _ = boards["unpriced"]
     code, out, _ = _cli("log", priced, "--json", "--store", url)
-    records = json.loads(out)
+    records = json.loads(out)["records"]
     assert code == 0
     assert sum(r["cost_usd"] for r in records) == pytest.approx(result.cost_usd)
     assert [r["cost_usd"] for r in records if r["usage"]["tokens_in"]] == [pytest.approx(CALL)] * 3
@@ -88,7 +88,7 @@ def test_log_and_boards_show_the_same_cost(boards: dict[str, Any]) -> None:
     code, out, _ = _cli("log", unpriced, "--store", url)
     assert code == 0 and "cost unknown" in out
     code, out, _ = _cli("log", unpriced, "--json", "--store", url)
-    assert [r["cost_usd"] for r in json.loads(out) if r["usage"]["tokens_in"]] == [None] * 3
+    assert [r["cost_usd"] for r in json.loads(out)["records"] if r["usage"]["tokens_in"]] == [None] * 3
 
     code, out, _ = _cli("boards", "--json", "--store", url)
     listed = {b["board_id"]: b["cost_usd"] for b in json.loads(out)}

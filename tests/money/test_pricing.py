@@ -94,3 +94,22 @@ def test_cost_is_never_negative_and_grows_with_tokens(
     assert price.cost(tin + 1, tout, cached) >= cost
     assert price.cost(tin, tout + 1, cached) >= cost
     assert cost <= price.cost(tin, tout, 0) + 1e-9  # cached input never costs more than plain input
+
+
+@given(
+    st.integers(-(10**6), 10**7),
+    st.integers(-(10**6), 10**7),
+    st.integers(-(10**6), 10**7),
+    st.integers(-(10**6), 10**7),
+)
+def test_counts_that_do_not_add_up_are_unknown_never_a_wrong_number(
+    tin: int, tout: int, cached: int, written: int
+) -> None:
+    table = PriceTable.from_mapping(
+        {"m": {"input": 2.0, "output": 8.0, "cached_input": 0.5, "cache_write": 2.5}}, use_genai_prices=False
+    )
+    cost = table.cost("m", tin, tout, cached, written)
+    fits = min(tin, tout, cached, written) >= 0 and cached + written <= tin
+    assert (cost is not None) == fits
+    if cost is not None:  # the uncached part is never negative: between all-cached and all-written
+        assert (tin * 0.5 + tout * 8.0) / 1e6 - 1e-9 <= cost <= (tin * 2.5 + tout * 8.0) / 1e6 + 1e-9

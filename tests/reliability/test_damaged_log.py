@@ -39,5 +39,5 @@ def test_d15_log_shows_the_intact_records(invoke: Invoke, tmp_path: Path) -> Non
     board, total = _damaged_board(invoke, tmp_path)
     result = invoke("log", board, "--json")
     assert result.exit_code == 1, result.output  # the store is damaged, and says where
-    assert [r["seq"] for r in json.loads(result.stdout)] == [1, 2]
+    assert [r["seq"] for r in json.loads(result.stdout)["records"]] == [1, 2]
     assert "record 3 cannot be read" in result.stderr and total > 3

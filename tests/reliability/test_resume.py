@@ -73,12 +73,12 @@ def test_d4_d16_resume_of_a_board_ended_at_max_steps(project: Path, tmp_path: Pa
     assert run.returncode == 0, run.stderr
     board = json.loads(run.stdout)["board_id"]
     log = _cli("log", board, "--json", cwd=project, store=store)
-    before = json.loads(log.stdout)
+    before = json.loads(log.stdout)["records"]
     for _ in range(2):
         resumed = _cli("resume", board, "--json", cwd=project, store=store)
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["resumed"] is False
-    after = json.loads(_cli("log", board, "--json", cwd=project, store=store).stdout)
+    after = json.loads(_cli("log", board, "--json", cwd=project, store=store).stdout)["records"]
     assert after == before  # no run-end record appended per resume
 
 

@@ -234,3 +234,71 @@ async def test_cancel_of_a_board_not_on_temporal_says_so(url: str, store: Store)
     result = await cli("cancel", board, "--store", url)
     assert result.exit_code == 2, result.output
     assert f"board {board} does not run on Temporal" in one_line_error(result, 2)
+
+
+@pytest.mark.slow
+async def test_ctrl_c_while_following_cancels_the_workflow_and_leaves_the_board_resumable(
+    temporal_server: TemporalServer, url: str, store: Store, blueprint_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from scale_testkit import CLI, cli_env
+
+    monkeypatch.setenv("SLATEBOARD_SOAK_LATENCY_MS", "3000")  # the in-process worker's model: slow
+    q = queue()
+    async with serving(temporal_server.address, store, q):
+        proc = subprocess.Popen(
+            [sys.executable, *CLI, "submit", str(blueprint_path), "--engine", "temporal", "--temporal",
+             temporal_server.address, "--task-queue", q, "--store", url, "--task", "t", "--model", MODEL, "--wait"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+        )  # fmt: skip
+        assert proc.stdout is not None
+        board = await asyncio.to_thread(proc.stdout.readline)
+        board = board.strip()
+        while not [i for i in await store.agenda(board) if i.status == "claimed"]:
+            await asyncio.sleep(0.1)  # a step is under way
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.to_thread(proc.communicate, timeout=60)
+        assert proc.returncode == 130, (out, err)
+        assert (
+            f"board {board}'s workflow is cancelled; resume it with: slateboard resume {board} --engine temporal" in err
+        )
+        for _ in range(300):
+            info = await store.board_info(board)
+            if info.reason == "interrupted":
+                break
+            await asyncio.sleep(0.1)
+        assert (info.status, info.reason) == ("running", "interrupted")
+        resumed = await cli(
+            "resume", board, "--engine", "temporal", "--temporal", temporal_server.address, "--store", url
+        )
+        assert resumed.exit_code == 0, resumed.output
+        result = await wait(store, board, timeout=WAIT_S)
+    assert result.end_reason == "done"
+    assert (await verify_board(store, board)).ok
+
+
+@pytest.mark.parametrize("option", [["--lease", "5"], ["--worker-timeout", "9"], ["--json"]])
+async def test_runner_process_options_on_a_temporal_worker_are_refused(url: str, option: list[str]) -> None:
+    result = await cli("worker", "--engine", "temporal", *option, "--store", url)
+    assert result.exit_code == 2, result.output
+    assert "for runner processes" in one_line_error(result, 2)
+
+
+async def test_a_board_whose_stored_blueprint_is_not_the_submitted_one_is_failed_naming_both_digests(
+    temporal_server: TemporalServer, store: Store
+) -> None:
+    from slateboard.runtime import submit
+
+    client = await connect(temporal_server.address)
+    q = queue()
+    board = await submit(store, NOTES_PAIR, task="t", model=MODEL)
+    start = await stored_start(store, board)
+    await start_board(client, BoardStart(board, start.version, "0" * 64), task_queue=q)
+    async with serving(temporal_server.address, store, q):
+        await wait(store, board, timeout=WAIT_S)
+    info = await store.board_info(board)
+    assert info.status == "failed" and info.seq == 0  # nothing committed
+    assert f"digest {start.digest[:12]}" in (info.reason or "") and "digest 000000000000" in (info.reason or "")

@@ -33,6 +33,7 @@ from slateboard.architect import ArchitectError
 from slateboard.errors import InvalidInput
 from slateboard.models import Model, resolve_model
 from slateboard.models.erring import ERROR_KINDS, ErringModel, ErrorKind, ErrorSchedule
+from slateboard.redaction import redact
 from slateboard.stores import open_store
 from slateboard.stores.base import Store
 
@@ -376,7 +377,7 @@ async def run_job(job: Job, store: Store, *, shared: Model | None = None) -> dic
     cpu = time.process_time()
     suite, system, game, seed, setting, rate = job.key
     row: dict[str, Any] = {"suite": suite, "system": system, "game": game, "seed": seed, "setting": setting}
-    row.update({"model": job.model, "steps_budget": job.steps, "gold": job.game.gold, "error_rate": rate})
+    row.update({"model": redact(job.model), "steps_budget": job.steps, "gold": job.game.gold, "error_rate": rate})
     try:
         ep = await _system(job.system)(played, counting, job.steps, store, job.setting)
         if erring is not None and watch is not None and schedule is not None:

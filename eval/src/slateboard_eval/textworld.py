@@ -32,6 +32,7 @@ from slateboard.errors import InvalidInput
 from slateboard.models import Model, resolve_model
 from slateboard.models.erring import ErringModel, ErrorSchedule
 from slateboard.models.pricing import PriceTable
+from slateboard.redaction import redact
 from slateboard.stores.base import Store
 
 from .cost import cost_per_success, prices_json, tokens_cost, total_cost
@@ -293,7 +294,7 @@ class SuiteResult:
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form (``slateboard eval textworld --json``)."""
         return {
-            "model": self.model,
+            "model": redact(self.model),
             "steps": self.steps,
             "seed": self.seed,
             "verifier": self.verifier,

@@ -117,6 +117,10 @@ def test_eval_report_prices_a_results_file_again(tmp_path: Path) -> None:
     [
         ({"walkthrough": {"input": -1, "output": 0.6}}, "walkthrough.input must be a finite number >= 0, got -1"),
         ({"walkthrough": {"input": 0.15}}, "model 'walkthrough' is missing field 'output'"),
+        ({"walkthrough": {"input": float("nan"), "output": 0.6}}, "walkthrough.input must be a finite number >= 0"),
+        ({"walkthrough": {"input": 0.15, "output": float("inf")}}, "walkthrough.output must be a finite number"),
+        ({"walkthrough": {"input": 1e300, "output": 0.6}}, "walkthrough.input must be at most 1e+09"),
+        ({"walkthrough": {"input": "0.15", "output": 0.6}}, "walkthrough.input must be a number"),
         (None, "No such file or directory"),
     ],
 )

@@ -53,3 +53,18 @@ def test_the_walkthrough_is_free_unless_a_table_prices_it(
     assert "cost/success" in table.stdout
     for s in data["systems"]:
         assert f"${s['cost_usd']:.4f}" in table.stdout
+
+
+def test_a_key_in_the_model_url_reaches_no_row_or_line(
+    tmp_path: Path, tw_games: list[GameFile], tw_cache: Path
+) -> None:
+    key = "sk-eval-leak-0123456789"
+    env = {"SLATEBOARD_STORE": f"sqlite:///{tmp_path / 'boards.db'}", "COLUMNS": "250", "XDG_DATA_HOME": str(tmp_path)}
+    model = f"openai:gpt-4o-mini@http://user:{key}@127.0.0.1:9/v1"  # nothing listens: every call fails
+    cmd = ["eval", "textworld", "--cache", str(tw_cache), "-m", model, "--games", "1", "--steps", "2"]
+    for extra in (["--json"], []):
+        result = CliRunner().invoke(app, [*cmd, "--systems", "slateboard", *extra], env=env, catch_exceptions=False)
+        assert key not in result.output, result.output
+    data = json.loads(CliRunner().invoke(app, [*cmd, "--systems", "slateboard", "--json"], env=env).stdout)
+    assert data["model"] == "openai:gpt-4o-mini@http://user:***@127.0.0.1:9/v1"
+    assert all(ep["cost_usd"] in (None, 0.0) or ep["cost_usd"] >= 0 for ep in data["episodes"])

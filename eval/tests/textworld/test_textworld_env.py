@@ -176,8 +176,8 @@ async def test_the_command_budget_ends_the_board() -> None:
     store = await open_store("memory://")
     plan = json.dumps({"patch": [add("/plan", ["wait"])]})
     act = json.dumps({"patch": [add("/actions/-", {"command": "wait"})]})
-    verdict = json.dumps({"patch": [add("/verdicts/-", {"step": 0, "status": "continue", "reason": "?"})]})
-    episode = await play_on_board(OpenEnv(), store, model=ScriptedModel([plan, act, verdict, act]), max_commands=2)
+    # a one-step plan is used up by each command: the planner is asked again before the next one
+    episode = await play_on_board(OpenEnv(), store, model=ScriptedModel([plan, act, plan, act]), max_commands=2)
     assert episode.outcome == "budget" and episode.commands == 2 and not episode.won
     assert [o["text"] for o in episode.result.state["observations"]] == ["You wait.", "You wait."]  # type: ignore[index]
     await store.close()

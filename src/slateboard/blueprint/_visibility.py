@@ -9,6 +9,7 @@ whole object, whose verdict or message would depend on the hidden entries).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..kernel.pointer import Pattern, PointerError, Tokens, escape_token
@@ -16,25 +17,34 @@ from ..kernel.schema import SchemaIndex
 from ..kernel.visibility import EVERYONE, Visibility, VisibleCollection
 from .models import Blueprint
 
-__all__ = ["visibility_issues"]
+__all__ = ["Visibility", "visibility_issues"]
 
 # Keywords of a collection's schema whose verdict depends on members other than the one written.
 _COUNTING = ("minProperties", "maxProperties", "required", "dependentRequired", "dependentSchemas", "properties")
 
 
 def visibility_issues(
-    bp: Blueprint, workers: list[str], schema: SchemaIndex | None
-) -> tuple[Visibility | None, list[tuple[str, str]]]:
-    """The compiled visibility terms of ``bp`` (None when it declares none) and every issue with
-    them as (where in the blueprint, what)."""
+    bp: Blueprint, workers: list[str], schema: SchemaIndex | None, report: Callable[[str, str], None]
+) -> Visibility | None:
+    """The compiled visibility terms of ``bp``, or None when it declares none or they have
+    issues; each issue is passed to ``report`` as (where in the blueprint, what)."""
     issues: list[tuple[str, str]] = []
+    found = _visibility(bp, workers, schema, issues)
+    for where, what in issues:
+        report(where, what)
+    return None if issues else found
+
+
+def _visibility(
+    bp: Blueprint, workers: list[str], schema: SchemaIndex | None, issues: list[tuple[str, str]]
+) -> Visibility | None:
     spec = bp.visibility
     known = set(workers)
     if spec is None:
         for name, w in bp.workers.items():
             if w.addresses is not None:
                 issues.append((f"/workers/{escape_token(name)}/addresses", "the blueprint declares no 'visibility'"))
-        return None, issues
+        return None
     for label, members in spec.labels.items():
         where = f"/visibility/labels/{escape_token(label)}"
         if label in known or label == EVERYONE:
@@ -68,10 +78,8 @@ def visibility_issues(
         coll = VisibleCollection(tokens, c.field, c.required)
         collections.append(coll)
         issues.extend(_initial_entries(bp.initial_state, coll, names))
-    if issues:
-        return None, issues
     addresses = {name: w.addresses for name, w in bp.workers.items()}
-    return Visibility(collections, spec.labels, workers, addresses), []
+    return Visibility(collections, spec.labels, workers, addresses)
 
 
 def _concrete(path: str) -> Tokens | None:

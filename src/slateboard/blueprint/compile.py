@@ -20,18 +20,20 @@ from ..errors import InvalidInput, UsageError
 from ..kernel.canonical import JSON, hash_json
 from ..kernel.cel import DEFAULT_CEL_BUDGET, MAX_COMPREHENSION_NESTING, CelExpr
 from ..kernel.contract import WorkerContract
+from ..kernel.guardstage import GuardTerms
 from ..kernel.invariants import CompiledInvariant, PythonInvariant, check_all_invariants
 from ..kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value
 from ..kernel.pointer import Pattern, PointerError, escape_token
 from ..kernel.schema import SchemaError, SchemaIndex, pattern_locations
-from ..kernel.visibility import Visibility
 from ._celvars import INVARIANT_VARIABLES, RULE_VARIABLES, STATE_VARIABLES, compile_in_context
+from ._guards import guard_issues, guard_terms
 from ._members import cel_reference_issues, path_issue
 from ._model_strings import bad_model_string
 from ._outputs import output_issues
 from ._salvage import Salvaged, prune_schema, salvage
 from ._subboards import InlineError, board_issues, inline_boards
-from ._visibility import visibility_issues
+from ._visibility import Visibility, visibility_issues
+from .gather import CompiledBatch, CompiledJoin, compile_gather, unquoted_on
 from .loading import MAX_INITIAL_STATE_BYTES, BlueprintTextError, parse_blueprint_text, rules_on
 from .models import Blueprint, InvariantSpec, RetentionSpec, RuleSpec, StageSpec, WorkerSpec
 from .state_schema import StateNotExpressible, closed_state_schema
@@ -71,13 +73,14 @@ class StateModelMissing(InvalidInput):
 
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
-    """A rule with its trigger pattern and condition compiled."""
+    """A rule with its trigger pattern and condition compiled (and its join or batch, if any)."""
 
     index: int
     name: str
     spec: RuleSpec
     pattern: Pattern
     when: CelExpr | None
+    gather: CompiledJoin | CompiledBatch | None = None
 
 
 RETENTION_FUNCTION = "slateboard.workers.retention:prune"
@@ -128,8 +131,9 @@ class CompiledBlueprint:
     retention: dict[str, CompiledRetention] = field(default_factory=dict)
     """The blueprint's retention bounds, by the name of the system worker that applies each
     (that worker and the rule that wakes it are in ``workers`` and ``rules`` too)."""
-    visibility: Visibility | None = None
-    """The blueprint's visibility on entries (slateboard.kernel.visibility), None without one."""
+    visibility: Visibility | None = None  # its visibility on entries (slateboard.kernel.visibility)
+    guard_terms: tuple[GuardTerms, ...] = ()
+    """What the kernel reads of the blueprint's ``guards`` (``kernel.guardstage``), in order."""
 
     def typed_state(self, state: Any) -> Any:
         """``state`` (e.g. ``RunResult.state``) as an instance of the pydantic model the blueprint
@@ -210,6 +214,7 @@ def load_blueprint(source: str | Path | dict[str, Any] | Blueprint) -> CompiledB
             raise BlueprintError([BlueprintIssue("", str(exc))], label) from None
         except InlineError as exc:
             raise BlueprintError([BlueprintIssue(exc.where, exc.message)], label) from None
+    unquoted_on(data)  # YAML 1.1 reads an unquoted `on:` key as true; a rule or a join part never means that
     return compile_blueprint(data, source_label=label)
 
 
@@ -405,8 +410,9 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
             message = f"rule path {rule.on.path!r} matches {NO_LOCATION} (the rule could never fire){why}"
             issues.append(BlueprintIssue(f"{where}/on/path", message))
         when = cel(rule.when, f"{where}/when", RULE_VARIABLES)
-        if p is not None:
-            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when))
+        gather = compile_gather(rule, i, lambda w, m: issues.append(BlueprintIssue(w, m)), cel, pattern, unreached)
+        if p is not None and (gather is not None or (rule.join is None and rule.batch is None)):
+            rules.append(CompiledRule(i, rule.name or f"rule{i}", rule, p, when, gather))
 
     retention: dict[str, CompiledRetention] = {}
     for i, ret in enumerate(bp.retention):
@@ -459,8 +465,8 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         # The initial state needs only the schema: checked even when other parts have issues.
         for v in schema.validate_state(bp.initial_state):
             issues.append(BlueprintIssue("/initial_state" + v.path, f"{v.message} (schema {v.schema_path})"))
-    visibility, found = visibility_issues(bp, list(workers), schema)
-    issues.extend(BlueprintIssue(*i) for i in found)
+    visibility = visibility_issues(bp, list(workers), schema, lambda w, m: issues.append(BlueprintIssue(w, m)))
+    issues.extend(BlueprintIssue(w, m) for w, m in guard_issues(bp))
     if issues or schema is None or salvaged is not None:
         return _Checked(issues)
     compiled = CompiledBlueprint(
@@ -477,6 +483,7 @@ def _check(bp: Blueprint, salvaged: Salvaged | None) -> _Checked:
         digest=hash_json(bp.to_json()),
         retention=retention,
         visibility=visibility,
+        guard_terms=guard_terms(bp.guards),
     )
     for failure in check_all_invariants(compiled, compiled.initial_state()):
         issues.append(
@@ -544,16 +551,9 @@ def _within(p: Pattern, region: Pattern) -> bool:
 
 
 __all__ = [
-    "BlueprintError",
-    "BlueprintIssue",
-    "CompiledBlueprint",
-    "CompiledRule",
-    "CompiledStage",
-    "InvariantSpec",
-    "StageSpec",
-    "compile_blueprint",
-    "load_blueprint",
-]
+    "BlueprintError", "BlueprintIssue", "CompiledBlueprint", "CompiledRule", "CompiledStage",
+    "InvariantSpec", "StageSpec", "compile_blueprint", "load_blueprint",
+]  # fmt: skip
 
 
 def _retention(

@@ -156,6 +156,33 @@ class Trigger(_Strict):
     path: str = ""
 
 
+class JoinPart(_Strict):
+    """One event a join waits for: its trigger, an optional condition, and the correlation key
+    (CEL over ``value``, ``event``, ``bindings``, ``state``, like a rule's ``when``)."""
+
+    on: Trigger
+    key: str = Field(description="CEL: the correlation key of the event (e.g. value.order_id).")
+    when: str | None = Field(None, description="CEL condition: the event counts only when it holds.")
+
+
+class JoinSpec(_Strict):
+    """A correlated join: the rule fires once per key, when every part has happened for that key,
+    all within the window (versions and/or seconds since the key's first part)."""
+
+    parts: dict[str, JoinPart] = Field(description="The events to correlate, by name (2 to 16).")
+    within_versions: int | None = Field(None, description="All parts within this many state versions.")
+    within_seconds: float | None = Field(None, description="All parts within this many seconds.")
+    max_keys: int | None = Field(None, description="Keys remembered, open and fired (default 1000, at most 100000).")
+
+
+class BatchSpec(_Strict):
+    """A timed batch: the rule fires with the events it collected once ``size`` have arrived, or
+    ``seconds`` after the first of them (a logged timer record), whichever comes first."""
+
+    size: int = Field(description="Events per batch (1 to 1000).")
+    seconds: float | None = Field(None, description="Fire a partial batch this long after its first event.")
+
+
 class RuleSpec(_Strict):
     """When a committed event matches ``on`` and ``when`` holds, invoke ``invoke``."""
 
@@ -165,6 +192,12 @@ class RuleSpec(_Strict):
     invoke: str
     priority: int = 0
     stage: str | None = Field(None, description="The rule fires only while this stage is active.")
+    join: JoinSpec | None = Field(
+        None, description="Fire once per correlation key, when every part has happened for it (no 'on'/'when')."
+    )
+    batch: BatchSpec | None = Field(
+        None, description="Collect the events 'on' matches; fire with them once 'size' arrived or 'seconds' passed."
+    )
 
 
 class RetentionSpec(_Strict):
@@ -201,6 +234,49 @@ class InvariantSpec(_Strict):
     check: Literal["touched", "every"] | None = Field(
         None,
         description="Which matching nodes a commit re-checks (default: every if the rule reads root, else touched).",
+    )
+
+
+VerdictType = Literal["bool", "str", "int", "float"]
+"""The field types a model judge's verdict may declare."""
+
+DEFAULT_VERDICT: dict[str, VerdictType] = {"ok": "bool", "reason": "str"}
+
+
+class GuardSpec(_Strict):
+    """A named check after ``invariants``: a Python function or a model judge, whose verdict is
+    logged in the proposal's record (replay re-uses it; see ``slateboard.guards``)."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="The guard's name: its rejections are at stage 'guard:<name>'.",
+    )
+    function: str | None = Field(
+        None,
+        description="'package.module:function', called with (state before, state after, patch); it returns a bool, "
+        "(bool, reason) or {ok, reason}.",
+    )
+    model: str | None = Field(None, description="Model string of a model judge (instead of a function).")
+    instruction: str = Field("", description="What a model judge checks (its system prompt); required for a judge.")
+    verdict: dict[str, VerdictType] = Field(
+        default_factory=lambda: dict(DEFAULT_VERDICT),
+        description="A judge's typed reply: field -> bool/str/int/float; 'ok: bool' is required, 'reason: str' "
+        "is the rejection's reason. A reply that does not fit is a rejection.",
+    )
+    context: list[str] = Field(
+        default_factory=list,
+        description="Concrete pointers of the state after the patch shown to a judge with the patch "
+        "(default: the patch alone).",
+    )
+    workers: list[str] = Field(
+        default_factory=list, description="The workers whose proposals it checks (default: every worker's)."
+    )
+    timeout: float = Field(30.0, gt=0, le=3600, description="Seconds a guard may take; past it, a rejection.")
+    max_tokens: int = Field(256, ge=16, le=32_000, description="A judge's reply budget, in tokens.")
+    shares_reason: bool = Field(
+        False,
+        description="Show its reason to workers that cannot read the whole state (else withheld from them, "
+        "kept in the record's meta).",
     )
 
 
@@ -311,6 +387,10 @@ class Blueprint(_Strict):
         default_factory=list,
         description="Bounds on arrays (keep the last N items), applied by system workers as logged proposals.",
     )
+    guards: list[GuardSpec] = Field(
+        default_factory=list,
+        description="Checks after the invariants (a function or a model judge), in order; verdicts are logged.",
+    )
     limits: Limits = Field(default_factory=Limits)
     circuit: CircuitSpec = Field(default_factory=CircuitSpec)
 
@@ -347,5 +427,5 @@ class Blueprint(_Strict):
         return cls.model_validate(parse_blueprint_text(text))
 
 
-_LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []),)
+_LATE_DEFAULTS: tuple[tuple[str, Any], ...] = (("retention", []), ("guards", []))
 _LATE_LIMIT_DEFAULTS: tuple[tuple[str, Any], ...] = (("max_refusals", 2),)

@@ -14,20 +14,32 @@ board is being declared or built, naming the worker and the field, never during 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
 from ..blueprint.compile import BlueprintError, BlueprintIssue, CompiledBlueprint, compile_blueprint
-from ..blueprint.models import Blueprint, InvariantSpec, OpName, RuleSpec, Trigger, TriggerOp, WorkerSpec
+from ..blueprint.gather import gather_issues
+from ..blueprint.models import (
+    BatchSpec,
+    Blueprint,
+    InvariantSpec,
+    JoinPart,
+    JoinSpec,
+    OpName,
+    RuleSpec,
+    Trigger,
+    TriggerOp,
+    WorkerSpec,
+)
 from ..blueprint.output_type import OutputType
 from ..blueprint.state_schema import StateNotExpressible, closed_state_schema
 from ..kernel.pointer import PointerError, parse_pointer
 from ._paths import _unwrap
 
-__all__ = ["Board"]
+__all__ = ["Board", "part"]
 
 S = TypeVar("S", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,6 +52,13 @@ _BUILDING: ContextVar[tuple[Board[Any], ...]] = ContextVar("slateboard_building_
 
 def _error(where: str, message: str) -> BlueprintError:
     return BlueprintError([BlueprintIssue(where, message)])
+
+
+def part(on: TriggerOp, path: str, *, key: str, when: str | None = None) -> JoinPart:
+    """One part of a join (``Board.join``): a committed ``on`` change at ``path`` (a pattern or a
+    ``ref(...)``), counted when CEL ``when`` holds, correlated by CEL ``key`` (over ``value``,
+    ``event``, ``bindings``, ``state``, like a rule's condition)."""
+    return JoinPart(on=Trigger(op=on, path=path), key=key, when=when)
 
 
 def _bare(annotation: Any) -> Any:
@@ -71,6 +90,7 @@ class Board(Generic[S]):
         self._rules: list[RuleSpec] = []
         self._invariants: list[InvariantSpec] = []
         self._python_invariants: list[tuple[str, Callable[..., Any], str | None]] = []
+        self._guards: list[dict[str, Any]] = []
         self._extra: dict[str, Any] = {}
         self._boards: dict[str, Board[Any] | None] = {}
 
@@ -268,6 +288,51 @@ class Board(Generic[S]):
             RuleSpec(name=name, on=Trigger(op=on, path=path), when=when, invoke=invoke, priority=priority)
         )
 
+    def join(
+        self,
+        invoke: str,
+        parts: Mapping[str, JoinPart],
+        *,
+        name: str,
+        within_versions: int | None = None,
+        within_seconds: float | None = None,
+        max_keys: int | None = None,
+        priority: int = 0,
+    ) -> None:
+        """Wake worker ``invoke`` once per correlation key, when every one of ``parts`` (made with
+        ``part``) has happened for that key, within the window; its invocation's event names the
+        key and the event of each part. A bound out of range is a BlueprintError naming the rule."""
+        spec = JoinSpec(
+            parts=dict(parts), within_versions=within_versions, within_seconds=within_seconds, max_keys=max_keys
+        )
+        self._gathering(RuleSpec(name=name, invoke=invoke, priority=priority, join=spec))
+
+    def batch(
+        self,
+        invoke: str,
+        *,
+        on: TriggerOp = "any",
+        path: str = "",
+        size: int,
+        seconds: float | None = None,
+        when: str | None = None,
+        name: str,
+        priority: int = 0,
+    ) -> None:
+        """Wake worker ``invoke`` with a batch of the committed ``on`` changes at ``path`` (where
+        CEL ``when`` holds) once ``size`` have arrived, or ``seconds`` after the first of them (a
+        logged timer record). A size or timeout out of range is a BlueprintError naming the rule."""
+        spec = BatchSpec(size=size, seconds=seconds)
+        trigger = Trigger(op=on, path=path)
+        self._gathering(RuleSpec(name=name, on=trigger, when=when, invoke=invoke, priority=priority, batch=spec))
+
+    def _gathering(self, rule: RuleSpec) -> None:
+        """Add a join or batch rule, or raise the BlueprintError of the bounds it breaks."""
+        issues = gather_issues(rule, len(self._rules))
+        if issues:
+            raise BlueprintError([BlueprintIssue(where, message) for where, message in issues])
+        self._rules.append(rule)
+
     def invariant(self, rule: str, *, at: str = "", message: str | None = None, name: str | None = None) -> None:
         """A CEL invariant every committed state must satisfy at location pattern ``at``."""
         self._invariants.append(InvariantSpec(name=name, at=at, rule=rule, message=message))
@@ -276,6 +341,57 @@ class Board(Generic[S]):
         """A Python invariant (``func(ctx)`` returns None or the rejection reason); its verdict is
         logged like a CEL one. It is not part of the blueprint's YAML or digest."""
         self._python_invariants.append((at, func, name))
+
+    def guard(
+        self,
+        *,
+        name: str | None = None,
+        workers: Sequence[str] = (),
+        timeout: float = 30.0,
+        shares_reason: bool = False,
+    ) -> Callable[[F], F]:
+        """Decorator declaring a function guard (a stage after the invariants, see
+        ``slateboard.guards``): ``fn(before, after, patch)`` returns a bool, ``(bool, reason)`` or
+        ``{ok, reason}``. Defined at module level: the blueprint refers to it as ``"module:qualname"``."""
+
+        def declare(fn: F) -> F:
+            if "<locals>" in getattr(fn, "__qualname__", "<locals>"):
+                raise _error(f"guards/{name or fn}", f"{fn!r} must be a function defined at module level")
+            spec = {"name": name or fn.__name__, "function": f"{fn.__module__}:{fn.__qualname__}"}
+            self._guards.append({**spec, **self._guard_terms(workers, timeout, shares_reason)})
+            return fn
+
+        return declare
+
+    def judge(
+        self,
+        name: str,
+        *,
+        model: str,
+        instruction: str,
+        verdict: dict[str, str] | None = None,
+        context: Sequence[str] = (),
+        workers: Sequence[str] = (),
+        timeout: float = 30.0,
+        max_tokens: int = 256,
+        shares_reason: bool = False,
+    ) -> None:
+        """A model judge guard: ``model`` checks each patch against ``instruction`` and replies
+        with ``verdict`` (default ``{"ok": "bool", "reason": "str"}``), shown the patch and the
+        ``context`` pointers of the state after it."""
+        spec: dict[str, Any] = {"name": name, "model": model, "instruction": instruction, "max_tokens": max_tokens}
+        if verdict is not None:
+            spec["verdict"] = dict(verdict)
+        if context:
+            spec["context"] = list(context)
+        self._guards.append({**spec, **self._guard_terms(workers, timeout, shares_reason)})
+
+    @staticmethod
+    def _guard_terms(workers: Sequence[str], timeout: float, shares_reason: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"timeout": timeout, "shares_reason": shares_reason}
+        if workers:
+            out["workers"] = list(workers)
+        return out
 
     def settings(self, **members: Any) -> None:
         """Other blueprint members (``done``, ``fail``, ``answer``, ``limits``, ``circuit``...)."""
@@ -295,6 +411,7 @@ class Board(Generic[S]):
             "workers": {k: v.model_dump(mode="json", exclude_none=True) for k, v in self._workers.items()},
             "rules": [r.model_dump(mode="json", exclude_none=True) for r in self._rules],
             "invariants": [i.model_dump(mode="json", exclude_none=True) for i in self._invariants],
+            **({"guards": list(self._guards)} if self._guards else {}),
             **self._extra,
         }
         if self.description:

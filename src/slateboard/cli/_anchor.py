@@ -4,6 +4,7 @@ and the key and file handling ``replay --verify --anchor`` shares (see slateboar
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -88,3 +89,12 @@ def anchor_command(
         print_json({**checkpoint.body(), "anchor": str(anchor)})
     else:
         console().print(f"anchored board {board_id} at record {checkpoint.seq} ({checkpoint.hash[:12]}) in {anchor}")
+
+
+def seq_in(problem: str) -> int | None:
+    """The record number an anchor problem names ('... record N ...')."""
+    words = problem.split()
+    for a, b in pairwise(words):
+        if a == "record" and b.isdigit():
+            return int(b)
+    return None

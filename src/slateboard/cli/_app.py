@@ -34,6 +34,7 @@ from ._plugins import plugin_command, plugin_names
 from ._run import resume_command, run_command
 from ._scale import submit_command, wait_command, worker_command
 from ._serve import serve_command
+from ._tenant import tenant_app
 
 
 def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
@@ -49,6 +50,29 @@ def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
         else:
             out.append(arg)
     return out, debug
+
+
+def _split_tenant(args: Sequence[str]) -> tuple[list[str], str | None]:
+    """Take ``--tenant T`` / ``--tenant=T`` out of the arguments wherever they stand (before a
+    ``--``): every command acts in one tenant. The last one given wins; a ``--tenant`` without a
+    value stays for click to report."""
+    out: list[str] = []
+    tenant: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        if arg.startswith("--tenant="):
+            tenant = arg.split("=", 1)[1]
+        elif arg == "--tenant" and i + 1 < len(args) and args[i + 1] != "--":
+            tenant = args[i + 1]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out, tenant
 
 
 _CLICK_KINDS = ("NoArgsIsHelpError", "UsageError", "ClickException", "Abort")
@@ -79,7 +103,9 @@ class SlateboardGroup(TyperGroup):
         """Run the command line ``args`` (default ``sys.argv[1:]``); exit (or, when not
         standalone, return) with its exit code."""
         argv, debug = _split_debug(sys.argv[1:] if args is None else list(args))
+        argv, tenant = _split_tenant(argv)
         _errors.settings.debug = debug
+        _errors.settings.tenant = tenant
         if debug:
             logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
             logging.getLogger("slateboard").setLevel(logging.DEBUG)
@@ -172,10 +198,22 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant",
+            metavar="TENANT",
+            envvar="SLATEBOARD_TENANT",
+            show_envvar=True,
+            help="Act within this tenant: its boards, ledgers and memory only (accepted anywhere on the line).",
+        ),
+    ] = None,
 ) -> None:
     """Global options (before or after the command)."""
     if debug:
         _errors.settings.debug = True
+    if tenant and _errors.settings.tenant is None:
+        _errors.settings.tenant = tenant
     from .. import telemetry
 
     try:
@@ -200,6 +238,7 @@ app.command("serve")(serve_command)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(memory_app, name="memory")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(tenant_app, name="tenant")
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
 app.command("wait")(wait_command)

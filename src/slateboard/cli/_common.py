@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..redaction import redact, register_url_secrets
-from ._errors import CliError
+from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from ..blueprint.compile import CompiledBlueprint
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 STORE_ENV = "SLATEBOARD_STORE"
+TENANT_ENV = "SLATEBOARD_TENANT"
 
 StoreOption = Annotated[
     str | None,
@@ -167,15 +168,33 @@ def store_is_ephemeral(url: str) -> bool:
     return in_memory_url(url)
 
 
+def cli_tenant() -> str | None:
+    """The tenant every command acts in: ``--tenant`` (anywhere on the line), else
+    $SLATEBOARD_TENANT, else None (the unscoped store: every board)."""
+    from ._errors import settings
+
+    return settings.tenant or os.environ.get(TENANT_ENV) or None
+
+
 @asynccontextmanager
 async def opened_store(url: str | None, *, create: bool = True) -> AsyncIterator[Store]:
     """Open the store ``url`` names (None: the default SQLite file) and close it afterwards;
     read-only commands pass ``create=False`` so that a store that does not exist is refused
-    (``StoreMissing``), never created."""
+    (``StoreMissing``), never created. With a tenant (``cli_tenant``) the store is that
+    tenant's scope (``stores.tenancy``); a malformed or unknown tenant is a usage error."""
+    from ..errors import InvalidInput
     from ..stores import open_store
+    from ..stores.tenancy import UnknownTenant
 
     register_url_secrets([url])  # no error or line this process prints may echo its password
-    store = await open_store(url, create=create)
+    tenant = cli_tenant()
+    try:
+        store = await open_store(url, create=create, tenant=tenant)
+    except (InvalidInput, UnknownTenant) as exc:
+        if tenant is None:
+            raise
+        text = exc.args[0] if exc.args else str(exc)
+        raise CliError(f"--tenant: {text} ({store_label(url)})", code=EXIT_USAGE) from None
     try:
         yield store
     finally:

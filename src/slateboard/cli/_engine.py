@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ._common import BoardArgument, StoreOption, opened_store, resolve_board, run_async
-from ._errors import EXIT_USAGE, CliError
+from ._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -101,8 +102,11 @@ def serve_on_temporal(
     names: Sequence[str] | None,
     model: Any,
     out: Any,
+    *,
+    grace: float = 10.0,
 ) -> None:
-    """``slateboard worker --engine temporal``: serve board workflows until SIGTERM/SIGINT."""
+    """``slateboard worker --engine temporal``: serve board workflows until SIGTERM/SIGINT
+    (running activities get ``grace`` seconds)."""
 
     async def go() -> None:
         import asyncio
@@ -118,6 +122,7 @@ def serve_on_temporal(
                 model=model,
                 import_blueprint_dirs=True,
                 log_line=out,
+                grace_s=grace,
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -169,15 +174,15 @@ def resume_on_temporal(board: str, store: str | None, temporal: str | None, task
                     f" with slateboard resume {info.board_id}",
                     code=EXIT_USAGE,
                 )
-            if info.status not in ("running", "failed"):
+            if info.status not in (BOARD_RUNNING, BOARD_FAILED):
                 raise CliError(f"board {info.board_id} is {info.status}: there is nothing to resume", code=EXIT_USAGE)
             recorded = engine_meta.get("address")
             engine, client, _ = await engine_client(temporal or (recorded if isinstance(recorded, str) else None))
             queue = task_queue or engine_meta.get("task_queue") or engine.DEFAULT_TASK_QUEUE
             try:
                 start = await engine.stored_start(st, info.board_id)
-                if info.status == "failed":
-                    await st.set_status(info.board_id, "running", None)  # a worker mismatch, fixed since
+                if info.status == BOARD_FAILED:
+                    await st.set_status(info.board_id, BOARD_RUNNING, None)  # a worker mismatch, fixed since
                 await engine.start_board(client, start, task_queue=check_task_queue(str(queue)))
             except engine.EngineError as exc:
                 raise CliError(str(exc), code=EXIT_USAGE) from None
@@ -185,6 +190,22 @@ def resume_on_temporal(board: str, store: str | None, temporal: str | None, task
 
     board_id = run_async(go)
     sys.stdout.write(f"board {board_id}: resumed on Temporal; follow it with: slateboard wait {board_id}\n")
+
+
+def cancel_on_interrupt(board_id: str, store: str | None, temporal: str | None) -> None:
+    """Ctrl-C while following a board on Temporal: cancel its workflow (best effort: a second
+    Ctrl-C or an unreachable server leaves it running, and the message says how to cancel)."""
+    try:
+        cancel_command(board_id, store=store, temporal=temporal)
+    except (CliError, KeyboardInterrupt):
+        raise CliError(
+            f"interrupted: board {board_id} still runs on Temporal; stop it with: slateboard cancel {board_id}",
+            code=EXIT_INTERRUPTED,
+        ) from None
+    raise CliError(
+        f"interrupted: board {board_id}'s workflow is cancelled; resume it with: slateboard resume {board_id} --engine temporal",
+        code=EXIT_INTERRUPTED,
+    )
 
 
 def cancel_command(board: BoardArgument, store: StoreOption = None, temporal: TemporalOption = None) -> None:

@@ -31,6 +31,8 @@ class Settings:
     """Process-wide CLI settings, reset at every invocation."""
 
     debug: bool = False
+    tenant: str | None = None
+    """``--tenant`` as given on the command line (wherever it stands); None: $SLATEBOARD_TENANT."""
 
 
 settings = Settings()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-from itertools import pairwise, takewhile
+from itertools import takewhile
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -29,7 +29,7 @@ from ..vocabulary import (
     OUTCOME_REJECTED,
     EndStatus,
 )
-from ._anchor import AnchorOption, KeyFileOption
+from ._anchor import AnchorOption, KeyFileOption, seq_in
 from ._common import (
     JsonOption,
     StoreOption,
@@ -187,7 +187,8 @@ def log_command(
     stage, ver (state version after the record), tokens (in + out; for a model proposal
     `179 (v69 f18 i31)` adds its prompt tokens spent on the view, the format rules and the
     instruction), cost (those tokens in dollars at the board's prices; unknown when the model has
-    no price), reason. `--json` gives each record with its `cost_usd`.
+    no price), reason. `--json` gives the board as `boards --json` does (with its fork `parent` and
+    `children`) whose `records` lists each shown record whole with its `cost_usd`.
     """
     if outcome is not None and outcome not in OUTCOMES:
         raise CliError(f"unknown outcome {outcome!r} (one of: {', '.join(OUTCOMES)})", code=2)
@@ -219,7 +220,8 @@ def log_command(
         and (stage is None or r.stage == stage)
     ]
     if as_json:
-        print_json([{**r.to_json(), "cost_usd": cost_json(record_cost(r, prices))} for r in chosen])
+        rows = [{**r.to_json(), "cost_usd": cost_json(record_cost(r, prices))} for r in chosen]
+        print_json({**_info_json(info, cost_of(records, prices)), **board_lineage(info, every), "records": rows})
         finish()
         return
     out = console()
@@ -283,9 +285,9 @@ def cost_cell(r: Record, prices: PriceTable) -> str:
     """A record's cost in dollars (``-`` for a record without tokens; ``unknown`` when its
     model has no price)."""
     from ..models.pricing import format_cost
-    from ..runtime.result import record_cost
+    from ..runtime.result import record_cost, record_tokens
 
-    if not (r.usage.tokens_in or r.usage.tokens_out):
+    if not record_tokens(r):  # a model judge's tokens count with the record it judged
         return "-"
     return format_cost(record_cost(r, prices))
 
@@ -294,7 +296,9 @@ def tokens_cell(r: Record) -> str:
     """A record's tokens; for an LLM proposal also its prompt tokens split into view, format and
     instruction (``meta.prompt_parts``), and the prompt tokens the provider read from its cache
     (``c``) and wrote to it (``w``): ``412 (v300 f90 i22 c256)``."""
-    total = str(r.usage.tokens_in + r.usage.tokens_out)
+    from ..runtime.result import record_tokens
+
+    total = str(record_tokens(r))
     parts = r.meta.get("prompt_parts")
     split = parts.get("tokens") if isinstance(parts, dict) else None
     shown = [f"v{split.get('view', 0)} f{split.get('format', 0)} i{split.get('instruction', 0)}"] if (
@@ -496,7 +500,7 @@ def replay_command(
             check_anchors(key, info.board_id, records, mine, genesis) if mine else f"{anchor} has no checkpoint for it"
         )
         if problem is not None:
-            bad = max((cp.seq for cp in mine), default=0) if "rolled back" in problem else _seq_in(problem)
+            bad = max((cp.seq for cp in mine), default=0) if "rolled back" in problem else seq_in(problem)
     if problem is None and verify:
         from ._follow import fork_problem  # a fork also checks the parent's prefix it names
 
@@ -506,6 +510,9 @@ def replay_command(
         _fail_verify(info.board_id, bad, bad_rec, problem, report.checked, as_json)
         return
     mode = "revalidated" if revalidate else "verified"
+    from ._guards import guard_disagreements  # replay --revalidate also re-runs function guards
+
+    disagree = guard_disagreements(info.meta, loaded, records) if revalidate else []
     if as_json:
         data: dict[str, Any] = {
             "board_id": info.board_id,
@@ -516,6 +523,7 @@ def replay_command(
             "revalidated": revalidate,
             "legacy_genesis": report.legacy_genesis,
             "genesis": "unbound" if is_unbound(info.meta) else "bound",
+            "guard_disagreements": disagree,
         }
         if not verify:
             data["state"] = report.state
@@ -531,6 +539,8 @@ def replay_command(
             "[yellow]note[/]: unbound: this board predates genesis binding and has no record: its"
             " blueprint and initial state are not covered by any hash"
         )
+    for line in disagree:
+        out.print(f"[yellow]guard[/]: {line}", markup=True, highlight=False)
     if report.legacy_genesis:
         out.print(
             "[yellow]note[/]: this log predates genesis binding: its blueprint and initial state"
@@ -548,15 +558,6 @@ class _Damaged(StoreError):
     def __init__(self, info: BoardInfo, records: list[Record], seq: int, why: str) -> None:
         super().__init__(why)
         self.info, self.records, self.seq, self.why = info, records, seq, why
-
-
-def _seq_in(problem: str) -> int | None:
-    """The record number an anchor problem names ('... record N ...')."""
-    words = problem.split()
-    for a, b in pairwise(words):
-        if a == "record" and b.isdigit():
-            return int(b)
-    return None
 
 
 def _read_anchor(anchor: Path, key_file: Path | None) -> tuple[bytes, list[Checkpoint]]:

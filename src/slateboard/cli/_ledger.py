@@ -1,10 +1,11 @@
-"""``slateboard ledger show|set|reset|history``: the store's named spend ledgers (issue 33).
+"""``slateboard ledger show|set|reset|history|delete``: the store's named spend ledgers (issue 33).
 
 A ledger is a cap in dollars that every board run with ``--ledger NAME`` reserves its model calls
 against, across boards and processes (``runtime.ledger``). They live in the store: the SQLite
 file (the default store) or the PostgreSQL database. Bad input is a one-line error naming the
 value, exit code 2: a cap that is not a number > 0 (or ``none``), a ledger that does not exist
-on ``show NAME`` or ``reset``, a store that holds no ledgers (``memory://``).
+on ``show NAME``, ``reset`` or ``delete``, a store that holds no ledgers (``memory://``).
+``refusal`` is the one line ``run``/``resume`` print when a board stopped at a spend cap.
 """
 
 from __future__ import annotations
@@ -77,7 +78,11 @@ def ledger_show_command(
 
     async def go(ledger: Any) -> list[tuple[Any, dict[str, float]]]:
         names = [name] if name is not None else await ledger.names()
-        return [(await ledger.state(n), await ledger.holders(n)) for n in names]
+        out = []
+        for n in names:
+            held = await ledger.holders(n)  # first: it releases the holds whose lease lapsed
+            out.append((await ledger.state(n), held))
+        return out
 
     states = run_async(lambda: _with_ledger(store, go, create=False))
     if as_json:
@@ -87,7 +92,8 @@ def ledger_show_command(
     for s, held in states:
         out.print(s.line(), highlight=False)
         for board, usd in held.items():
-            out.print(f"  board {board} holds ${usd:.4f}", highlight=False)
+            who = f"board {board}" if board else "a run without a board id (a runner process or a team)"
+            out.print(f"  {who} holds ${usd:.4f}", highlight=False)
     if not states:
         out.print(f"no ledgers in {store_label(store)} (create one with: slateboard ledger set NAME USD)")
 
@@ -128,6 +134,39 @@ def ledger_reset_command(
     _print_state(state, as_json)
 
 
+def ledger_delete_command(
+    name: Annotated[str, typer.Argument(help="An existing ledger.")],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove the ledger NAME and what it holds reserved; what it had spent goes into its history
+    (``ledger history NAME`` still lists it). A board started with it is refused its next model
+    call, in one line naming the ledger (create it again with ``ledger set``, then resume)."""
+
+    async def go(ledger: Any) -> Any:
+        state = await ledger.state(name)
+        await ledger.delete(name)
+        return state
+
+    state = run_async(lambda: _with_ledger(store, go, create=False))
+    if as_json:
+        print_json({**_row(state), "deleted": True})
+    else:
+        console().print(f"deleted {state.line()}", highlight=False)
+
+
+def refusal(records: list[Any], end_reason: str) -> str | None:
+    """Why the board stopped at ``end_reason`` (``budget:<ledger>``), from the last record whose
+    model call was refused: the ledger, its cap and spend, and what to do. None if none says."""
+    mark = f"{end_reason}: "
+    for record in reversed(records):
+        error = record.meta.get("error") if isinstance(record.meta, dict) else None
+        if isinstance(error, str) and mark in error:
+            # after the mark: the model string before it may hold a URL (never printed here)
+            return error.split(mark, 1)[1].splitlines()[0]
+    return None
+
+
 def ledger_history_command(
     name: Annotated[str, typer.Argument(help="An existing ledger.")],
     store: StoreOption = None,
@@ -154,3 +193,4 @@ ledger_app.command("show")(ledger_show_command)
 ledger_app.command("history")(ledger_history_command)
 ledger_app.command("set", context_settings={"ignore_unknown_options": True})(ledger_set_command)
 ledger_app.command("reset")(ledger_reset_command)
+ledger_app.command("delete")(ledger_delete_command)

@@ -3,12 +3,25 @@ query episodic memory (the logs) across boards."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._common import JsonOption, StoreOption, console, opened_store, print_json, resolve_board, run_async, store_label
+from ._common import (
+    JsonOption,
+    StoreOption,
+    cli_tenant,
+    console,
+    opened_store,
+    print_json,
+    resolve_board,
+    run_async,
+    store_label,
+)
 from ._errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from ..memory import FactStore
 
 memory_app = typer.Typer(
     help="Long-term memory beside the store: distil boards into facts, search, prune, query logs.",
@@ -33,6 +46,20 @@ def _store_url(store: str | None) -> str:
     return store or store_label(None)
 
 
+async def _open_memory(store: str | None) -> FactStore:
+    """The memory beside ``store``, in the command's tenant (checked against the store's
+    registry first: an unknown tenant is refused before any fact is read)."""
+    from ..memory import open_memory
+    from ..stores.tenancy import tenant_of_store
+
+    tenant = None
+    if cli_tenant() is not None:
+        # a tenant's registry lives in the store: one that does not exist has no tenants
+        async with opened_store(store, create=False) as st:
+            tenant = tenant_of_store(st)
+    return await open_memory(_store_url(store), tenant=tenant)
+
+
 @memory_app.command("distill")
 def distill_command(
     board: Annotated[str, typer.Argument(help="A finished board (id or unique prefix).")],
@@ -44,11 +71,12 @@ def distill_command(
 ) -> None:
     """Write the values accepted proposals put at PATH into memory, with their provenance."""
     from ..memory import distill_board, open_memory
+    from ..stores.tenancy import tenant_of_store
 
     async def go() -> tuple[str, list[int]]:
         async with opened_store(store) as st:
             info = await resolve_board(st, board, store)
-            memory = await open_memory(_store_url(store))
+            memory = await open_memory(_store_url(store), tenant=tenant_of_store(st))
             try:
                 return info.board_id, await distill_board(st, info.board_id, memory, paths=path)
             except ValueError as exc:
@@ -71,10 +99,9 @@ def search_command(
     as_json: JsonOption = False,
 ) -> None:
     """The facts that best match QUERY, with their provenance (board, record seq, worker)."""
-    from ..memory import open_memory
 
     async def go() -> list[dict[str, Any]]:
-        memory = await open_memory(_store_url(store))
+        memory = await _open_memory(store)
         try:
             return [{**f.to_json(), "score": f.score} for f in await memory.search(query, k=k)]
         finally:
@@ -103,13 +130,11 @@ def prune_command(
     store: StoreOption = None,
 ) -> None:
     """Apply retention rules to memory (a fact goes when any rule given selects it)."""
-    from ..memory import open_memory
-
     if unused_for is None and older_than is None and keep_last is None:
         raise CliError("give at least one rule: --unused-for, --older-than or --keep-last", code=EXIT_USAGE)
 
     async def go() -> int:
-        memory = await open_memory(_store_url(store))
+        memory = await _open_memory(store)
         try:
             return await memory.prune(
                 unused_for_s=parse_duration(unused_for) if unused_for else None,

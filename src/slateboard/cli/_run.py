@@ -41,9 +41,11 @@ from ._common import (
 )
 from ._engine import EngineOption, TemporalOption, check_engine, resume_on_temporal
 from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
+from ._ledger import refusal
 from ._run_args import (
     check_control,
     check_genesis,
+    lower_cap,
     mcp_servers,
     named_ledgers,
     parse_inputs,
@@ -178,6 +180,14 @@ def resume_command(
             help="Also reserve every LLM call against this named ledger of the store (the ledgers and --max-cost the board was started with always hold).",
         ),
     ] = None,
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            help="A lower spend cap for this resume (the whole board's cost counts); above the board's recorded cap it is refused.",
+        ),
+    ] = None,
     engine: EngineOption = "runners",
     temporal: TemporalOption = None,
     task_queue: Annotated[
@@ -189,7 +199,8 @@ def resume_command(
 ) -> None:
     """Resume a board from its store (after an interruption, or after approve/refuse) and run it
     to its end. Committed records are never redone; approved patches are committed first.
-    The spend limits the board was started with (run --ledger/--max-cost) hold; --ledger adds one.
+    The spend limits the board was started with (run --ledger/--max-cost) hold; --ledger adds one,
+    --max-cost lowers the cap for this resume (never raises it: a higher one is refused).
     --stream prints the streamed tokens or committed updates as the run goes (see run).
     With --engine temporal (a board submitted to the engine): a new workflow continues it on the
     Temporal workers instead of in this process."""
@@ -197,12 +208,19 @@ def resume_command(
     from ..status import INTERRUPTED
 
     if check_engine(engine):
+        if ledger is not None or max_cost is not None:
+            raise CliError(
+                "--ledger and --max-cost are not for resume --engine temporal: the spend limits recorded with the"
+                " board hold on every worker (submit --engine temporal --ledger/--max-cost records them)",
+                code=EXIT_USAGE,
+            )
         resume_on_temporal(board, store, temporal, task_queue)
         return
 
     parse_parallel(parallel)
     mode = stream_mode(stream)
     scope_key(model, api_key_env)
+    cap = parse_max_cost(max_cost)
 
     created: list[str] = []
     holder: list[CompiledBlueprint] = []
@@ -224,6 +242,7 @@ def resume_command(
                 ended.append(info)
                 return None
             resolved = resolve_workers(compiled, model)
+            lower_cap(info, cap)  # a resume may lower the recorded cap, never raise it
             added = await named_ledgers(st, ledger)
             steps = compiled.spec.limits.max_steps
             if info.reason == INTERRUPTED:
@@ -239,7 +258,7 @@ def resume_command(
                 as_json,
                 control=control,
                 stream=mode,
-                spend={"ledgers": added},
+                spend={"ledgers": added, "max_cost": cap},
             )
 
     _finish_run(go, created, holder, store, as_json, ended, lines=mode is not None)
@@ -339,9 +358,11 @@ def _finish_run(
     if result.end_reason.startswith(BUDGET_PREFIX):
         # The spend cap refused a model call (issue 47): the run did not do what was asked, so
         # the exit says so, as a too-small cap given on the command line is a usage problem.
+        # The refusal says which ledger, its cap and spend, and what to do (issue 45): one line.
+        why = refusal(records, result.end_reason) or "a model call did not fit --max-cost/--ledger"
         sys.stderr.write(
-            f"board {info.board_id} stopped at its spend cap ({result.end_reason}): a model call did not fit"
-            f" --max-cost/--ledger (see: slateboard log {info.board_id}{store_hint(store)})\n"
+            f"board {info.board_id} stopped at its spend cap ({result.end_reason}): {why}"
+            f" (see: slateboard log {info.board_id}{store_hint(store)})\n"
         )
         raise typer.Exit(EXIT_USAGE)
 

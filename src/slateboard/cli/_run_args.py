@@ -3,8 +3,9 @@
 Every check here fails with a one-line ``CliError`` (exit 2 for a malformed option) before the
 store is touched, so a bad command line never leaves a half-made board behind: the option
 values (``--parallel``, ``--control``, ``--max-cost``, ``--input``, ``--mcp``, ``--api-key-env``),
-the model string and the blueprint's workers, the named ledger, and whether a stored board may
-still be resumed under its blueprint.
+the model string and the blueprint's workers, the named ledger, a resume's ``--max-cost`` (it may
+lower the board's recorded cap, never raise it), and whether a stored board may still be resumed
+under its blueprint.
 """
 
 from __future__ import annotations
@@ -108,6 +109,26 @@ async def named_ledgers(st: Any, name: str | None) -> list[Any]:
     except (InvalidInput, UnknownName) as exc:
         raise CliError(f"--ledger: {exc}", code=EXIT_USAGE) from None
     return [(shared, name)]
+
+
+def lower_cap(info: Any, cap: float | None) -> None:
+    """``resume --max-cost``: a cap for this resume may lower the one the board was started with
+    (the lower one holds), never raise it: a higher one is a one-line usage error naming both."""
+    if cap is None:
+        return
+    from ..errors import InvalidInput
+    from ..runtime.ledger import recorded_spend
+
+    try:
+        recorded, _ = recorded_spend(info.meta)
+    except InvalidInput as exc:
+        raise CliError(f"board {info.board_id}: {exc}") from None
+    if recorded is not None and cap > recorded:
+        raise CliError(
+            f"--max-cost: ${cap:.4f} is above the ${recorded:.4f} board {info.board_id} was started with;"
+            f" a resume may lower a board's spend cap, never raise it (without --max-cost ${recorded:.4f} holds)",
+            code=EXIT_USAGE,
+        )
 
 
 def mcp_servers(compiled: CompiledBlueprint, pairs: list[str]) -> dict[str, list[str]]:

@@ -40,12 +40,13 @@ from ._engine import (
     EngineOption,
     TaskQueueOption,
     TemporalOption,
+    cancel_on_interrupt,
     check_engine,
     check_task_queue,
     serve_on_temporal,
     submit_on_temporal,
 )
-from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
+from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from ._run_args import check_control, named_ledgers, parse_inputs, parse_max_cost
 
 if TYPE_CHECKING:
@@ -115,6 +116,12 @@ def worker_command(
             raise CliError(
                 "--json is for runner processes; a Temporal worker prints one line per commit", code=EXIT_USAGE
             )
+        if lease != 30.0 or worker_timeout != 120.0:
+            raise CliError(
+                "--lease and --worker-timeout are for runner processes: on Temporal a step's time limits are"
+                " the workflow's (heartbeats, retries), recorded when the board is submitted",
+                code=EXIT_USAGE,
+            )
     elif not url.lower().startswith(("postgresql:", "postgres:")):
         raise CliError(
             f"slateboard worker needs a postgresql:// store: scale-out across runner processes shares boards through"
@@ -129,7 +136,7 @@ def worker_command(
 
     resolved = resolve_runner_model(model)  # a bad model string fails before serving anything
     if on_temporal:
-        serve_on_temporal(store, temporal, task_queue, concurrency, names, resolved, _out)
+        serve_on_temporal(store, temporal, task_queue, concurrency, names, resolved, _out, grace=grace)
         return
 
     async def go() -> RunnerStats:
@@ -197,6 +204,14 @@ def submit_command(
     engine: EngineOption = "runners",
     temporal: TemporalOption = None,
     task_queue: TaskQueueOption = "slateboard",
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Then follow the board to its end, as slateboard wait does; with --engine temporal, Ctrl-C"
+            " cancels its workflow (the board is left interrupted, resumable).",
+        ),
+    ] = False,
 ) -> None:
     """Create a board for runner processes (slateboard worker) and print its id.
 
@@ -236,6 +251,15 @@ def submit_command(
             )
 
     board_id = run_async(go)
+    if follow:
+        _out(board_id)
+        try:
+            wait_command(board_id, store=store, as_json=as_json)
+        except KeyboardInterrupt:
+            if on_temporal:
+                cancel_on_interrupt(board_id, store, temporal)
+            raise CliError(f"interrupted: board {board_id} left as it is", code=EXIT_INTERRUPTED) from None
+        return
     if as_json:
         print_json({"board_id": board_id, "store": store_label(store), "model": model})
     else:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ._anchor import AnchorOption, KeyFileOption, read_key
-from ._common import StoreOption, opened_store, run_async
+from ._common import StoreOption, cli_tenant, opened_store, run_async
 from ._errors import EXIT_USAGE, CliError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -94,6 +94,16 @@ def serve_command(
     ] = 0.5,
     anchor: AnchorOption = None,
     key_file: KeyFileOption = None,
+    tenant_tokens: Annotated[
+        bool,
+        typer.Option(
+            "--tenant-tokens",
+            help=(
+                "Every request carries a tenant's token (slateboard tenant add) and sees that tenant's boards"
+                " only; --token, if given, is the operator's and sees every board."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Serve the web dashboard: boards, states at any version, the record timeline, the views
     workers saw, tokens per worker and component, and live updates while a run goes on.
@@ -109,14 +119,19 @@ def serve_command(
             ' (e.g. --token "$(openssl rand -hex 16)")',
             code=EXIT_USAGE,
         )
-    if token is None and not is_loopback(host):
+    if tenant_tokens and cli_tenant() is not None:
+        raise CliError(
+            "--tenant-tokens serves every tenant, each through its own token: drop --tenant (or $SLATEBOARD_TENANT)",
+            code=EXIT_USAGE,
+        )
+    if token is None and not tenant_tokens and not is_loopback(host):
         raise CliError(
             f"refusing to serve on {host} without a token: pass --token TOKEN or set SLATEBOARD_TOKEN",
             code=EXIT_USAGE,
         )
     sock = _listen(host, port)
     try:
-        run_async(lambda: _serve(store, sock, host, token, open_browser, poll, anchored))
+        run_async(lambda: _serve(store, sock, host, token, open_browser, poll, anchored, tenant_tokens))
     except KeyboardInterrupt:
         pass
     finally:
@@ -132,6 +147,7 @@ async def _serve(
     open_browser: bool,
     poll: float,
     anchor: tuple[bytes, Path] | None = None,
+    tenant_tokens: bool = False,
 ) -> None:
     """Open the store, then serve the dashboard on ``sock`` until a signal stops uvicorn."""
     import uvicorn
@@ -140,12 +156,16 @@ async def _serve(
 
     # Read-only: a store that does not exist is refused, not created (issue 20, D14).
     async with opened_store(store, create=False) as st:
-        app = create_app(st, token=token, poll_s=poll, anchor=anchor)
+        app = create_app(st, token=token, poll_s=poll, anchor=anchor, tenant_tokens=tenant_tokens)
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
         server = uvicorn.Server(config)
         url = _url(host, sock.getsockname()[1])
         sys.stdout.write(f"slateboard dashboard on {url} (store {redact_url(st.url)}); Ctrl-C stops it\n")
-        if token:
+        if tenant_tokens:
+            sys.stdout.write(
+                "every request needs a tenant's token (or the operator's): open the page with ?token=TOKEN\n"
+            )
+        elif token:
             sys.stdout.write("every request needs the token: open the page with ?token=TOKEN\n")
         sys.stdout.flush()
         if open_browser:

@@ -7,7 +7,8 @@ committed state, so an auditor reads it in one place. The value types (``Proposa
 ``Decision``, ``Event``) and the message helpers at the end serve only these stages.
 
 A proposal goes through the stages parse -> ops -> authorise -> stale -> preconditions ->
-apply -> schema -> invariants. ``prepare`` runs them and returns a Decision holding the
+apply -> schema -> invariants -> guards (``guard:<name>``, decided from the verdicts the step
+engine logged in the proposal's meta: see slateboard.kernel.guardstage). ``prepare`` runs them and returns a Decision holding the
 record to append; the caller appends it durably and then calls ``commit`` (or ``abort`` if
 the append failed, which restores the state exactly). ``submit`` does both for in-memory use.
 The kernel does no I/O, reads no clock and calls no model; it never raises on bad input:
@@ -32,6 +33,7 @@ from ._busy import KernelBusy as KernelBusy
 from .canonical import JSON, CanonicalError, JSONValue, canonical_str
 from .cel import BUDGET_EXCEEDED
 from .contract import WorkerContract
+from .guardstage import GUARDS_META, GuardTerms, first_failure, guard_stage
 from .invariants import CompiledInvariant, InvariantFailure, evaluate_targets, pre_patch_path, touched_targets
 from .jsonvalue import JsonLimits, JsonValueError, check_json_value, parse_json_text
 from .patch import Applied, ApplyError, Effect, Op, OpError, apply_ops, check_ops, rebase
@@ -130,6 +132,9 @@ class Decision:
     _applied: Applied | None = None
     _changed: list[tuple[Tokens, int | None]] = field(default_factory=list)
     _root: JSON = None
+    unguarded: bool = False
+    """True when the proposal passed every stage but the guard stage, for want of verdicts: the
+    step engine then runs the guards and decides again with their verdicts (never appended)."""
 
     @property
     def ops(self) -> list[Op]:
@@ -159,9 +164,9 @@ class Decision:
 
 
 class Reject(SlateboardError):
-    """Internal: a stage failed."""
+    """Internal: a stage failed (``stage``: a ``Stage``, or ``guard:<name>``)."""
 
-    def __init__(self, stage: Stage, reason: str) -> None:
+    def __init__(self, stage: Stage | str, reason: str) -> None:
         super().__init__(reason)
         self.stage = stage
         self.reason = reason
@@ -203,6 +208,8 @@ class Kernel:
         # Visibility on entries (issue 44; slateboard.kernel.visibility), None when not declared.
         vis = getattr(blueprint, "visibility", None)
         self._visibility: Visibility | None = vis if isinstance(vis, Visibility) else None
+        terms = getattr(blueprint, "guard_terms", ())
+        self._guards: tuple[GuardTerms, ...] = tuple(t for t in terms if isinstance(t, GuardTerms))
 
     # -- public API -------------------------------------------------------------------------
     def read_scope(self, contract: WorkerContract) -> ReadScope:
@@ -311,6 +318,14 @@ class Kernel:
                 before,
             )
             return self._hold(Decision(rec))
+        if self._guards and (proposal.worker, patch_text) not in self._approved:
+            guarded = self._guard_stage(proposal, scope)
+            if guarded is not None:
+                applied.undo()
+                self.state = applied.root
+                stage, reason, missing = guarded
+                rec = self._record(proposal, OUTCOME_REJECTED, patch_text, stage, reason, before, before)
+                return self._hold(Decision(rec, unguarded=missing))
         rec = self._record(proposal, OUTCOME_ACCEPTED, patch_text, None, None, before, after, version=self.version + 1)
         events = [self._event(e, self.version + 1) for e in effects]
         # An array insert or delete also moves every later item: keep where the shift starts.
@@ -655,6 +670,18 @@ class Kernel:
             raise Reject("invariants", f"invariant {f.name!r} at {where}: {why}")
         return applied
 
+    def _guard_stage(self, proposal: Proposal, scope: ReadScope) -> tuple[str, str, bool] | None:
+        """(stage, reason, verdict missing) of the first applicable guard that did not let the
+        patch through, or None. A guard's reason may quote anything it saw: a worker that may not
+        read the whole state gets it only from a guard that ``shares_reason``."""
+        failed = first_failure(self._guards, proposal.worker, proposal.meta)
+        if failed is None:
+            return None
+        terms, reason, missing = failed
+        if not (missing or terms.shares_reason or scope.reads_everything):
+            reason = f"guard {terms.name!r} refused the patch (its reason is withheld: the guard sees state this worker may not read)"
+        return guard_stage(terms.name), reason, missing and proposal.meta.get(GUARDS_META) is None
+
     # -- helpers ----------------------------------------------------------------------------
     def _hold(self, decision: Decision) -> Decision:
         self._pending = decision
@@ -665,7 +692,7 @@ class Kernel:
         p: Proposal,
         outcome: Outcome,
         patch_text: str | None,
-        stage: Stage | None,
+        stage: Stage | str | None,
         reason: str | None,
         before: str,
         after: str,

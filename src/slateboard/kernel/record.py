@@ -35,6 +35,7 @@ from ..vocabulary import (
     RUN_KIND,
     SPEND_KIND,
     STAGE_KIND,
+    TIMER_KIND,
     Outcome,
     RecordKind,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "SPEND_KIND",
     "STAGES",
     "STAGE_KIND",
+    "TIMER_KIND",
     "Outcome",
     "Record",
     "RecordKind",

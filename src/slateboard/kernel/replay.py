@@ -6,6 +6,11 @@ recorded state hash; the first record that does not match is reported, never an 
 With ``revalidate=True`` every proposal is re-run through the full kernel and its outcome
 and stage must match the log as well.
 
+Guard verdicts (``kernel.guardstage``) are never re-computed here: revalidation decides again
+from the logged verdicts, and plain replay checks that each proposal's outcome follows from them
+(an accepted record with a refusing or missing verdict, or a guard rejection whose verdict lets
+the patch through, fails at that record).
+
 A replay from the start also checks the genesis: record 1 binds the blueprint's digest and
 the initial state's hash (``record.GENESIS_META``), so a stored blueprint or initial state
 edited after the fact fails at record 0. Logs written before that binding replay as before
@@ -23,6 +28,7 @@ import orjson
 
 from ..vocabulary import OUTCOME_ACCEPTED, OUTCOME_REJECTED, RecordKind
 from .canonical import JSON
+from .guardstage import GuardTerms, guard_problem
 from .kernel import Kernel, Proposal
 from .patch import ApplyError, OpError, apply_ops, check_ops
 from .protocol import KernelBlueprint
@@ -98,6 +104,7 @@ def replay(
         return replace(report, legacy_genesis=legacy) if report.ok else report
     version, seq, prev = start_version, start_seq, start_hash
     checked = 0
+    terms = tuple(t for t in getattr(blueprint, "guard_terms", ()) if isinstance(t, GuardTerms))
 
     def fail(rec: Record, problem: str) -> ReplayReport:
         # Name the position in the log: a damaged record may carry a damaged seq of its own.
@@ -110,6 +117,9 @@ def replay(
             return fail(rec, f"malformed record: {type(exc).__name__}: {exc}")
         if problem:
             return fail(rec, problem)
+        guarded = guard_problem(rec, terms)
+        if guarded is not None:
+            return fail(rec, f"guard verdicts: {guarded}")
         current = hasher.hexdigest
         if rec.state_before != current:
             return fail(

@@ -11,7 +11,16 @@ import orjson
 
 from ..kernel.canonical import JSON
 
-__all__ = ["COLUMNS", "Fact", "NewFact", "fact_from_row", "prune_where", "query_terms", "query_terms_all"]
+__all__ = [
+    "COLUMNS",
+    "Fact",
+    "NewFact",
+    "fact_from_row",
+    "prune_where",
+    "query_terms",
+    "query_terms_all",
+    "tenant_where",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
@@ -65,6 +74,12 @@ def fact_from_row(row: Sequence[Any], score: float = 0.0) -> Fact:
 COLUMNS = "id, text, board, seq, worker, created, last_used, meta"
 
 
+def tenant_where(mark: str, tenant: str | None, column: str = "tenant") -> tuple[str, list[Any]]:
+    """The SQL condition keeping a query to ``tenant``'s facts (None: every fact), and its
+    arguments: every statement of a scoped memory carries it (issue 44)."""
+    return (f"{column} = {mark}", [tenant]) if tenant is not None else ("1 = 1", [])
+
+
 def prune_where(
     mark: str,
     *,
@@ -72,10 +87,13 @@ def prune_where(
     older_than_s: float | None,
     unused_for_s: float | None,
     keep_last: int | None,
+    tenant: str | None = None,
 ) -> tuple[str, list[Any]] | None:
     """The SQL condition (and its arguments) selecting the facts ``FactStore.prune`` deletes
     at time ``at``, written with ``mark`` as the driver's placeholder (``?`` for SQLite, ``%s``
-    for PostgreSQL); None when no rule is given (nothing is deleted)."""
+    for PostgreSQL); None when no rule is given (nothing is deleted). With ``tenant`` only its
+    facts are deleted, and ``keep_last`` counts its facts only."""
+    scope, scope_args = tenant_where(mark, tenant)
     clauses: list[str] = []
     args: list[Any] = []
     if older_than_s is not None:
@@ -85,9 +103,11 @@ def prune_where(
         clauses.append(f"COALESCE(last_used, created) < {mark}")
         args.append(at - unused_for_s)
     if keep_last is not None:
-        clauses.append(f"id NOT IN (SELECT id FROM memory_facts ORDER BY id DESC LIMIT {mark})")
-        args.append(max(0, keep_last))
-    return (" OR ".join(clauses), args) if clauses else None
+        clauses.append(f"id NOT IN (SELECT id FROM memory_facts WHERE {scope} ORDER BY id DESC LIMIT {mark})")
+        args.extend([*scope_args, max(0, keep_last)])
+    if not clauses:
+        return None
+    return f"({scope}) AND ({' OR '.join(clauses)})", [*scope_args, *args]
 
 
 def query_terms_all(text: str) -> list[str]:

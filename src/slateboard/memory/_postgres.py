@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from ..errors import InvalidInput
-from ._model import COLUMNS, Fact, NewFact, fact_from_row, prune_where, query_terms
+from ._model import COLUMNS, Fact, NewFact, fact_from_row, prune_where, query_terms, tenant_where
 
 __all__ = ["PostgresMemory"]
 
@@ -64,12 +64,15 @@ class PostgresMemory:
     (over the first ``INDEXED_CHARS`` of each text) with a GIN index; ranking by ``ts_rank_cd``
     over an OR of the query's words. The schema is a checked identifier (``_IDENT``)."""
 
-    def __init__(self, url: str, conn: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(self, url: str, conn: psycopg.AsyncConnection[Any], tenant: str | None = None) -> None:
         self.url = url
         self._conn = conn
+        self.tenant = tenant
+        """The tenant whose facts this object reads and writes (None: every fact)."""
+        self._scope = tenant_where("%s", tenant)
 
     @classmethod
-    async def open(cls, url: str) -> PostgresMemory:
+    async def open(cls, url: str, tenant: str | None = None) -> PostgresMemory:
         """Connect to the store's database and schema; create the table if needed."""
         dsn, opts = _split_options(url)
         dsn = "postgresql" + dsn[dsn.index(":") :] if dsn.startswith("postgres:") else dsn
@@ -89,11 +92,14 @@ class PostgresMemory:
                 f" tsv tsvector GENERATED ALWAYS AS ({_TSV}) STORED)"
             )
             await _bound_index(conn, schema)
+            # a table from before tenants gains the column: its facts belong to no tenant ('')
+            await conn.execute("ALTER TABLE memory_facts ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT ''")
+            await conn.execute("CREATE INDEX IF NOT EXISTS memory_facts_tenant ON memory_facts (tenant, id)")
             await conn.execute("CREATE INDEX IF NOT EXISTS memory_facts_tsv ON memory_facts USING GIN (tsv)")
         except BaseException:
             await conn.close()
             raise
-        return cls(url, conn)
+        return cls(url, conn, tenant)
 
     async def add(self, facts: Sequence[NewFact], *, now: float | None = None) -> list[int]:
         """Store ``facts`` in one transaction; their ids."""
@@ -102,9 +108,9 @@ class PostgresMemory:
         async with self._conn.transaction():
             for f in facts:
                 cur = await self._conn.execute(
-                    "INSERT INTO memory_facts (text, board, seq, worker, created, meta)"
-                    " VALUES (%s,%s,%s,%s,%s,%s) RETURNING id",
-                    (f.text, f.board, f.seq, f.worker, at, orjson.dumps(f.meta).decode()),
+                    "INSERT INTO memory_facts (text, board, seq, worker, created, meta, tenant)"
+                    " VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                    (f.text, f.board, f.seq, f.worker, at, orjson.dumps(f.meta).decode(), self.tenant or ""),
                 )
                 row = await cur.fetchone()
                 assert row is not None
@@ -118,8 +124,8 @@ class PostgresMemory:
             return []
         cur = await self._conn.execute(
             f"WITH q AS (SELECT to_tsquery('english', %s) AS q) SELECT {COLUMNS}, ts_rank_cd(tsv, q.q) AS rank"
-            " FROM memory_facts, q WHERE tsv @@ q.q ORDER BY rank DESC, id LIMIT %s",
-            (" | ".join(terms), k),
+            f" FROM memory_facts, q WHERE tsv @@ q.q AND {self._scope[0]} ORDER BY rank DESC, id LIMIT %s",
+            (" | ".join(terms), *self._scope[1], k),
         )
         rows = await cur.fetchall()
         found = [fact_from_row(r, float(r[8])) for r in rows]
@@ -132,16 +138,22 @@ class PostgresMemory:
 
     async def facts(self, *, board: str | None = None) -> list[Fact]:
         """Every fact (of ``board``), oldest first."""
+        scope, args = self._scope
         if board is None:
-            cur = await self._conn.execute(f"SELECT {COLUMNS} FROM memory_facts ORDER BY id")
+            cur = await self._conn.execute(f"SELECT {COLUMNS} FROM memory_facts WHERE {scope} ORDER BY id", args)
         else:
-            cur = await self._conn.execute(f"SELECT {COLUMNS} FROM memory_facts WHERE board = %s ORDER BY id", (board,))
+            cur = await self._conn.execute(
+                f"SELECT {COLUMNS} FROM memory_facts WHERE board = %s AND {scope} ORDER BY id", (board, *args)
+            )
         return [fact_from_row(r) for r in await cur.fetchall()]
 
     async def touch(self, ids: Sequence[int], *, now: float | None = None) -> None:
         """Mark facts ``ids`` as retrieved at ``now``."""
         at = time.time() if now is None else now
-        await self._conn.execute("UPDATE memory_facts SET last_used = %s WHERE id = ANY(%s)", (at, list(ids)))
+        scope, args = self._scope
+        await self._conn.execute(
+            f"UPDATE memory_facts SET last_used = %s WHERE id = ANY(%s) AND {scope}", (at, list(ids), *args)
+        )
 
     async def prune(
         self,
@@ -153,7 +165,9 @@ class PostgresMemory:
     ) -> int:
         """Apply the retention rules (see ``FactStore.prune``)."""
         at = time.time() if now is None else now
-        where = prune_where("%s", at=at, older_than_s=older_than_s, unused_for_s=unused_for_s, keep_last=keep_last)
+        where = prune_where(
+            "%s", at=at, older_than_s=older_than_s, unused_for_s=unused_for_s, keep_last=keep_last, tenant=self.tenant
+        )
         if where is None:
             return 0
         clause, args = where

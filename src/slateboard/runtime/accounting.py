@@ -23,7 +23,7 @@ from ..status import CIRCUIT_PREFIX, PAUSED_PREFIX
 from ..vocabulary import OUTCOME_HELD, OUTCOME_REJECTED
 from .boards import Held, ends_run, held_of
 from .events import INVOCATION_FAILED
-from .result import record_cost
+from .result import record_cost, record_tokens
 
 RECENT_REJECTIONS = 3
 """Rejections per worker a view shows (the newest since the worker's last accepted proposal)."""
@@ -111,8 +111,9 @@ class Accounts:
         self.tail.append(rec)
         if rec.kind == PROPOSAL_KIND:
             self.steps += 1
-        self.tokens += rec.usage.tokens_in + rec.usage.tokens_out
-        if self.prices is not None and (rec.usage.tokens_in or rec.usage.tokens_out):
+        tokens = record_tokens(rec)  # a model judge's tokens count with the record it judged
+        self.tokens += tokens
+        if self.prices is not None and tokens:
             cost = record_cost(rec, self.prices)
             if cost is None:
                 self.unpriced = True

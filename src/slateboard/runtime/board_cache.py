@@ -104,6 +104,10 @@ class BoardSessions:
         self._loading: dict[str, asyncio.Lock] = {}
         self._models: dict[str, Model | None] = {}
 
+    def loaded(self) -> list[BoardSession]:
+        """The sessions loaded now, least recently used first."""
+        return list(self._sessions.values())
+
     def __contains__(self, board_id: object) -> bool:
         return board_id in self._sessions
 

@@ -93,6 +93,7 @@ from .result import RunResult
 from .runner import create_board
 from .session import BoardSession
 from .step import Shared
+from .timers import fire_due, wait_s
 
 log = logging.getLogger("slateboard.runtime.distributed")
 
@@ -342,9 +343,12 @@ class RunnerProcess:
 
     async def _wait_for_work(self) -> bool:
         store = self.store
+        # Wake up for the next batch timer of a board this process knows (the sweep fires it).
+        waits = [w for s in self.sessions.loaded() if (w := wait_s(s)) is not None]
+        idle = max(0.05, min([self.idle_s, *waits]))
         if supports(store, WatchesWork) and isinstance(store, WatchesWork):
-            return await store.wait_for_work(self.idle_s, worker_names=self.worker_names)
-        return await self.store.wait_for_work(self.idle_s)
+            return await store.wait_for_work(idle, worker_names=self.worker_names)
+        return await self.store.wait_for_work(idle)
 
     async def _shutdown(self, in_flight: dict[asyncio.Task[None], Claim]) -> None:
         if not in_flight:
@@ -479,6 +483,7 @@ class RunnerProcess:
             self.log_line(f"board {session.board_id}: result for {inv.id} dropped ({outcome.dropped})")
         else:
             self.stats.commits += 1
+        await fire_due(session)  # a batch whose timeout passed (runtime.timers)
         ended = await session.settle(catch_up=outcome.record is None)
         if ended is not None:
             self._ended(session)
@@ -504,7 +509,11 @@ class RunnerProcess:
         self.sessions.evict(board_id)
 
     async def _sweep(self) -> None:
-        """End the running boards that have no pending or claimed invocation left."""
+        """Fire the due batch timers of the boards this process holds; end the running boards
+        that have no pending or claimed invocation left (and no batch waiting for its timer)."""
+        for cached in self.sessions.loaded():
+            with contextlib.suppress(StoreError):
+                await fire_due(cached)
         store = self.store
         if supports(store, ScansStalledBoards) and isinstance(store, ScansStalledBoards):
             stalled = await store.stalled_boards()
@@ -516,6 +525,8 @@ class RunnerProcess:
                 return
             try:
                 session = await self.sessions.get(board_id)
+                await session.refresh()
+                await fire_due(session)  # an idle board may wait for nothing but a batch's timer
                 if await session.settle() is not None:
                     self._ended(session)
             except (BlueprintError, RunnerError, WorkerConfigError, ModelConfigError) as exc:

@@ -8,7 +8,8 @@ from typing import Protocol, TypeVar
 
 from ..errors import InvalidInput
 from ..kernel.canonical import JSON
-from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record
+from ..kernel.guardstage import guard_usages
+from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record, Usage
 from ..models.pricing import PriceTable
 from ..vocabulary import EndStatus
 
@@ -40,21 +41,33 @@ class TokenUsage:
         }
 
 
+def _calls(rec: Record, key: str) -> list[tuple[str, str | None, Usage]]:
+    """(group, model, usage) of each model call a record logs: its own, then its model judges'
+    (``kernel.guardstage``). By ``"component"`` a judge's call is its own group
+    (``guard:<name>``); by ``"worker"`` it counts with the worker whose proposal it judged."""
+    own = rec.usage.component if key == "component" else (rec.worker or "-")
+    model = rec.meta.get(MODEL_META)
+    out = [(own, model if isinstance(model, str) else None, rec.usage)]
+    for judge_model, u in guard_usages(rec.meta):
+        out.append((u.component if key == "component" else own, judge_model, u))
+    return out
+
+
 def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
     """Sum record usage by ``"component"`` or ``"worker"`` (records without tokens count as calls)."""
     out: dict[str, TokenUsage] = {}
     for rec in records:
-        name = rec.usage.component if key == "component" else (rec.worker or "-")
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
-        cur, u = out.get(name, TokenUsage()), rec.usage
-        out[name] = TokenUsage(
-            cur.tokens_in + u.tokens_in,
-            cur.tokens_out + u.tokens_out,
-            cur.calls + 1,
-            cur.cache_read + u.cache_read,
-            cur.cache_write + u.cache_write,
-        )
+        for name, _model, u in _calls(rec, key):
+            cur = out.get(name, TokenUsage())
+            out[name] = TokenUsage(
+                cur.tokens_in + u.tokens_in,
+                cur.tokens_out + u.tokens_out,
+                cur.calls + 1,
+                cur.cache_read + u.cache_read,
+                cur.cache_write + u.cache_write,
+            )
     return out
 
 
@@ -82,13 +95,26 @@ def blueprint_prices(blueprint: Mapping[str, object]) -> PriceTable:
 
 def record_cost(rec: Record, table: PriceTable) -> float | None:
     """Dollars of one record's logged usage, priced by its ``meta.model`` with its prompt-cache
-    reads and writes at their own rates (0.0 with no tokens; ``None`` when no table knows the
+    reads and writes at their own rates, plus its model judges' calls (each priced by its model) (0.0 with no tokens; ``None`` when no table knows the
     model or the counts do not add up). Derived from the log, so replay never changes it."""
     u = rec.usage
-    if not (u.tokens_in or u.tokens_out):
-        return 0.0
     model = rec.meta.get(MODEL_META)
-    return table.cost(model if isinstance(model, str) else None, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)
+    calls = [(model if isinstance(model, str) else None, u), *guard_usages(rec.meta)]
+    total = 0.0
+    for name, used in calls:  # the record's own call, then its model judges' (each at its price)
+        if used.tokens_in or used.tokens_out:
+            cost = table.cost(name, used.tokens_in, used.tokens_out, used.cache_read, used.cache_write)
+            if cost is None:
+                return None
+            total += cost
+    return total
+
+
+def record_tokens(rec: Record) -> int:
+    """Tokens of one record: its own usage plus its model judges' (``kernel.guardstage``)."""
+    return (
+        rec.usage.tokens_in + rec.usage.tokens_out + sum(u.tokens_in + u.tokens_out for _, u in guard_usages(rec.meta))
+    )
 
 
 def cost_of(records: Iterable[Record], table: PriceTable) -> float | None:
@@ -104,14 +130,21 @@ def cost_of(records: Iterable[Record], table: PriceTable) -> float | None:
 
 
 def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str, float | None]:
-    """``cost_of`` per ``"component"`` or ``"worker"``, over the same records ``usage_by`` counts."""
-    groups: dict[str, list[Record]] = {}
+    """``cost_of`` per ``"component"`` or ``"worker"``, over the same calls ``usage_by`` counts
+    (``None`` for a group with an unpriced call)."""
+    out: dict[str, float | None] = {}
     for rec in records:
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
-        name = rec.usage.component if key == "component" else (rec.worker or "-")
-        groups.setdefault(name, []).append(rec)
-    return {name: cost_of(recs, table) for name, recs in groups.items()}
+        for name, model, u in _calls(rec, key):
+            cost = (
+                table.cost(model, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)
+                if (u.tokens_in or u.tokens_out)
+                else 0.0
+            )
+            cur = out.get(name, 0.0)
+            out[name] = None if cur is None or cost is None else cur + cost
+    return out
 
 
 def cost_json(cost: float | None) -> JSON:

@@ -69,6 +69,7 @@ from .owners import dead_on_this_host, runner_owner
 from .result import RunResult, price_table
 from .session import BoardSession
 from .step import StepOutcome
+from .timers import fire_due, wait_s
 
 __all__ = ["BoardBusy", "Runner", "RunnerError", "create_board", "kernel_from"]
 
@@ -364,14 +365,19 @@ class Runner:
                 end_reason = session.limit_reason()
                 if end_reason is not None:
                     break
+                await fire_due(session)  # a batch whose timeout passed: logged, its invocation queued
                 eligible = [i for i in session.agenda.eligible() if i.worker in session.workers]
                 if self._conflicts is not None and in_flight:
                     busy = {running[t] for t in in_flight}
                     eligible = [i for i in eligible if not (self._conflicts.get(i.worker, busy) & busy)]
                 if not eligible or len(in_flight) >= self.parallel:
                     if not in_flight:
-                        end_reason = AGENDA_EMPTY
-                        break
+                        wait = wait_s(session)
+                        if wait is None:
+                            end_reason = AGENDA_EMPTY
+                            break
+                        await asyncio.sleep(wait)  # nothing to run but a batch's timer: wait for it
+                        continue
                     done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
                         running.pop(task, None)

@@ -47,6 +47,7 @@ from ..models import resolve_model
 from ..models.protocol import Model
 from ..scheduling.agenda import Agenda
 from ..scheduling.control import BoardSummary
+from ..scheduling.gather import Gathers
 from ..scheduling.invocation import CANCELLED, CLAIMED, DONE, PENDING, Invocation
 from ..scheduling.rules import Scheduler
 from ..scheduling.stages import StageTracker
@@ -224,6 +225,7 @@ class BoardSession(StepEngine):
         )
         self.board_meta: Mapping[str, Any] = {}
         """The board's meta as stored (read when the workers are built; children inherit its spend limits)."""
+        self.guard_functions = dict(functions or {})  # a guard's function may be supplied like a worker's
         self.max_steps_override = max_steps
         self.finished_here = False
 
@@ -253,7 +255,12 @@ class BoardSession(StepEngine):
         circuit = CircuitPolicy.from_blueprint(blueprint)
         prices = price_table(blueprint.spec.limits.prices)
         accounts = Accounts.of(history, tail_size=max(circuit.tail, 64), keep_history=self.keep_history, prices=prices)
-        scheduler, agenda = await self._load_agenda(blueprint, kernel)
+        # Joins and batches are a fold over the notes of the whole log (``scheduling.gather``);
+        # a reload keeps the clock their notes are stamped with.
+        gathers = Gathers.of(blueprint, history)
+        if hasattr(self, "scheduler"):
+            gathers.clock = self.scheduler.gathers.clock
+        scheduler, agenda = await self._load_agenda(blueprint, kernel, gathers)
         self.reset(blueprint, kernel, scheduler, agenda, accounts, circuit)
         if not self.workers:
             self.board_meta = (await self.store.board_info(self.board_id)).meta
@@ -262,13 +269,17 @@ class BoardSession(StepEngine):
             self.arm_spend(self.spend_guard)
 
     def arm_spend(self, guard: SpendGuard) -> None:
-        """Make every LLM worker of the board reserve its model calls against ``guard``."""
+        """Make every LLM worker and model judge of the board reserve its model calls against ``guard``."""
         self.spend_guard = guard
         for worker in self.workers.values():
             if hasattr(worker, "spend"):  # LLM workers (function workers spend nothing)
                 worker.spend = guard
+        if self.guards is not None:
+            self.guards.spend = guard  # model judges reserve their calls too
 
-    async def _load_agenda(self, blueprint: CompiledBlueprint, kernel: Kernel) -> tuple[Scheduler, Agenda]:
+    async def _load_agenda(
+        self, blueprint: CompiledBlueprint, kernel: Kernel, gathers: Gathers
+    ) -> tuple[Scheduler, Agenda]:
         everything = await self.store.agenda(self.board_id, (PENDING, CLAIMED, DONE, CANCELLED))
         issued: dict[str, int] = {}
         for inv in everything:
@@ -283,6 +294,7 @@ class BoardSession(StepEngine):
             },
         )
         scheduler.stages.update(kernel.state, kernel.version)
+        scheduler.gathers = gathers
         active = [i for i in everything if i.status in (PENDING, CLAIMED)]
         return scheduler, self.concurrency.mirror(active)
 
@@ -310,7 +322,8 @@ class BoardSession(StepEngine):
                 await self.load()
                 return True
             self.accounts.note(rec)
-        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel)
+            self.scheduler.gathers.note_record(rec)
+        self.scheduler, self.agenda = await self._load_agenda(self.blueprint, kernel, self.scheduler.gathers)
         return True
 
     # -- the board's condition ------------------------------------------------------------------
@@ -346,9 +359,10 @@ class BoardSession(StepEngine):
         return None
 
     def end_reason(self) -> str | None:
-        """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed."""
+        """``limit_reason``, else ``agenda_empty`` when no invocation is pending or claimed and no
+        batch waits for its timer."""
         reason = self.limit_reason()
-        if reason is None and not self.agenda and not self.agenda.claimed:
+        if reason is None and not self.agenda and not self.agenda.claimed and not self.scheduler.gathers.deadlines():
             reason = AGENDA_EMPTY
         return reason
 

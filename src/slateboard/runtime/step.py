@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint
@@ -52,6 +53,7 @@ from ..kernel.circuit import RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, 
 from ..kernel.kernel import Decision, Kernel, Proposal
 from ..kernel.record import CIRCUIT_KIND, EVENT_META, INVOCATION_KIND, STAGE_KIND, Record, Usage
 from ..scheduling.agenda import Agenda
+from ..scheduling.gather import noted
 from ..scheduling.invocation import CLAIMED, PENDING, Invocation
 from ..scheduling.rules import Scheduled, Scheduler
 from ..scheduling.stages import STAGE_ENTERED
@@ -73,6 +75,9 @@ from ..vocabulary import CONTROL_META, ONCE_KEY, OUTCOME_REJECTED, STALE_KEY, Ev
 from ..workers.base import Worker, WorkerReply
 from .accounting import Accounts
 from .events import CIRCUIT_ACTION, INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
+
+if TYPE_CHECKING:
+    from ..guards import GuardSet
 
 log = logging.getLogger("slateboard.runtime")
 
@@ -267,9 +272,10 @@ async def append_decision(
     return done
 
 
-Prepare = Callable[[], Decision | None]
+Prepare = Callable[[], Decision | Awaitable[Decision | None] | None]
 """Decides the record to append (``kernel.prepare`` or ``kernel.action``) at the current head, or
-None when, at this head, there is nothing to append any more."""
+None when, at this head, there is nothing to append any more; awaitable when it runs a board's
+guards first (``guards.GuardSet.prepare``)."""
 Changes = Callable[[Decision, Sequence[Invocation]], AgendaChanges]
 """The agenda changes for a decision, given the invocations its rules pushed."""
 
@@ -332,6 +338,11 @@ class StepEngine:
         """The board's circuit policy, run after every step (``check_circuit``); set by ``reset``."""
         self.view_cache = ViewCache()
         """What consecutive views of the board reuse; told every commit here (issue 14)."""
+        self.guards: GuardSet | None = None
+        """The board's guard stages (``slateboard.guards``), built by ``reset`` from the blueprint;
+        ``decide`` runs them before the kernel's decision. None: the blueprint has none."""
+        self.guard_functions: Mapping[str, Callable[..., Any]] = {}
+        """Guard functions by reference or guard name, instead of importing them."""
         # The board's live pieces, set by ``reset``:
         self.blueprint: CompiledBlueprint
         self.kernel: Kernel
@@ -356,6 +367,12 @@ class StepEngine:
         self.accounts = accounts
         self.circuit = circuit
         self.view_cache.clear()
+        if not blueprint.spec.guards:
+            self.guards = None
+        elif self.guards is None or self.guards.digest != blueprint.digest:
+            from ..guards import build_guards  # only boards with guards load them
+
+            self.guards = build_guards(blueprint, functions=self.guard_functions)
 
     # -- the second half: decide, append, commit or abort -----------------------------------------
     async def transact(
@@ -363,11 +380,12 @@ class StepEngine:
         prepare: Prepare,
         changes: Changes | None = None,
         *,
-        schedule: bool = False,
+        schedule: bool | Callable[[Scheduler, Decision], Scheduled] = False,
         deciding: Invocation | None = None,
         claim: ClaimRequest | None = None,
     ) -> Transacted | Dropped:
-        """Decide with ``prepare``, run the rules on an accepted decision when ``schedule``,
+        """Decide with ``prepare``, run the rules on an accepted decision when ``schedule`` (a
+        callable schedules any decision its own way, e.g. a batch's timer: ``runtime.timers``),
         append the record with ``changes(decision, pushed)`` (default: push what the rules
         created) in one compare-and-set, then commit or abort; mirror the agenda changes and
         note the record. Call it with ``lock`` held. ``Shared``: decides again on the new head
@@ -377,20 +395,25 @@ class StepEngine:
         except that one (it completes with this record). A running invocation that misses a
         trigger this way is not starved: the trigger changed a path it reads, so its proposal
         is stale and it runs again with a fresh view. ``claim`` leases the next invocation in
-        the same store transaction as the record (``Transacted.claimed``)."""
+        the same store transaction as the record (``Transacted.claimed``). The notes the rules
+        gave joins and batches are logged in the record's ``meta["gather"]`` (``gather.noted``)."""
         conc = self.concurrency
 
         async def attempt(conflicts: int) -> Transacted | Dropped:
             ended = conc.ended(self.accounts)
             if ended is not None:
                 return Dropped(ended, conflicts)
-            decision = prepare()
+            prepared = prepare()
+            decision = await prepared if inspect.isawaitable(prepared) else prepared
             if decision is None:
                 return Dropped("nothing to append", conflicts)
             rec = decision.record
             pushed: Sequence[Invocation] = ()
             scheduler = None
-            if schedule and decision.accepted and self.scheduler.reacts:
+            if callable(schedule):
+                scheduler = self.scheduler
+                pushed = schedule(scheduler, decision)
+            elif schedule and decision.accepted and self.scheduler.reacts:
                 scheduler = self.scheduler
                 pushed = scheduler.prepare(
                     decision.events,
@@ -398,6 +421,8 @@ class StepEngine:
                     rec.version,
                     pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
                 )
+            if isinstance(pushed, Scheduled) and pushed.notes:
+                decision.record = rec = noted(rec, pushed.notes)
             agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
             refused: str | None = None
             try:
@@ -710,7 +735,9 @@ class StepEngine:
                 )  # fmt: skip
             return AgendaChanges(push=pushed, requeue=(retry,))
 
-        def prepare() -> Decision:
+        def prepare() -> Decision | Awaitable[Decision]:
+            if self.guards is not None:
+                return self._guarded(proposal)
             with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
                 decision = self.kernel.prepare(proposal)
                 telemetry.record_decision(sp, decision.record)
@@ -739,6 +766,16 @@ class StepEngine:
             committed(self.board_id, rec, self.kernel.version, self.kernel.state)  # a Team's streams (no-op unstreamed)
             await self.check_circuit()
             return StepOutcome(rec, requeued=requeued, conflicts=done.conflicts, reply=reply, claimed=done.claimed)
+
+    async def _guarded(self, proposal: Proposal) -> Decision:
+        """The kernel's decision with the board's guards run first when it needs their verdicts
+        (``guards.GuardSet.prepare``); called again at each compare-and-set attempt, so the
+        guards always see the head the record is appended at."""
+        assert self.guards is not None
+        with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
+            decision = await self.guards.prepare(self.kernel, proposal)
+            telemetry.record_decision(sp, decision.record)
+        return decision
 
 
 async def _nothing() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import UsageError
+from ..kernel.canonical import JSON
 from .diagnostics import Diagnostic
 from .invocation import Invocation
 from .stages import StageEvent
@@ -14,17 +15,21 @@ from .stages import StageEvent
 
 class Scheduled(list[Invocation]):
     """The invocations one scheduling step created (a plain list of Invocation, in order),
-    plus the diagnostics and stage lifecycle events of that step."""
+    plus the diagnostics, stage lifecycle events and gather notes of that step."""
 
     def __init__(
         self,
         invocations: Sequence[Invocation] = (),
         diagnostics: Sequence[Diagnostic] = (),
         stage_events: Sequence[StageEvent] = (),
+        notes: Sequence[dict[str, JSON]] = (),
     ) -> None:
         super().__init__(invocations)
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
         self.stage_events: tuple[StageEvent, ...] = tuple(stage_events)
+        self.notes: tuple[dict[str, JSON], ...] = tuple(notes)
+        """What this step gave the board's joins and batches (``scheduling.gather``): logged in
+        the ``meta["gather"]`` of the record it was scheduled for."""
 
 
 class SchedulerBusy(UsageError, RuntimeError):

@@ -30,6 +30,10 @@ carries in its snapshot. Within one batch an invocation whose key (worker + bind
 produced, or is pending on the agenda (``pending``), is not created again; the first one in
 (event, rule) order wins. A worker that reached its ``max_invocations`` gets no more invocations
 (a ``limit`` diagnostic says so).
+
+Join and batch rules (``scheduling.gather``) do not fire on one event: each event their
+triggers match becomes a note (logged with the record: ``Scheduled.notes``), and they fire when
+the notes complete a key or a batch. ``prepare_timer`` flushes a batch whose timeout passed.
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..blueprint.gather import CompiledBatch
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.cel import CelExpr, SharedContext
 from ..kernel.pointer import MISSING, resolve
 from ._scheduled import Scheduled, SchedulerBusy
 from .diagnostics import Diagnostic
+from .gather import MAX_KEY_CHARS, Fired, Gathers, rule_notes
 from .invocation import Invocation
 from .stages import StageMark, StageTracker
 
@@ -65,13 +71,23 @@ class Scheduler:
     ``commit`` keeps the change or ``abort`` puts the scheduler back exactly as it was.
     """
 
-    def __init__(self, blueprint: CompiledBlueprint, *, order: int = 0, stages: StageTracker | None = None) -> None:
+    def __init__(
+        self,
+        blueprint: CompiledBlueprint,
+        *,
+        order: int = 0,
+        stages: StageTracker | None = None,
+        gathers: Gathers | None = None,
+    ) -> None:
         self.blueprint = blueprint
         self.rules: tuple[CompiledRule, ...] = tuple(blueprint.rules)
-        self._event_rules = tuple(r for r in self.rules if r.spec.on.op != "start")
-        self._start_rules = tuple(r for r in self.rules if r.spec.on.op == "start")
+        self._gather_rules = tuple(r for r in self.rules if r.gather is not None)
+        self._event_rules = tuple(r for r in self.rules if r.spec.on.op != "start" and r.gather is None)
+        self._start_rules = tuple(r for r in self.rules if r.spec.on.op == "start" and r.gather is None)
         self.stages = stages if stages is not None else StageTracker.from_blueprint(blueprint)
-        self._reacts = bool(self._event_rules) or bool(self.stages.names)
+        self.gathers: Gathers = gathers if gathers is not None else Gathers(self._gather_rules)
+        """The joins' and batches' state: a fold over the log's notes, carried across reloads."""
+        self._reacts = bool(self._event_rules) or bool(self.stages.names) or bool(self._gather_rules)
         self._order = order
         self._issued: dict[str, int] = {}
         self._started = False
@@ -144,6 +160,8 @@ class Scheduler:
         for event in events:
             event_json: JSON = None
             shared: _EventContext | None = None
+            if self._gather_rules:
+                shared = self._gather(event, state, version, batch)
             for rule in self._event_rules:
                 trigger = rule.spec.on.op
                 if trigger != "any" and trigger != event.op:
@@ -161,7 +179,73 @@ class Scheduler:
                     if not batch.condition(rule, shared.bind(rule.when, binding), event_json):
                         continue
                 batch.add(rule, event_json, binding)
-        return Scheduled(batch.invocations, batch.diagnostics, update.events)
+        return Scheduled(batch.invocations, batch.diagnostics, update.events, batch.notes)
+
+    def _gather(self, event: Event, state: JSON, version: int, batch: _Batch) -> _EventContext | None:
+        """Note ``event`` for every join part and batch rule it matches, and fire what the notes
+        complete; returns the event's CEL context when one was built (the rules reuse it)."""
+        shared: _EventContext | None = None
+        event_json: JSON = {"op": event.op, "path": event.path, "version": event.version}
+        now: float | None = None
+        for rule in self._gather_rules:
+            if not self.stages.allows(rule):
+                continue
+            spec = rule.gather
+            at: float | None = None
+            if (spec.seconds if isinstance(spec, CompiledBatch) else getattr(spec, "within_seconds", None)) is not None:
+                # The clock is read here and logged in the note: replay reads the note, never a clock.
+                at = now = self.gathers.clock() if now is None else now
+            if isinstance(spec, CompiledBatch):
+                trigger = rule.spec.on.op
+                if trigger != "any" and trigger != event.op:
+                    continue
+                binding = rule.pattern.match(event.tokens, appended=event.appended)
+                if binding is None:
+                    continue
+                if rule.when is not None:
+                    shared = shared or _EventContext(event_json, event, state)
+                    if not batch.condition(rule, shared.bind(rule.when, binding), event_json):
+                        continue
+                batch.note(rule, rule_notes(rule, event.op, event.path, version, at))
+                continue
+            assert spec is not None
+            for part in spec.parts:
+                if part.op != "any" and part.op != event.op:
+                    continue
+                binding = part.pattern.match(event.tokens, appended=event.appended)
+                if binding is None:
+                    continue
+                shared = shared or _EventContext(event_json, event, state)
+                note = rule_notes(rule, event.op, event.path, version, at) | {"part": part.name}
+                if part.when is not None:
+                    held = part.when.test(shared.bind(part.when, binding))
+                    if held.error is not None:
+                        batch.note(rule, note | {"error": f"condition {part.when.source!r} failed: {held.error}"})
+                        continue
+                    if not held.value:
+                        continue
+                key = part.key.evaluate(shared.bind(part.key, binding))
+                problem = key.error if key.error is not None else _key_problem(key.value)
+                if problem is not None:
+                    batch.note(rule, note | {"error": f"key {part.key.source!r} failed: {problem}"})
+                    continue
+                batch.note(rule, note | {"key": key.value})
+        return shared
+
+    def prepare_timer(self, rule: str, version: int, seq: int, at: float) -> Scheduled:
+        """The firing of batch ``rule``'s timer at ``at``, logged by record ``seq`` at ``version``, as the
+        first half of a transaction (like ``prepare``: ``commit`` or ``abort`` follows): a
+        ``timer`` note, and the invocation of the partial batch it flushes (``t<seq>.<n>`` ids).
+        Empty when the batch holds nothing (another runner flushed it first)."""
+        if self._undo is not None:
+            raise SchedulerBusy("a prepared schedule is awaiting commit or abort")
+        self._undo = _Undo(self._order, dict(self._issued), self._started, self.stages.mark())
+        self.gathers.begin()
+        named = next((r for r in self._gather_rules if r.name == rule), None)
+        batch = _Batch(self, version, None, prefix=f"t{seq}.")
+        if named is not None and self.gathers.held(rule):
+            batch.note(named, {"rule": rule, "timer": True, "version": version, "at": round(at, 3)})
+        return Scheduled(batch.invocations, batch.diagnostics, (), batch.notes)
 
     # -- transactions -------------------------------------------------------------------------
     def prepare(
@@ -178,6 +262,7 @@ class Scheduler:
         if self._undo is not None:
             raise SchedulerBusy("a prepared schedule is awaiting commit or abort")
         undo = _Undo(self._order, dict(self._issued), self._started, self.stages.mark())
+        self.gathers.begin()
         scheduled = self.schedule(events, state, version, pending=pending)
         self._undo = undo
         return scheduled
@@ -185,6 +270,7 @@ class Scheduler:
     def commit(self) -> None:
         """Keep what the last ``prepare`` changed (no-op when nothing is prepared)."""
         self._undo = None
+        self.gathers.commit()
 
     def abort(self) -> None:
         """Undo the last ``prepare`` (no-op when nothing is prepared)."""
@@ -193,6 +279,7 @@ class Scheduler:
             return
         self._order, self._issued, self._started = undo.order, undo.issued, undo.started
         self.stages.restore(undo.stages)
+        self.gathers.rollback()
 
     # -- persistence ------------------------------------------------------------------------
     def to_json(self) -> dict[str, JSON]:
@@ -227,13 +314,26 @@ class _Undo:
 class _Batch:
     """Invocations created for one version: ids, order, de-duplication, worker limits."""
 
-    def __init__(self, sched: Scheduler, version: int, pending: Container[str] | None) -> None:
+    def __init__(self, sched: Scheduler, version: int, pending: Container[str] | None, prefix: str = "") -> None:
         self.sched = sched
         self.version = version
         self.pending = pending
+        self.prefix = prefix or f"v{version}."
         self.keys: set[str] = set()
         self.invocations: list[Invocation] = []
         self.diagnostics: list[Diagnostic] = []
+        self.notes: list[dict[str, JSON]] = []
+
+    def note(self, rule: CompiledRule, note: dict[str, JSON]) -> None:
+        """Log ``note`` and fold it into the gathers; invoke the rule's worker when it fires."""
+        self.notes.append(note)
+        fired = self.sched.gathers.apply(note)
+        if fired is not None:
+            self.fire(rule, fired)
+
+    def fire(self, rule: CompiledRule, fired: Fired) -> None:
+        """The invocation of a join or batch that fired (its event says what it gathered)."""
+        self.add(rule, fired.event, fired.binding)
 
     def condition(self, rule: CompiledRule, ctx: dict[str, Any] | SharedContext, event: JSON) -> bool:
         assert rule.when is not None
@@ -259,7 +359,7 @@ class _Batch:
         self.keys.add(key)
         meta: dict[str, Any] = {"stage": rule.spec.stage} if rule.spec.stage is not None else {}
         inv = Invocation(
-            id=f"v{self.version}.{len(self.invocations)}",
+            id=f"{self.prefix}{len(self.invocations)}",
             worker=worker,
             priority=rule.spec.priority,
             order=sched._order,
@@ -271,6 +371,17 @@ class _Batch:
         sched._order += 1
         sched._issued[worker] = sched._issued.get(worker, 0) + 1
         self.invocations.append(inv)
+
+
+def _key_problem(value: Any) -> str | None:
+    """Why a correlation key's value cannot key a join (null, not JSON, too long), or None."""
+    if value is None:
+        return "the key is null"
+    try:
+        text = canonical_str(value)
+    except (TypeError, ValueError):
+        return f"the key is a {type(value).__name__}, not a JSON value"
+    return f"the key is longer than {MAX_KEY_CHARS} characters" if len(text) > MAX_KEY_CHARS else None
 
 
 def _context(

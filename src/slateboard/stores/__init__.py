@@ -126,14 +126,23 @@ def in_memory_url(url: str) -> bool:
     return scheme == "memory" or (scheme == "sqlite" and _sqlite_in_memory(url) is not None)
 
 
-async def open_store(url: str | None = None, *, create: bool = True) -> OpenedStore:
+async def open_store(url: str | None = None, *, create: bool = True, tenant: str | None = None) -> OpenedStore:
     """Open the store a URL names (None: the default SQLite file); raises ``StoreError`` for an
     unknown scheme, ``StoreUnavailable``/``StoreCorrupt`` when it cannot be opened.
 
     With ``create=False`` (read-only commands) a store that does not exist yet raises
     ``StoreMissing`` and nothing is written: no file, no directory, no schema (SQLite), no
     schema or tables (PostgreSQL).
+
+    With ``tenant`` the store is seen through that tenant (a ``TenantStore``, see
+    ``slateboard.stores.tenancy``): its boards only. A malformed id raises ``InvalidInput``, one
+    the store's registry does not have ``UnknownTenant``; closing the scope closes the store.
     """
+    if tenant is not None:
+        from .tenancy import check_tenant_id, open_tenant
+
+        check_tenant_id(tenant)  # before anything is opened or created
+        return await open_tenant(await open_store(url, create=create), tenant, owns=True)
     url = url or DEFAULT_URL
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "memory":

@@ -535,5 +535,9 @@ class KeepsLedgers(Protocol):
 def supports(store: object, capability: type) -> bool:
     """Whether ``store`` declares ``capability`` (an optional capability protocol: ``WatchesWork``,
     ``WatchesBoards``, ``ScansStalledBoards``, ``ReportsCommits``, ``ReportsLeases``,
-    ``ServesManyRunners``, ``KeepsLedgers``): it inherits the protocol."""
-    return capability in type(store).__mro__
+    ``ServesManyRunners``, ``KeepsLedgers``): it inherits the protocol. A store that wraps a
+    shared one (``shared_store``: a tenant's scope) has it only when the shared one has it too."""
+    if capability not in type(store).__mro__:
+        return False
+    shared = getattr(store, "shared_store", None)
+    return shared is None or supports(shared, capability)

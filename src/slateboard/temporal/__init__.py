@@ -13,10 +13,9 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test in a bare venv
     raise ImportError("slateboard.temporal needs the temporal extra: pip install 'slateboard[temporal]'") from exc
 
-from ._names import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, BoardStart, workflow_id
+from ._names import DEFAULT_TASK_QUEUE, BoardStart, workflow_id
 from .activities import BoardActivities
 from .client import (
-    ENGINE_META,
     EngineError,
     cancel_board,
     connect,
@@ -30,9 +29,7 @@ from .worker import BoardWorker
 from .workflow import BoardWorkflow
 
 __all__ = [
-    "DEFAULT_ADDRESS",
     "DEFAULT_TASK_QUEUE",
-    "ENGINE_META",
     "BoardActivities",
     "BoardStart",
     "BoardWorker",

@@ -30,6 +30,13 @@ version or blueprint mismatch, a board missing from the worker's store, a bluepr
 that cannot be built): not retried; the workflow ends the board failed with its message."""
 
 
+def tenant_queue(task_queue: str, tenant: str | None) -> str:
+    """The task queue a tenant's boards run on: ``QUEUE.TENANT`` (the queue itself without a
+    tenant), so a tenant's workers never pick up another tenant's workflows, whose boards their
+    scoped store cannot see."""
+    return task_queue if not tenant else f"{task_queue}.{tenant}"
+
+
 def workflow_id(board_id: str) -> str:
     """The Temporal workflow id of a board: one workflow per board, so a second start of the
     same board is refused by Temporal itself."""

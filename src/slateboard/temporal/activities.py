@@ -45,7 +45,7 @@ from ..scheduling.control import AgendaOrder, restore_control
 from ..scheduling.invocation import Invocation
 from ..status import AGENDA_EMPTY, INTERRUPTED
 from ..stores.base import BoardNotFound, LeaseLost, Store, StoreError
-from ..vocabulary import BOARD_RUNNING
+from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
 from ..workers.base import WorkerConfigError
 from ._names import COMMIT, ENGINE_META, FAIL, INTERRUPT, PLAN, PROPOSE, UNUSABLE, BoardStart
 from .client import stored_start
@@ -205,7 +205,9 @@ class BoardActivities:
     async def plan(self, start: BoardStart) -> dict[str, JSON]:
         """The next invocation to run (``invocation``, ``reason``), or why the board ended
         (``ended``, ``status``); neither when the pick was taken meanwhile (plan again)."""
-        session = await self._caught_up(start)
+        return await self._plan(await self._caught_up(start), start)
+
+    async def _plan(self, session: BoardSession, start: BoardStart) -> dict[str, JSON]:
         board = start.board_id
         info = await self.store.board_info(board)
         if session.accounts.ended_at_head:
@@ -297,7 +299,8 @@ class BoardActivities:
     async def commit(self, start: BoardStart, step: dict[str, Any]) -> dict[str, JSON]:
         """Decide the proposal and append it (one compare-and-set with the invocation's
         completion), then settle the board: ``seq`` of the record (None when an earlier attempt
-        committed it), and ``ended``/``status`` when the board ended."""
+        committed it), and ``ended``/``status`` when the board ended, else ``next``: the next
+        plan (as ``plan`` gives it)."""
         session = await self._caught_up(start)
         inv = Invocation.from_json(step["invocation"])
         if session.agenda.get(inv.id) is None:
@@ -308,7 +311,11 @@ class BoardActivities:
         if ended is not None and session.finished_here:
             self.log_line(f"board {start.board_id} ended: {ended} (version {session.kernel.version})")
         seq = outcome.record.seq if outcome.record is not None else None
-        return {"seq": seq, "ended": ended, "status": None if ended is None else status_for(ended)}
+        if ended is not None:
+            return {"seq": seq, "ended": ended, "status": status_for(ended)}
+        # The next plan in the same activity: the session is at the head it just wrote, so a step
+        # costs two activities (propose, commit), not three.
+        return {"seq": seq, "ended": None, "status": None, "next": await self._plan(session, start)}
 
     # -- the workflow's last words ------------------------------------------------------------------
     @activity.defn(name=INTERRUPT)
@@ -334,7 +341,7 @@ class BoardActivities:
         """End a board this engine cannot run: status ``failed`` with ``reason``."""
         self.sessions.evict(board_id)
         with contextlib.suppress(BoardNotFound):
-            await self.store.set_status(board_id, "failed", " ".join(reason.split())[:500])
+            await self.store.set_status(board_id, BOARD_FAILED, " ".join(reason.split())[:500])
         self.log_line(f"board {board_id} failed: {reason}")
 
 

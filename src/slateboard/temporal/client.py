@@ -31,6 +31,7 @@ from ._names import (
     ENGINE_META,
     WORKFLOW,
     BoardStart,
+    tenant_queue,
     workflow_id,
 )
 
@@ -123,9 +124,11 @@ async def submit_board(
     **board: Any,
 ) -> str:
     """Create a board (as ``runtime.submit``, whose keywords ``board`` takes) and start its
-    workflow on ``task_queue``; returns the board id. When the workflow cannot be started the
+    workflow on ``task_queue`` (a tenant's store: the tenant's own queue, ``QUEUE.TENANT``);
+    returns the board id. When the workflow cannot be started the
     board is deleted again (nothing ran) and EngineError raised."""
     compiled = blueprint if isinstance(blueprint, CompiledBlueprint) else compile_blueprint(blueprint)
+    task_queue = tenant_queue(task_queue, getattr(store, "tenant", None))
     engine: dict[str, JSON] = {"name": "temporal", "task_queue": task_queue, "address": address}
     board_id = await submit(store, compiled, meta={**(meta or {}), ENGINE_META: engine}, **board)
     try:

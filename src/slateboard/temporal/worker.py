@@ -16,7 +16,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from ..models import Model
 from ..stores.base import Store
-from ._names import DEFAULT_TASK_QUEUE
+from ._names import DEFAULT_TASK_QUEUE, tenant_queue
 from .activities import BoardActivities
 from .workflow import BoardWorkflow
 
@@ -46,6 +46,9 @@ class BoardWorker:
         log_line: Callable[[str], None] | None = None,
         identity: str | None = None,
     ) -> None:
+        # A tenant's store serves the tenant's own queue (see tenant_queue): another tenant's
+        # workflow never reaches a worker that cannot see its board.
+        task_queue = tenant_queue(task_queue, getattr(store, "tenant", None))
         self.activities = BoardActivities(
             store,
             model=model,

@@ -22,9 +22,16 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
 
 with workflow.unsafe.imports_passed_through():
+    from ..vocabulary import BOARD_FAILED, BOARD_PAUSED
     from ._names import (
         APPROVAL_SIGNAL,
         COMMIT,
@@ -81,16 +88,18 @@ class BoardWorkflow:
         """Drive the board until it ends; on cancellation, interrupt it (resumable)."""
         store_limit = timedelta(seconds=start.store_timeout_s)
         try:
+            planned: dict[str, Any] | None = None
             while True:
                 seen = self._approvals
-                plan: dict[str, Any] = await workflow.execute_activity(
+                plan: dict[str, Any] = planned or await workflow.execute_activity(
                     PLAN, start, start_to_close_timeout=store_limit, retry_policy=RETRY
                 )
+                planned = None
                 if plan.get("ended") is None and plan.get("invocation") is None:
                     await asyncio.sleep(1.0)  # the pick was taken meanwhile: a durable timer, then plan again
                     continue
                 if plan.get("ended") is not None:
-                    if plan.get("status") != "paused":
+                    if plan.get("status") != BOARD_PAUSED:
                         return plan
                     await workflow.wait_condition(lambda seen=seen: self._approvals > seen)  # type: ignore[misc]
                     continue
@@ -121,21 +130,33 @@ class BoardWorkflow:
                     start_to_close_timeout=store_limit,
                     retry_policy=RETRY,
                 )
-                if committed.get("ended") is not None and committed.get("status") != "paused":
+                if committed.get("ended") is not None and committed.get("status") != BOARD_PAUSED:
                     return committed
+                planned = committed.get("next")  # the commit planned the next step already
         except ActivityError as exc:
             cause = exc.cause
+            if isinstance(cause, CancelledError):
+                # The workflow was cancelled while an activity ran: the activity reports its own
+                # cancellation first. Interrupt the board as below, then end cancelled.
+                await self._interrupt(start)
+                raise
             if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
                 raise
             reason = f"engine: {cause.message}"
             await workflow.execute_activity(
                 FAIL, args=[start.board_id, reason], start_to_close_timeout=store_limit, retry_policy=RETRY
             )
-            return {"ended": reason, "status": "failed"}
+            return {"ended": reason, "status": BOARD_FAILED}
         except asyncio.CancelledError:
-            # Cancelled (slateboard cancel): give the claims back and say so on the board, then
-            # let the cancellation end the workflow.
-            await workflow.execute_activity(
-                INTERRUPT, start.board_id, start_to_close_timeout=store_limit, retry_policy=RETRY
-            )
+            await self._interrupt(start)
             raise
+
+    async def _interrupt(self, start: BoardStart) -> None:
+        """Cancelled (slateboard cancel, Ctrl-C on submit --wait): give the claims back and say
+        so on the board; the caller then lets the cancellation end the workflow."""
+        await workflow.execute_activity(
+            INTERRUPT,
+            start.board_id,
+            start_to_close_timeout=timedelta(seconds=start.store_timeout_s),
+            retry_policy=RETRY,
+        )

@@ -31,8 +31,10 @@ from ..errors import InvalidInput
 from ..httpguard import MIN_TOKEN_CHARS, TokenGuard, error_response
 from ..redaction import redact
 from ..stores.base import Store, StoreError, StoreUnavailable
+from ..stores.tenancy import tenant_of_store
 from ._data import Dashboard
 from ._shapes import ApiError, parse_version
+from ._tenants import TenantTokenGuard, dashboard_for
 
 logger = logging.getLogger("slateboard.web")
 
@@ -66,6 +68,7 @@ def create_app(
     ping_s: float = 15.0,
     eval_dir: Path | str | None = None,
     anchor: tuple[bytes, Path] | None = None,
+    tenant_tokens: bool = False,
 ) -> FastAPI:
     """The dashboard app over ``store``: a Store (left open: the caller owns it), or a URL (None:
     the default SQLite file) that the app opens at startup and closes at shutdown.
@@ -76,11 +79,16 @@ def create_app(
     reports them: ``runtime.watch.wait_for_change``); ``ping_s``: keep-alive comments on idle streams.
     ``eval_dir``: where the evaluation page finds its reports (see ``slateboard.web._evaluation``).
     ``anchor``: (key, anchor file): each board says whether its log matches its signed
-    checkpoints (see ``slateboard anchor``). Raises ValueError for a token shorter than
-    MIN_TOKEN_CHARS.
+    checkpoints (see ``slateboard anchor``). ``tenant_tokens``: every request carries a tenant's
+    token (``slateboard tenant add``), and sees that tenant's boards only; ``token``, if given,
+    is then the operator's, who sees every board (see ``slateboard.web._tenants``). A store
+    scoped to one tenant (``open_store(url, tenant=...)``) shows that tenant's boards to every
+    request. Raises ValueError for a token shorter than MIN_TOKEN_CHARS.
     """
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise InvalidInput(f"the dashboard token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}")
+    if tenant_tokens and tenant_of_store(store) is not None:
+        raise InvalidInput("tenant_tokens needs the shared store, not one tenant's scope of it")
     owned = not isinstance(store, Store)
     url = store.url if isinstance(store, Store) else store
 
@@ -106,8 +114,7 @@ def create_app(
         app.state.dashboard = Dashboard(store, poll_s=poll_s, anchor=anchor)
 
     def dash(request: Request) -> Dashboard:
-        found: Dashboard = request.app.state.dashboard
-        return found
+        return dashboard_for(request.app.state, request.scope)
 
     def _stream(events: AsyncIterator[ServerSentEvent], stop: anyio.Event) -> EventSourceResponse:
         # On server shutdown sse-starlette sets ``stop``: the stream then ends by itself (a
@@ -170,10 +177,13 @@ def create_app(
 
     # -- the API ------------------------------------------------------------------------------
     @app.get("/api/info")
-    async def info() -> dict[str, Any]:
+    async def info(request: Request) -> dict[str, Any]:
         from .. import __version__
 
-        return {"store": redact_url(url or "sqlite://"), "version": __version__, "poll_s": poll_s}
+        tenant = tenant_of_store(dash(request).store)
+        # A tenant is not told where the shared store lives, nor who else is in it.
+        where = redact_url(url or "sqlite://") if tenant is None else f"tenant {tenant}"
+        return {"store": where, "version": __version__, "poll_s": poll_s, "tenant": tenant}
 
     @app.get("/api/boards")
     async def boards(request: Request) -> dict[str, Any]:
@@ -229,5 +239,8 @@ def create_app(
 
         return _stream(stream(), stop)
 
-    app.add_middleware(TokenGuard, token=token, name="this dashboard")
+    if tenant_tokens:
+        app.add_middleware(TenantTokenGuard, operator_token=token, name="this dashboard")
+    else:
+        app.add_middleware(TokenGuard, token=token, name="this dashboard")
     return app

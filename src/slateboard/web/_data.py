@@ -29,7 +29,7 @@ from ..errors import InvalidInput
 from ..kernel.canonical import JSON
 from ..kernel.record import Record
 from ..runtime.fork import PARENT_KEY
-from ..runtime.result import cost_json, cost_of
+from ..runtime.result import cost_json, cost_of, record_tokens
 from ..stores.base import BoardInfo, BoardNotFound, Store
 from ._costs import BoardCosts
 from ._follow import Followers, signature
@@ -161,7 +161,7 @@ class Dashboard:
         out["outcomes"] = dict(sorted(counts.items()))
         out["cost_usd"] = cost_json(cost_of(records, entry.prices))
         out["usage"] = usage_json(records, entry.prices)
-        out["tokens"] = sum(r.usage.tokens_in + r.usage.tokens_out for r in records)
+        out["tokens"] = sum(record_tokens(r) for r in records)  # model judges' tokens included
         out["anchor"] = await self._anchor_status(board_id, records)
         return out
 

@@ -57,10 +57,10 @@ def record_json(rec: Record, prices: PriceTable | None = None) -> dict[str, JSON
     """A record as the API shows it: every logged field, plus ``tokens`` (in + out),
     ``cost_usd`` (those tokens priced with ``prices``, the board's table; null: unknown) and
     ``viewed_version`` (the version the worker's view was built at, when the log says)."""
-    from ..runtime.result import record_cost
+    from ..runtime.result import record_cost, record_tokens
 
     out = rec.to_json()
-    out["tokens"] = rec.usage.tokens_in + rec.usage.tokens_out
+    out["tokens"] = record_tokens(rec)
     out["cost_usd"] = cost_json(record_cost(rec, prices if prices is not None else PriceTable()))
     viewed = rec.meta.get("viewed_version")
     out["viewed_version"] = viewed if isinstance(viewed, int) and not isinstance(viewed, bool) else None

@@ -23,6 +23,7 @@ from slateboard.cli.plugin import (
 )
 from slateboard.models.pricing import format_cost
 from slateboard.progress import progress
+from slateboard.redaction import redact
 
 from ._suites import (
     ErrorKindsOption,
@@ -162,7 +163,7 @@ def textworld_command(
             err.print(f"no tokenizer ({exc}); calls without provider usage are estimated (chars/4)")
 
     total = len(files) * len(chosen) * max(1, len(schedules))
-    what = f"eval textworld: {len(files)} game(s) x {len(chosen)} system(s), model {model}"
+    what = f"eval textworld: {len(files)} game(s) x {len(chosen)} system(s), model {redact(model)}"
     if schedules:
         what += f", error rate(s) {', '.join(f'{s.rate:g}' for s in schedules)}"
     with progress(f"{what}: 0/{total} episodes") as line:
@@ -229,7 +230,7 @@ def sweep_json(suites: list[SuiteResult], out: Path | None) -> dict[str, Any]:
     sweep = error_sweep(runs)
     figures = [write_error_sweep_plot(sweep, out).name] if out is not None else []
     return {
-        "model": first.model,
+        "model": redact(first.model),
         "steps": first.steps,
         "seed": first.seed,
         "verifier": first.verifier,
@@ -305,7 +306,9 @@ def _fmt_tps(value: float | None) -> str:
 
 def _print_tables(suite: SuiteResult, store: str | None) -> None:
     out = console()
-    summary = Table(title=f"TextWorld: {len(suite.games)} games, model {suite.model}, budget {suite.steps} steps")
+    summary = Table(
+        title=f"TextWorld: {len(suite.games)} games, model {redact(suite.model)}, budget {suite.steps} steps"
+    )
     columns = (
         "system",
         "success",

@@ -25,6 +25,7 @@ from slateboard.cli.plugin import (
     run_async,
 )
 from slateboard.progress import progress
+from slateboard.redaction import redact
 
 if TYPE_CHECKING:
     from slateboard.models.erring import ErrorSchedule
@@ -340,7 +341,7 @@ def _run(
     err = console_err()
     err.print(f"{suite}: {len(games)} game(s), {len(jobs)} episode(s); results in {path}")
 
-    head = f"eval {suite}: {len(jobs)} episode(s), model {model}"
+    head = f"eval {suite}: {len(jobs)} episode(s), model {redact(model)}"
     with progress(f"{head}: 0/{len(jobs)} done") as line:
         played = 0
 
@@ -362,7 +363,7 @@ def _run(
             prices=table,
             meta={
                 "suite": suite,
-                "model": model,
+                "model": redact(model),
                 "steps": steps,
                 "blueprint": matrix.blueprint,
                 **(

@@ -29,12 +29,19 @@ def _admissible_list(commands: Sequence[str]) -> list[JSON]:
 
 def board_inputs(env: TextEnvironment, first: TextTurn, *, max_commands: int = 0) -> dict[str, JSON]:
     """The inputs of a text_actor board for an episode that starts at ``first`` (the turn
-    ``env.reset()`` returned): task, first observation, admissible commands, progress, budget."""
+    ``env.reset()`` returned): task, first observation, admissible commands, progress, budget.
+    The first observation is shown without the objective it opens with (it is the task)."""
     if max_commands < 0:
         raise InvalidInput("max_commands must be >= 0 (0: no limit)")
+    task = env.objective or first.observation
+    observation = first.observation
+    # A TextWorld game's first observation opens with its objective, word for word: the board
+    # keeps it once, in /task (what every later observation lacks too).
+    if env.objective and observation.startswith(env.objective) and observation[len(env.objective) :].strip():
+        observation = observation[len(env.objective) :].lstrip()
     return {
-        "task": env.objective or first.observation,
-        "observation": clip(first.observation),
+        "task": task,
+        "observation": clip(observation),
         "admissible": _admissible_list(first.admissible),
         "progress": first.progress(),
         "max_commands": max_commands,

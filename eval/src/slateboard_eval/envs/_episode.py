@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ from ._protocol import TextEnvironment, TextTurn
 from ._walkthrough import WALKTHROUGH_MODEL, WalkthroughModel, walkthrough_functions
 
 __all__ = [
+    "PLAN_USED_UP",
     "VERIFIERS",
     "BoardEpisode",
     "VerifierMode",
@@ -39,16 +41,43 @@ def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
     """The text_actor template compiled, with its advisory verifier (``"llm"``) or without it
     (``"none"``: the worker and the rule that invokes it are left out; the invariants that make
     a command admissible and forbid success in a game not won stay, so nothing a deterministic
-    check can decide costs a model call). InvalidInput (a ValueError) for another mode."""
+    check can decide costs a model call). InvalidInput (a ValueError) for another mode.
+
+    Without a verifier the views carry only what the next decision needs (issue 42): the actor
+    follows the plan and the observation (its instruction) and no longer reads the task, which
+    never changes and was a third of its prompt; the planner, which reads the task, is asked
+    again whenever the plan is used up (``PLAN_USED_UP``: nothing else would refresh it without
+    a verifier); and the planner no longer reads /observations, whose newest item is /observation
+    again and whose older ones the /actions window already implies."""
     if verifier not in VERIFIERS:
         raise InvalidInput(f"unknown verifier mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
     spec = template_spec("text_actor")
     label = "template text_actor"
     if verifier == "none":
-        spec["workers"].pop("verifier", None)
-        spec["rules"] = [r for r in spec["rules"] if r.get("invoke") != "verifier"]
+        workers = spec["workers"]
+        workers.pop("verifier", None)
+        # nothing writes a verdict any more: the rules on them (the verifier's replan) go too
+        kept = [r for r in spec["rules"] if r.get("invoke") != "verifier" and r["on"].get("path") != "/verdicts/-"]
+        spec["rules"] = [*kept, copy.deepcopy(PLAN_USED_UP)]
+        actor, planner = workers["actor"], workers["planner"]
+        for key in ("reads", "pinned"):
+            actor[key] = [p for p in actor[key] if p != "/task"]
+        planner["reads"] = [p for p in planner["reads"] if p not in ("/observations", "/verdicts")]
+        planner["windows"] = {"/actions": planner["windows"]["/actions"]}
         label += " (verifier none)"
     return compile_blueprint(spec, source_label=label)
+
+
+PLAN_USED_UP: dict[str, JSON] = {
+    "name": "plan used up",
+    "on": {"op": "add", "path": "/observations/-"},
+    "when": "has(state.plan) && size(state.observations) % size(state.plan) == 0",
+    "invoke": "planner",
+    "priority": 2,
+}
+"""The rule that asks the planner again once as many commands were observed as the plan has
+steps (no verifier: nothing else replans); it runs before the actor queued by the same
+observation, so the actor acts once, on the new plan."""
 
 
 def runner_steps_for(max_commands: int) -> int:
