@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import orjson
 
+from slateboard.models._http_pool import loop_client
 from slateboard.models.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -42,9 +43,10 @@ class JsonPoster:
     Guarantees: a base URL that is not http(s) with a host raises `ModelConfigError` here, before
     any call; transport failures raise `ModelUnavailable` (connect errors, resets, connect
     timeouts), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a URL httpx cannot
-    use); HTTP statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
-    per event loop, because httpx connection pools cannot be shared across loops; every such client
-    uses one SSL context (`shared_ssl_context`).
+    use); HTTP statuses are left to the caller. Without an injected client, every poster on one
+    event loop shares that loop's client (`loop_client`): one bounded pool of keep-alive
+    connections (`PooledTransport`: O(1) per call, at most `pool_connections()` sockets, calls
+    beyond that wait for one), with one SSL context per process (`shared_ssl_context`).
     """
 
     def __init__(
@@ -69,9 +71,7 @@ class JsonPoster:
         loop = asyncio.get_running_loop()
         stale = self._client_loop is None or self._client_loop() is not loop
         if self._client is None or self._client.is_closed or stale:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S), verify=shared_ssl_context()
-            )
+            self._client = loop_client(shared_ssl_context(), CONNECT_TIMEOUT_S)
             self._client_loop = weakref.ref(loop)
         return self._client
 
@@ -114,10 +114,9 @@ class JsonPoster:
             raise ModelNotFound(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
 
     async def aclose(self) -> None:
-        """Close the client this poster created (an injected client is left to its owner)."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Let go of the loop's shared client (its pooled connections stay for the loop's other
+        posters; an injected client is left to its owner)."""
+        self._client = None
 
 
 _SSL: ssl.SSLContext | None = None
@@ -125,10 +124,8 @@ _SSL: ssl.SSLContext | None = None
 
 def shared_ssl_context() -> ssl.SSLContext:
     """The process's one client SSL context (httpx's defaults: certifi's CA bundle, or
-    SSL_CERT_FILE / SSL_CERT_DIR), made on first use. A board resolving a model string gets its
-    own provider and client; a context per client would load the CA store each time (~0.1 s of
-    CPU and ~1 MB per board), while one small pool per client keeps httpx's per-request pool
-    bookkeeping short (a single pool shared by hundreds of boards costs more CPU per call)."""
+    SSL_CERT_FILE / SSL_CERT_DIR), made on first use: a context per provider would load the CA
+    store each time (~0.1 s of CPU and ~1 MB per board resolving a model string)."""
     global _SSL
     if _SSL is None:
         _SSL = httpx.create_ssl_context()
