@@ -11,10 +11,17 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
-from models_testkit import chat_completion
+from models_testkit import StartStub, StubReply, chat_completion
 
 from slateboard.models import Message, OpenAICompatModel, RetryPolicy, resolve_model
-from slateboard.models._http_pool import POOL_CONNECTIONS, POOL_MIN_CONNECTIONS, PooledTransport, pool_connections
+from slateboard.models._http import shared_ssl_context
+from slateboard.models._http_pool import (
+    POOL_CONNECTIONS,
+    POOL_MIN_CONNECTIONS,
+    PooledTransport,
+    loop_transport,
+    pool_connections,
+)
 
 ASK = [Message.user("Say hi.")]
 REPLY = httpx.Response(200, json=chat_completion("hi")).content
@@ -166,3 +173,26 @@ def test_a_pool_needs_a_connection() -> None:
 def test_the_pool_bound_follows_the_descriptor_limit(monkeypatch: pytest.MonkeyPatch, soft: int, expected: int) -> None:
     monkeypatch.setattr(resource, "getrlimit", lambda _: (soft, resource.RLIM_INFINITY))
     assert pool_connections() == expected
+
+
+async def test_a_provider_post_sends_the_client_headers_through_the_pool(stub_server: StartStub) -> None:
+    # The pooled path skips the client's per-request work, not what the client would send.
+    server = await stub_server(StubReply(200, chat_completion("hi")))
+    assert (await provider(server.url).generate(ASK)).text == "hi"
+    headers = server.requests[0].headers
+    assert headers["user-agent"].startswith("python-httpx/")
+    assert headers["content-type"] == "application/json"
+    assert "gzip" in headers["accept-encoding"]
+
+
+def test_a_proxy_in_the_environment_routes_calls_through_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client honours HTTPS_PROXY / NO_PROXY; the pool alone would bypass the proxy.
+    async def pool() -> PooledTransport | None:
+        return loop_transport(shared_ssl_context(), 30.0)
+
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(asyncio.run(pool()), PooledTransport)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert asyncio.run(pool()) is None

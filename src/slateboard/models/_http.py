@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import orjson
 
-from slateboard.models._http_pool import loop_client
+from slateboard.models._http_pool import loop_client, loop_transport
 from slateboard.models.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -35,6 +35,7 @@ __all__ = ["SCHEMA_ERROR_CODES", "JsonPoster", "error_fields", "error_for_status
 # A refused or black-holed host should surface as "unavailable" (retryable) rather than eat the
 # whole call budget; the reply itself is bounded by the caller's deadline, not by httpx.
 CONNECT_TIMEOUT_S = 30.0
+_TIMEOUTS = {"timeout": httpx.Timeout(None, connect=CONNECT_TIMEOUT_S).as_dict()}
 
 
 class JsonPoster:
@@ -61,6 +62,8 @@ class JsonPoster:
         self.base_url = base_url.rstrip("/")
         _check_base_url(model, self.base_url)
         self._headers = dict(headers)
+        self._post_headers: dict[str, str] | None = None
+        self._urls: dict[str, httpx.URL] = {}
         self._given_client = client
         self._client: httpx.AsyncClient | None = None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
@@ -79,9 +82,21 @@ class JsonPoster:
         """POST `payload` as JSON to `base_url + path`; returns the response whatever its status."""
         url = self.base_url + path
         body = orjson.dumps(payload)
-        headers = {**self._headers, "content-type": "application/json"}
         with self.transport_errors(url):
-            return await self._current_client().post(url, content=body, headers=headers)
+            pool = None if self._given_client is not None else loop_transport(shared_ssl_context(), CONNECT_TIMEOUT_S)
+            if pool is None:
+                headers = {**self._headers, "content-type": "application/json"}
+                return await self._current_client().post(url, content=body, headers=headers)
+            # The client's per-request work (URL merging, auth, cookies, redirects, event hooks)
+            # does nothing here and cost as much CPU as the request itself: the pool sends it.
+            target = self._urls.get(path)
+            if target is None:
+                target = self._urls[path] = httpx.URL(url)
+            if self._post_headers is None:
+                # The client's defaults (accept, accept-encoding, user-agent) as it would send them.
+                self._post_headers = {**pool.default_headers, **self._headers, "content-type": "application/json"}
+            request = httpx.Request("POST", target, content=body, headers=self._post_headers, extensions=_TIMEOUTS)
+            return await pool.fetch(request)
 
     @contextlib.asynccontextmanager
     async def stream(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[httpx.Response]:
