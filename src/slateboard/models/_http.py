@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import errno
 import ssl
 import time
 import weakref
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import orjson
 
-from slateboard.models._http_pool import loop_client, loop_transport
+from slateboard.models._http_pool import descriptor_limit, loop_client, loop_transport
 from slateboard.models.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -127,6 +128,10 @@ class JsonPoster:
             raise ModelUnavailable(self._model, f"connection to {url} failed: {_describe(exc)}") from exc
         except httpx.InvalidURL as exc:
             raise ModelNotFound(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
+        except OSError as exc:
+            # Before any byte is sent: the CA store cannot be read, or no socket can be opened
+            # (a process out of descriptors). Retryable like a refused connection.
+            raise ModelUnavailable(self._model, f"cannot call {url}: {_describe(exc)}") from exc
 
     async def aclose(self) -> None:
         """Let go of the loop's shared client (its pooled connections stay for the loop's other
@@ -147,8 +152,47 @@ def shared_ssl_context() -> ssl.SSLContext:
     return _SSL
 
 
-def _describe(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__
+def _describe(exc: BaseException) -> str:
+    """The failure's message, with the operating system's reason when a wrapper hides it
+    ("All connection attempts failed" says nothing of a refused connection or of a process out of
+    file descriptors)."""
+    text = str(exc) or type(exc).__name__
+    cause = _os_cause(exc)
+    if cause is None:
+        return text
+    if cause.errno in (errno.EMFILE, errno.ENFILE):
+        return f"{text}: {descriptor_shortage(cause)}"
+    reason = cause.strerror or str(cause)
+    return text if reason in text else f"{text} ({reason})"
+
+
+def _os_cause(exc: BaseException) -> OSError | None:
+    """The first OSError with an errno in `exc`, its causes and exception groups."""
+    todo: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                todo.append(linked)
+    return None
+
+
+def descriptor_shortage(exc: OSError) -> str:
+    """What an EMFILE/ENFILE means, with the limit to raise."""
+    if exc.errno == errno.ENFILE:
+        return "the system is out of file descriptors"
+    soft = descriptor_limit()
+    return "the process is out of file descriptors" + (
+        f" (RLIMIT_NOFILE soft limit {soft}: raise it with ulimit -n)" if soft is not None else ""
+    )
 
 
 def _check_base_url(model: str, base_url: str) -> None:

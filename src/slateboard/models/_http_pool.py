@@ -30,6 +30,11 @@ from typing import Any
 import httpcore
 import httpx
 
+try:  # imported now: a process out of file descriptors could not load it when it needs it
+    import resource
+except ImportError:  # not POSIX
+    resource = None  # type: ignore[assignment]
+
 __all__ = [
     "KEEPALIVE_EXPIRY_S",
     "POOL_CONNECTIONS",
@@ -263,18 +268,22 @@ class _Returning(httpx.AsyncByteStream):
             self._pool._checkin(self._key, conn)
 
 
-def pool_connections() -> int:
-    """How many connections a loop's shared pool may hold open: half the soft RLIMIT_NOFILE now,
-    between ``POOL_MIN_CONNECTIONS`` and ``POOL_CONNECTIONS``."""
-    try:
-        import resource  # POSIX only
-    except ImportError:
-        return POOL_CONNECTIONS
+def descriptor_limit() -> int | None:
+    """The process's soft RLIMIT_NOFILE now; None where there is none (unlimited, or not POSIX)."""
+    if resource is None:
+        return None
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError):
-        return POOL_CONNECTIONS
-    if soft == resource.RLIM_INFINITY:
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def pool_connections() -> int:
+    """How many connections a loop's shared pool may hold open: half the soft RLIMIT_NOFILE now,
+    between ``POOL_MIN_CONNECTIONS`` and ``POOL_CONNECTIONS``."""
+    soft = descriptor_limit()
+    if soft is None:
         return POOL_CONNECTIONS
     return max(POOL_MIN_CONNECTIONS, min(POOL_CONNECTIONS, soft // 2))
 
