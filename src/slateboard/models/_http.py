@@ -44,8 +44,9 @@ class JsonPoster:
 
     Guarantees: a base URL that is not http(s) with a host raises `ModelConfigError` here, before
     any call; transport failures raise `ModelUnavailable` (connect errors, resets, connect
-    timeouts), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a URL httpx cannot
-    use); HTTP statuses are left to the caller. Without an injected client, every poster on one
+    timeouts, an OSError before the request is sent: a process out of file descriptors is named
+    as such, with its RLIMIT_NOFILE), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a
+    URL httpx cannot use); HTTP statuses are left to the caller. Without an injected client, every poster on one
     event loop shares that loop's client (`loop_client`): one bounded pool of keep-alive
     connections (`PooledTransport`: O(1) per call, at most `pool_connections()` sockets, calls
     beyond that wait for one), with one SSL context per process (`shared_ssl_context`).
