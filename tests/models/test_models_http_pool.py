@@ -195,4 +195,4 @@ def test_a_proxy_in_the_environment_routes_calls_through_the_client(monkeypatch:
         monkeypatch.delenv(name, raising=False)
     assert isinstance(asyncio.run(pool()), PooledTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    assert asyncio.run(pool()) is None
+    assert asyncio.run(pool()) is None  # each asyncio.run is a new loop, so a new client

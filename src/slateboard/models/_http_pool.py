@@ -112,6 +112,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         # The headers a client over this transport adds to every request (``loop_client`` sets
         # them), for requests sent with ``fetch``.
         self.default_headers: dict[str, str] = {}
+        self.proxied = False  # the environment names a proxy: send through the client instead
 
     @property
     def in_use(self) -> int:
@@ -294,11 +295,10 @@ _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 def loop_transport(ssl_context: ssl.SSLContext, connect_timeout: float) -> PooledTransport | None:
     """The pool under the running loop's shared client, for ``PooledTransport.fetch``; None
-    when the environment names a proxy (the client routes through it, honouring NO_PROXY)."""
-    if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
-        return None
+    when the environment named a proxy as that client was made (the client routes through it,
+    honouring NO_PROXY; httpx too reads the proxy variables once, when a client is made)."""
     transport = loop_client(ssl_context, connect_timeout)._transport
-    return transport if isinstance(transport, PooledTransport) else None
+    return transport if isinstance(transport, PooledTransport) and not transport.proxied else None
 
 
 def loop_client(ssl_context: ssl.SSLContext, connect_timeout: float) -> httpx.AsyncClient:
@@ -311,5 +311,6 @@ def loop_client(ssl_context: ssl.SSLContext, connect_timeout: float) -> httpx.As
         transport = PooledTransport(ssl_context=ssl_context, max_connections=pool_connections())
         client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None, connect=connect_timeout))
         transport.default_headers = dict(client.headers)
+        transport.proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
         _CLIENTS[loop] = client
     return client
