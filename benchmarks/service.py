@@ -471,11 +471,18 @@ def run_child(args: argparse.Namespace, system: str, k: int, kind: str, url: str
 
 # -- report ---------------------------------------------------------------------------------------
 def with_ratios(rows: list[dict[str, Any]]) -> None:
-    """Each row's wall, CPU per step and RSS per board over ``langgraph sqlite``'s at the same K and model."""
+    """Each row's wall, CPU per step, peak RSS and RSS per board over ``langgraph sqlite``'s at the
+    same K and model."""
     ref = {(r["k"], r["model"]): r for r in rows if r["system"] == REFERENCE}
     for r in rows:
         base = ref.get((r["k"], r["model"]))
-        for key, name in (("wall_s", "wall_x"), ("cpu_ms_per_step", "cpu_x"), ("rss_per_board_mb", "rss_x")):
+        pairs = (
+            ("wall_s", "wall_x"),
+            ("cpu_ms_per_step", "cpu_x"),
+            ("peak_rss_mb", "peak_x"),
+            ("rss_per_board_mb", "rss_x"),
+        )
+        for key, name in pairs:
             r[name] = r[key] / base[key] if base and base[key] else None
 
 
@@ -486,7 +493,8 @@ def _x(v: float | None) -> str:
 def print_table(rows: list[dict[str, Any]], notes: list[str]) -> None:
     head = (
         f"{'system':<20} {'model':<5} {'K':>5} {'wall s':>7} {'/ideal':>6} {'steps/s':>8} {'CPU ms':>7}"
-        f" {'peak RSS':>8} {'MB/board':>8} {'gap p50':>8} {'gap p99':>8} {'wall/LG':>8} {'CPU/LG':>7} {'RSS/LG':>7}"
+        f" {'peak RSS':>8} {'MB/board':>8} {'gap p50':>8} {'gap p99':>8} {'wall/LG':>8} {'CPU/LG':>7} {'peak/LG':>7}"
+        f" {'RSS/LG':>7}"
     )
     print(head)
     print("-" * len(head))
@@ -495,7 +503,7 @@ def print_table(rows: list[dict[str, Any]], notes: list[str]) -> None:
             f"{r['system']:<20} {r['model']:<5} {r['k']:>5} {r['wall_s']:>7.2f} {r['wall_over_ideal']:>6.2f}"
             f" {r['steps_per_s']:>8.0f} {r['cpu_ms_per_step']:>7.2f} {r['peak_rss_mb']:>6.0f}MB"
             f" {r['rss_per_board_mb']:>8.3f} {r['gap_p50_ms']:>6.2f}ms {r['gap_p99_ms']:>6.2f}ms"
-            f" {_x(r['wall_x']):>8} {_x(r['cpu_x']):>7} {_x(r['rss_x']):>7}"
+            f" {_x(r['wall_x']):>8} {_x(r['cpu_x']):>7} {_x(r['peak_x']):>7} {_x(r['rss_x']):>7}"
         )
     for note in notes:
         print(note)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import errno
 import ssl
 import time
 import weakref
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import orjson
 
+from slateboard.models._http_pool import descriptor_limit, loop_client, loop_transport
 from slateboard.models.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -34,6 +36,7 @@ __all__ = ["SCHEMA_ERROR_CODES", "JsonPoster", "error_fields", "error_for_status
 # A refused or black-holed host should surface as "unavailable" (retryable) rather than eat the
 # whole call budget; the reply itself is bounded by the caller's deadline, not by httpx.
 CONNECT_TIMEOUT_S = 30.0
+_TIMEOUTS = {"timeout": httpx.Timeout(None, connect=CONNECT_TIMEOUT_S).as_dict()}
 
 
 class JsonPoster:
@@ -41,10 +44,12 @@ class JsonPoster:
 
     Guarantees: a base URL that is not http(s) with a host raises `ModelConfigError` here, before
     any call; transport failures raise `ModelUnavailable` (connect errors, resets, connect
-    timeouts), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a URL httpx cannot
-    use); HTTP statuses are left to the caller. Without an injected client, one `httpx.AsyncClient` is kept
-    per event loop, because httpx connection pools cannot be shared across loops; every such client
-    uses one SSL context (`shared_ssl_context`).
+    timeouts, an OSError before the request is sent: a process out of file descriptors is named
+    as such, with its RLIMIT_NOFILE), `ModelTimeout` (read/write timeouts) or `ModelNotFound` (a
+    URL httpx cannot use); HTTP statuses are left to the caller. Without an injected client, every poster on one
+    event loop shares that loop's client (`loop_client`): one bounded pool of keep-alive
+    connections (`PooledTransport`: O(1) per call, at most `pool_connections()` sockets, calls
+    beyond that wait for one), with one SSL context per process (`shared_ssl_context`).
     """
 
     def __init__(
@@ -59,6 +64,8 @@ class JsonPoster:
         self.base_url = base_url.rstrip("/")
         _check_base_url(model, self.base_url)
         self._headers = dict(headers)
+        self._post_headers: dict[str, str] | None = None
+        self._urls: dict[str, httpx.URL] = {}
         self._given_client = client
         self._client: httpx.AsyncClient | None = None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
@@ -69,9 +76,7 @@ class JsonPoster:
         loop = asyncio.get_running_loop()
         stale = self._client_loop is None or self._client_loop() is not loop
         if self._client is None or self._client.is_closed or stale:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S), verify=shared_ssl_context()
-            )
+            self._client = loop_client(shared_ssl_context(), CONNECT_TIMEOUT_S)
             self._client_loop = weakref.ref(loop)
         return self._client
 
@@ -79,9 +84,21 @@ class JsonPoster:
         """POST `payload` as JSON to `base_url + path`; returns the response whatever its status."""
         url = self.base_url + path
         body = orjson.dumps(payload)
-        headers = {**self._headers, "content-type": "application/json"}
         with self.transport_errors(url):
-            return await self._current_client().post(url, content=body, headers=headers)
+            pool = None if self._given_client is not None else loop_transport(shared_ssl_context(), CONNECT_TIMEOUT_S)
+            if pool is None:
+                headers = {**self._headers, "content-type": "application/json"}
+                return await self._current_client().post(url, content=body, headers=headers)
+            # The client's per-request work (URL merging, auth, cookies, redirects, event hooks)
+            # does nothing here and cost as much CPU as the request itself: the pool sends it.
+            target = self._urls.get(path)
+            if target is None:
+                target = self._urls[path] = httpx.URL(url)
+            if self._post_headers is None:
+                # The client's defaults (accept, accept-encoding, user-agent) as it would send them.
+                self._post_headers = {**pool.default_headers, **self._headers, "content-type": "application/json"}
+            request = httpx.Request("POST", target, content=body, headers=self._post_headers, extensions=_TIMEOUTS)
+            return await pool.fetch(request)
 
     @contextlib.asynccontextmanager
     async def stream(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[httpx.Response]:
@@ -112,12 +129,15 @@ class JsonPoster:
             raise ModelUnavailable(self._model, f"connection to {url} failed: {_describe(exc)}") from exc
         except httpx.InvalidURL as exc:
             raise ModelNotFound(self._model, f"invalid URL {url}: {_describe(exc)}") from exc
+        except OSError as exc:
+            # Before any byte is sent: the CA store cannot be read, or no socket can be opened
+            # (a process out of descriptors). Retryable like a refused connection.
+            raise ModelUnavailable(self._model, f"cannot call {url}: {_describe(exc)}") from exc
 
     async def aclose(self) -> None:
-        """Close the client this poster created (an injected client is left to its owner)."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Let go of the loop's shared client (its pooled connections stay for the loop's other
+        posters; an injected client is left to its owner)."""
+        self._client = None
 
 
 _SSL: ssl.SSLContext | None = None
@@ -125,18 +145,55 @@ _SSL: ssl.SSLContext | None = None
 
 def shared_ssl_context() -> ssl.SSLContext:
     """The process's one client SSL context (httpx's defaults: certifi's CA bundle, or
-    SSL_CERT_FILE / SSL_CERT_DIR), made on first use. A board resolving a model string gets its
-    own provider and client; a context per client would load the CA store each time (~0.1 s of
-    CPU and ~1 MB per board), while one small pool per client keeps httpx's per-request pool
-    bookkeeping short (a single pool shared by hundreds of boards costs more CPU per call)."""
+    SSL_CERT_FILE / SSL_CERT_DIR), made on first use: a context per provider would load the CA
+    store each time (~0.1 s of CPU and ~1 MB per board resolving a model string)."""
     global _SSL
     if _SSL is None:
         _SSL = httpx.create_ssl_context()
     return _SSL
 
 
-def _describe(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__
+def _describe(exc: BaseException) -> str:
+    """The failure's message, with the operating system's reason when a wrapper hides it
+    ("All connection attempts failed" says nothing of a refused connection or of a process out of
+    file descriptors)."""
+    text = str(exc) or type(exc).__name__
+    cause = _os_cause(exc)
+    if cause is None:
+        return text
+    if cause.errno in (errno.EMFILE, errno.ENFILE):
+        return f"{text}: {descriptor_shortage(cause)}"
+    reason = cause.strerror or str(cause)
+    return text if reason in text else f"{text} ({reason})"
+
+
+def _os_cause(exc: BaseException) -> OSError | None:
+    """The first OSError with an errno in `exc`, its causes and exception groups."""
+    todo: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                todo.append(linked)
+    return None
+
+
+def descriptor_shortage(exc: OSError) -> str:
+    """What an EMFILE/ENFILE means, with the limit to raise."""
+    if exc.errno == errno.ENFILE:
+        return "the system is out of file descriptors"
+    soft = descriptor_limit()
+    return "the process is out of file descriptors" + (
+        f" (RLIMIT_NOFILE soft limit {soft}: raise it with ulimit -n)" if soft is not None else ""
+    )
 
 
 def _check_base_url(model: str, base_url: str) -> None:

@@ -204,7 +204,11 @@ class SqliteConnection(StoreBackend):
         low = msg.lower()
         where = str(self.path)
         if "locked" in low or "busy" in low:
-            return StoreUnavailable(f"{where}: the database is locked by another connection ({msg})")
+            # Writes wait busy_timeout_ms for the lock before this; name the knob.
+            return StoreUnavailable(
+                f"{where}: the database is locked by another connection ({msg}) after waiting"
+                f" busy_timeout_ms={self.busy_timeout_ms}: nothing was written (retry, or resume the board)"
+            )
         if "unable to open" in low or "readonly" in low or "read-only" in low or "disk i/o" in low:
             return StoreUnavailable(f"{where}: cannot open or write the database ({msg})")
         if "not a database" in low or "malformed" in low or "corrupt" in low:
