@@ -19,7 +19,7 @@ def _damaged_board(invoke: Invoke, tmp_path: Path) -> tuple[str, int]:
     path = tmp_path / "notes.yaml"
     path.write_text(scripted_blueprint([NOTE, NOTE, NOTE], max_steps=3))
     board = str(json.loads(invoke("run", str(path), "--json").stdout)["board_id"])
-    total = len(invoke.json("log", board))
+    total = len(invoke.json("log", board)["records"])
     con = sqlite3.connect(tmp_path / "boards.db")
     con.execute("UPDATE records SET data = ? WHERE seq = 3", (b"\x78garbage",))
     con.commit()

@@ -41,7 +41,7 @@ def _run_board(invoke: Invoke, tmp_path: Path) -> str:
     path.write_text(guarded_blueprint([NOTE_LONG]))
     result = invoke("run", str(path), "--json")
     board = str(json.loads(result.stdout)["board_id"])
-    records = invoke.json("log", board)
+    records = invoke.json("log", board)["records"]
     assert records[0]["stage"] == "invariants"  # the original contract forbade it
     return board
 
@@ -73,10 +73,10 @@ def test_d5_edited_blueprint_or_initial_state_fails_verify_at_record_0(
 def test_d5_resume_refuses_a_board_whose_blueprint_was_edited(invoke: Invoke, tmp_path: Path) -> None:
     board = _run_board(invoke, tmp_path)
     _tamper(tmp_path / "boards.db", "blueprint", _allow_everything)
-    before = invoke.json("log", board)
+    before = invoke.json("log", board)["records"]
     result = invoke("resume", board)
     assert result.exit_code == 1 and "cannot be resumed" in result.stderr
-    assert invoke.json("log", board) == before  # nothing appended
+    assert invoke.json("log", board)["records"] == before  # nothing appended
 
 
 def test_d5_a_legacy_log_without_binding_still_replays_and_says_so() -> None:

@@ -64,7 +64,7 @@ def test_d3_cli_run_logs_the_rejection_and_ends_the_board(invoke: Invoke, write_
     board = data["board_id"]
     info = next(b for b in invoke.json("boards") if b["board_id"] == board)
     assert info["status"] != "running"
-    records = invoke.json("log", board)
+    records = invoke.json("log", board)["records"]
     first = records[0]
     assert first["stage"] == "parse" and first["patch"] == DEEP
     assert all(r["stage"] != "internal" for r in records)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -250,4 +252,23 @@ app.command("fork")(fork_command)
 def main(argv: Sequence[str] | None = None) -> None:
     """The ``slateboard`` entry point: run ``argv`` (default: the process arguments) and exit."""
     command = typer.main.get_command(app)
-    command.main(args=None if argv is None else list(argv), prog_name="slateboard")
+    try:
+        command.main(args=None if argv is None else list(argv), prog_name="slateboard")
+    except SystemExit as exc:
+        if "temporalio.bridge.client" in sys.modules:
+            _exit_past_temporal(exc.code)
+        raise
+
+
+def _exit_past_temporal(code: object) -> None:
+    """End a command that made a Temporal client without the interpreter's teardown: the SDK's
+    native threads outlive the event loop, and finalising under them aborts the process
+    (``Fatal Python error: PyGILState_Release``, SIGABRT; temporalio/sdk-python#300) after the
+    command has finished cleanly. Its work is done and its output flushed, so nothing is lost."""
+    if isinstance(code, str):
+        sys.stderr.write(code + "\n")
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)

@@ -30,6 +30,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from ..errors import InvalidInput
+
 try:  # imported now: a process out of file descriptors could not load it when it needs it
     import resource
 except ImportError:  # not POSIX
@@ -101,7 +103,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         keepalive_expiry: float = KEEPALIVE_EXPIRY_S,
     ) -> None:
         if max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+            raise InvalidInput(f"max_connections must be at least 1, got {max_connections}")
         self.max_connections = max_connections
         self._ssl_context = ssl_context
         self._keepalive_expiry = keepalive_expiry
