@@ -37,11 +37,20 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..kernel.canonical import JSON, sha256_hex
-from ..stores.base import BoardExists, BoardNotFound, Store
+from ..stores.base import BoardExists, BoardInfo, BoardNotFound, Store
 from .ledger import Ledger
 from .result import RunResult
 
-__all__ = ["CHILD_PREFIX", "PARENT_META", "ChildRun", "ChildRunner", "child_id", "ensure_child"]
+__all__ = [
+    "CHILD_PREFIX",
+    "PARENT_META",
+    "ChildRun",
+    "ChildRunner",
+    "child_id",
+    "ensure_child",
+    "subboard_children",
+    "subboard_link",
+]
 
 CHILD_PREFIX = "sub-"
 """How every child board's id starts."""
@@ -107,3 +116,39 @@ def child_meta(parent_meta: Mapping[str, JSON], link: dict[str, JSON], spend_key
     if spend_key in parent_meta:
         meta[spend_key] = parent_meta[spend_key]
     return meta
+
+
+def subboard_link(meta: Mapping[str, Any]) -> dict[str, JSON] | None:
+    """The parent link (``PARENT_META``) of a child board's meta as ``{"board", "invocation",
+    "index", "worker"}``; None for a board that is no sub-board (or whose link is not the shape
+    a sub-board worker writes: a link without a parent board id names nothing)."""
+    link = meta.get(PARENT_META)
+    if not isinstance(link, Mapping) or not isinstance(link.get("board"), str):
+        return None
+    index = link.get("index")
+    invocation = link.get("invocation")
+    worker = link.get("worker")
+    return {
+        "board": str(link["board"]),
+        "invocation": str(invocation) if isinstance(invocation, str) else None,
+        "index": index if isinstance(index, int) and not isinstance(index, bool) else None,
+        "worker": str(worker) if isinstance(worker, str) else None,
+    }
+
+
+def subboard_children(boards: Sequence[BoardInfo], board_id: str) -> list[tuple[BoardInfo, dict[str, JSON]]]:
+    """The sub-boards among ``boards`` whose parent is ``board_id``, each with its link: grouped
+    by invocation (the invocation whose first child was created first comes first), in item
+    order within one. Only ``boards`` is searched, so a caller that lists them through a
+    tenant's store sees that tenant's children only."""
+    found = [(b, link) for b in boards if (link := subboard_link(b.meta)) is not None and link["board"] == board_id]
+    first: dict[JSON, float] = {}
+    for b, link in found:
+        first[link["invocation"]] = min(first.get(link["invocation"], b.created_at), b.created_at)
+
+    def key(pair: tuple[BoardInfo, dict[str, JSON]]) -> tuple[float, str, int, str]:
+        b, link = pair
+        index = link["index"]
+        return first[link["invocation"]], str(link["invocation"]), index if isinstance(index, int) else -1, b.board_id
+
+    return sorted(found, key=key)

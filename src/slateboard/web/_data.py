@@ -35,6 +35,7 @@ from ._costs import BoardCosts
 from ._follow import Followers, signature
 from ._replay import BoardLog, StateCache, open_board, still_valid
 from ._shapes import MAX_PAGE, ApiError, board_json, changed_pointers, record_json, usage_json
+from ._subboards import subboards_json
 from ._views import check_view_hash, view_json
 
 # MAX_PAGE and ApiError stay importable from here, where the package (and callers) took them.
@@ -111,11 +112,12 @@ class Dashboard:
                 del self._locks[stale]
         return info, entry
 
-    async def lineage(self, info: BoardInfo) -> dict[str, JSON]:
+    async def lineage(self, info: BoardInfo, boards: Sequence[BoardInfo] | None = None) -> dict[str, JSON]:
         """Where a board comes from and what came of it (``slateboard fork``): ``parent`` (None
         for a board that is no fork; else the parent's id, name, the version and seq the fork
         was taken at, and whether the parent is still in the store) and ``children`` (the
-        boards forked from it, oldest first: id, name, status, the version they were taken at)."""
+        boards forked from it, oldest first: id, name, status, the version they were taken at).
+        ``boards``: the store's boards when the caller listed them already."""
         binding = info.meta.get(PARENT_KEY)
         parent: dict[str, JSON] | None = None
         if isinstance(binding, dict) and isinstance(binding.get("board"), str):
@@ -127,7 +129,9 @@ class Dashboard:
             except BoardNotFound:
                 parent.update(name=None, exists=False)
         children: list[JSON] = []
-        for b in sorted(await self.store.list_boards(), key=lambda b: b.created_at):
+        if boards is None:
+            boards = await self.store.list_boards()
+        for b in sorted(boards, key=lambda b: b.created_at):
             bound = b.meta.get(PARENT_KEY)
             if isinstance(bound, dict) and bound.get("board") == info.board_id:
                 children.append(
@@ -136,7 +140,9 @@ class Dashboard:
         return {"parent": parent, "children": children}
 
     async def board(self, board_id: str) -> dict[str, JSON]:
-        """One board: its header, its blueprint's workers and contracts, counts by outcome, and
+        """One board: its header, its fork lineage, its sub-board links (``_subboards``: the
+        parent of a child board, the children of a parent, all among this dashboard's store's
+        boards, so a tenant's), its blueprint's workers and contracts, counts by outcome, and
         tokens per worker and per component."""
         info, entry = await self._board(board_id)
         records = entry.records
@@ -146,7 +152,9 @@ class Dashboard:
         spec = entry.blueprint_json
         workers = spec.get("workers") if isinstance(spec.get("workers"), dict) else {}
         out = board_json(info)
-        out["lineage"] = await self.lineage(info)
+        every = await self.store.list_boards()  # through this dashboard's (tenant-scoped) store
+        out["lineage"] = await self.lineage(info, every)
+        out["subboards"] = subboards_json(info, every, records)
         out["blueprint"] = {
             "name": spec.get("name"),
             "description": spec.get("description"),

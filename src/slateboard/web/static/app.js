@@ -224,11 +224,14 @@
 
   // Where the board was forked from, and the boards forked from it (slateboard fork): links
   // that open those boards; nothing for a board with neither.
+  function boardLink(id, label, testid, title) {
+    return el("a", { href: "#board=" + encodeURIComponent(id), class: "mono", "data-testid": testid,
+      "data-board": id, text: label, title: title || id, onclick: (e) => { e.preventDefault(); selectBoard(id); } });
+  }
+
   function lineageLine(l) {
     if (!l || (!l.parent && !(l.children || []).length)) return null;
-    const link = (id, label, testid) => el("a", { href: "#board=" + encodeURIComponent(id), class: "mono",
-      "data-testid": testid, "data-board": id, text: label,
-      onclick: (e) => { e.preventDefault(); selectBoard(id); } });
+    const link = boardLink;
     const parts = [];
     if (l.parent) {
       const p = l.parent;
@@ -248,6 +251,37 @@
     return el("span", { class: "kv lineage", "data-testid": "board-lineage" }, parts);
   }
 
+  const SUBBOARD_LINKS = 50; // a fan-out over thousands of items: the first links, then a count
+  // Sub-boards (runtime.subboards): the parent board a child was run by (worker, item, the
+  // invocation) and the child boards a parent ran, each a link with its status and item index.
+  function subboardsLine(s) {
+    if (!s || (!s.parent && !(s.children || []).length)) return null;
+    const parts = [];
+    if (s.parent) {
+      const p = s.parent;
+      parts.push("sub-board of ");
+      parts.push(p.exists ? boardLink(p.board_id, p.name || p.board_id.slice(0, 8), "subboard-parent")
+                          : el("span", { class: "mono", "data-testid": "subboard-parent", text: p.board_id + " (gone)" }));
+      parts.push(el("span", { "data-testid": "subboard-item", title: "invocation " + p.invocation,
+        text: ` (${p.worker || "?"}, item ${p.index}, invocation ${String(p.invocation || "?").slice(0, 8)})` }));
+    }
+    const kids = s.children || [];
+    if (kids.length) {
+      parts.push((parts.length ? "; " : "") + (kids.length === 1 ? "1 sub-board: " : kids.length + " sub-boards: "));
+      kids.slice(0, SUBBOARD_LINKS).forEach((c, i) => {
+        if (i) parts.push(" ");
+        const shown = c.end_status || c.status;
+        const a = boardLink(c.board_id, "#" + c.index + " " + shown, "subboard-child",
+                            `${c.board_id} · ${c.worker} item ${c.index} · invocation ${c.invocation}`);
+        a.dataset.index = String(c.index);
+        a.dataset.status = shown;
+        parts.push(a);
+      });
+      if (kids.length > SUBBOARD_LINKS) parts.push(` and ${kids.length - SUBBOARD_LINKS} more (in the board's API JSON)`);
+    }
+    return el("span", { class: "kv lineage", "data-testid": "board-subboards" }, parts);
+  }
+
   function renderSummary() {
     const b = ui.board;
     const box = $("summary");
@@ -261,6 +295,7 @@
       b.reason ? el("span", { class: "muted", text: b.reason }) : null,
       anchorBadge(b.anchor),
       lineageLine(b.lineage),
+      subboardsLine(b.subboards),
       kv("version", ui.latest, "summary-version"),
       kv("records", ui.records.length, "summary-records"),
       kv("accepted", c.accepted || 0),
