@@ -181,7 +181,13 @@ def rebase(effects: list[Effect]) -> list[Effect]:
         kept: list[tuple[list[str], Effect]] = []
         cancelled = False
         for path, eff in live:
-            if new.kind in ("set", "delete") and tuple(path[: len(npath)]) == npath:
+            if (
+                new.kind in ("set", "delete")
+                and tuple(path[: len(npath)]) == npath
+                # An array member deleted earlier is not what a later op at its index touches:
+                # that is the next sibling, shifted into place, and the array still shrank.
+                and not (eff.kind == "delete" and isinstance(eff.key, int) and tuple(path) == npath)
+            ):
                 if eff.kind == "insert" and tuple(path) == npath:
                     # The array still grew: an item inserted and then replaced is an insert (of
                     # the new value); inserted and then deleted, the array is as it was.
