@@ -41,6 +41,7 @@ from ..runtime.result import RunResult
 from ..runtime.session import BoardSession
 from ..runtime.step import Shared
 from ..runtime.subboards import SubBoardWorker
+from ..runtime.timers import fire_due, wait_s
 from ..scheduling.control import AgendaOrder, restore_control
 from ..scheduling.invocation import Invocation
 from ..status import AGENDA_EMPTY, INTERRUPTED
@@ -204,7 +205,8 @@ class BoardActivities:
     @activity.defn(name=PLAN)
     async def plan(self, start: BoardStart) -> dict[str, JSON]:
         """The next invocation to run (``invocation``, ``reason``), or why the board ended
-        (``ended``, ``status``); neither when the pick was taken meanwhile (plan again)."""
+        (``ended``, ``status``); neither when the pick was taken meanwhile (plan again), or
+        ``wait_s`` when only a batch's timer is pending (plan again once it is due)."""
         return await self._plan(await self._caught_up(start), start)
 
     async def _plan(self, session: BoardSession, start: BoardStart) -> dict[str, JSON]:
@@ -223,8 +225,15 @@ class BoardActivities:
         if ended is None and mine:
             # A retried plan (or a resumed workflow) that had claimed already: run that one.
             return {"ended": None, "invocation": mine[0].to_json(), "reason": "claimed before a retry"}
+        if ended is None:
+            await fire_due(session)  # a batch whose timer is due: its record, then its invocation
         eligible = [i for i in session.agenda.eligible() if i.worker in session.workers]
         if ended is None and not eligible:
+            waiting = wait_s(session)
+            if waiting is not None:
+                # A batch waits for its timer: the workflow sleeps on a durable timer, then plans
+                # again (the firing is a logged record, so replay needs no clock).
+                return {"ended": None, "invocation": None, "wait_s": waiting}
             ended = AGENDA_EMPTY
         if ended is not None:
             return await self._end(session, ended)

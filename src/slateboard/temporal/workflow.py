@@ -96,7 +96,9 @@ class BoardWorkflow:
                 )
                 planned = None
                 if plan.get("ended") is None and plan.get("invocation") is None:
-                    await asyncio.sleep(1.0)  # the pick was taken meanwhile: a durable timer, then plan again
+                    # A batch's timer is pending (wait_s), or the pick was taken meanwhile: a
+                    # durable timer, then plan again.
+                    await asyncio.sleep(min(max(float(plan.get("wait_s") or 1.0), 0.05), 3600.0))
                     continue
                 if plan.get("ended") is not None:
                     if plan.get("status") != BOARD_PAUSED:
