@@ -1,4 +1,4 @@
-"""The ``--engine temporal`` side of ``submit`` and ``worker``, and ``slateboard cancel``.
+"""The ``--engine temporal`` side of ``submit`` (``--team`` too) and ``worker``, and ``slateboard cancel``.
 
 Temporal is imported only here and only when asked for, so the CLI starts as fast without the
 extra; a missing extra, an unreachable server or a refused start is one line and exit 2.
@@ -9,12 +9,21 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..vocabulary import BOARD_FAILED, BOARD_RUNNING
-from ._common import BoardArgument, StoreOption, opened_store, resolve_board, run_async
+from ._common import (
+    BLUEPRINT_DIR,
+    BoardArgument,
+    StoreOption,
+    add_import_paths,
+    opened_store,
+    resolve_board,
+    run_async,
+)
 from ._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -90,6 +99,40 @@ async def submit_on_temporal(address: str | None, task_queue: str, store: Any, c
             client, store, compiled, address=where, task_queue=task_queue, **board
         )
     except engine.EngineError as exc:
+        raise CliError(str(exc), code=EXIT_USAGE) from None
+    return board_id
+
+
+def check_team_submit(team: str, blueprint: str | None, engine: str, task: str | None, others: list[str]) -> None:
+    """``submit --team``: only on the Temporal engine, with its prompt (--task), without a
+    blueprint or the options a blueprint's board takes; exit 2 naming what is wrong."""
+    if not check_engine(engine):
+        raise CliError(
+            f"--team runs on the Temporal engine: add --engine temporal (or run the team in one process: {team})",
+            code=EXIT_USAGE,
+        )
+    if blueprint is not None:
+        raise CliError(
+            f"--team takes no blueprint (got {blueprint!r}): the team's own board is its blueprint", code=EXIT_USAGE
+        )
+    if task is None:
+        raise CliError("--team needs --task: the problem the team works on", code=EXIT_USAGE)
+    if others:
+        raise CliError(f"{', '.join(others)}: not for --team (the team sets its own board)", code=EXIT_USAGE)
+
+
+async def submit_team_on_temporal(address: str | None, task_queue: str, store: str | None, team: str, task: str) -> str:
+    """Import the team (from the working directory too), reach Temporal, then create the team's
+    board and start its workflow; a bad reference or an unreachable server is exit 2, nothing created."""
+    engine = _engine_module()
+    add_import_paths(Path.cwd())
+    try:
+        where = engine.resolve_address(address)
+        async with opened_store(store) as st:
+            board_id: str = await engine.submit_team(
+                team, task, store=st, address=where, task_queue=task_queue, meta={BLUEPRINT_DIR: str(Path.cwd())}
+            )
+    except (engine.EngineError, engine.TeamRefError) as exc:
         raise CliError(str(exc), code=EXIT_USAGE) from None
     return board_id
 

@@ -18,7 +18,6 @@ import typer
 
 from ..vocabulary import BOARD_DONE
 from ._common import (
-    BlueprintArgument,
     BoardArgument,
     InputsOption,
     JsonOption,
@@ -43,8 +42,10 @@ from ._engine import (
     cancel_on_interrupt,
     check_engine,
     check_task_queue,
+    check_team_submit,
     serve_on_temporal,
     submit_on_temporal,
+    submit_team_on_temporal,
 )
 from ._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from ._run_args import check_control, named_ledgers, parse_inputs, parse_max_cost
@@ -169,7 +170,15 @@ def worker_command(
 
 
 def submit_command(
-    blueprint: BlueprintArgument,
+    blueprint: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="BLUEPRINT_OR_TEMPLATE",
+            help="A blueprint file (YAML or JSON) or the name of a template (see: slateboard templates);"
+            " none with --team.",
+            show_default=False,
+        ),
+    ] = None,
     task: TaskOption = None,
     inputs: InputsOption = None,
     model: ModelOption = None,
@@ -212,6 +221,15 @@ def submit_command(
             " cancels its workflow (the board is left interrupted, resumable).",
         ),
     ] = False,
+    team: Annotated[
+        str | None,
+        typer.Option(
+            "--team",
+            metavar="MODULE:NAME",
+            help="Submit a Team.blackboard instead of a blueprint (with --engine temporal and --task, the"
+            " prompt): NAME is a Team, or a callable returning one; every worker imports it.",
+        ),
+    ] = None,
 ) -> None:
     """Create a board for runner processes (slateboard worker) and print its id.
 
@@ -221,7 +239,24 @@ def submit_command(
 
     The model string is recorded with the board; runner processes use it unless they override it.
     So are --max-cost and --ledger: every runner process reserves the board's model calls against them.
+
+    With --team MODULE:NAME (and --engine temporal) it submits a team's board for --task: the
+    workers of --task-queue import the same MODULE:NAME and play it one round at a time.
     """
+    if team is not None:
+        given = {"--inputs": inputs, "--model": model, "--name": name, "--max-steps": max_steps}
+        given.update({"--control": control, "--max-cost": max_cost, "--ledger": ledger})
+        check_team_submit(team, blueprint, engine, task, [k for k, v in given.items() if v])
+        check_task_queue(task_queue)
+        assert task is not None  # check_team_submit: a team needs its prompt
+        board_id = run_async(lambda: submit_team_on_temporal(temporal, task_queue, store, team, task))
+        _follow_or_print(board_id, store, temporal, as_json=as_json, follow=follow, on_temporal=True, model=None)
+        return
+    if blueprint is None:
+        raise CliError(
+            "submit needs a blueprint (a file or a template), or --team MODULE:NAME with --engine temporal",
+            code=EXIT_USAGE,
+        )
     if control is not None:
         check_control(control)
     if control == "coordinator" and model is None:
@@ -251,6 +286,21 @@ def submit_command(
             )
 
     board_id = run_async(go)
+    _follow_or_print(board_id, store, temporal, as_json=as_json, follow=follow, on_temporal=on_temporal, model=model)
+
+
+def _follow_or_print(
+    board_id: str,
+    store: str | None,
+    temporal: str | None,
+    *,
+    as_json: bool,
+    follow: bool,
+    on_temporal: bool,
+    model: str | None,
+) -> None:
+    """After ``submit``: follow the board to its end (``--wait``; Ctrl-C cancels its workflow on
+    Temporal), or print its id."""
     if follow:
         _out(board_id)
         try:

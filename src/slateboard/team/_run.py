@@ -47,6 +47,12 @@ from ._run_end import _RunEnd
 from ._run_parallel import _RunParallel
 
 
+class RoundsYielded(Exception):
+    """A run with a round limit (``_BlackboardRun.round_limit``) stopped before starting the
+    round after its last one: the board is as a finished round leaves it, and the next resume
+    goes on from there. Not a failure (the Temporal engine plays a team one round per activity)."""
+
+
 class _BlackboardRun(_RunParallel, _RunEnd):
     """One run (or resumed run) of a team's board, driven on a ``BoardSession``'s step engine.
 
@@ -55,6 +61,11 @@ class _BlackboardRun(_RunParallel, _RunEnd):
     invocation on the board's agenda; the invocation is claimed from the store (a lease) and
     taken through ``StepEngine.step`` (view, worker, kernel, one append that completes it,
     commit) followed by the circuit policy, as in every Runner step."""
+
+    round_limit: int | None = None
+    """At most this many new rounds are started (after finishing what a dead run left), then
+    ``RoundsYielded`` is raised; None: no limit (a run in one process). A run with a limit is
+    driven by an engine that decides what a failure ends, so ``_guarded`` leaves its status."""
 
     async def open(self) -> None:
         """Load the board into a session whose workers are the team's agents and decider."""
@@ -105,6 +116,11 @@ class _BlackboardRun(_RunParallel, _RunEnd):
 
     # -- starting and resuming ----------------------------------------------------------------
     async def start(self, prompt: str) -> TeamResult:
+        await self.create(prompt)
+        return await self._guarded(Progress(), resumed=False)
+
+    async def create(self, prompt: str, meta: dict[str, JSON] | None = None) -> str:
+        """Create the run's board for ``prompt`` (``meta`` added to its meta) and return its id."""
         team = self.team
         compiled = compile_blackboard(team.board_spec(prompt, at=team.clock()))
         info = await self.store.create_board(
@@ -116,10 +132,11 @@ class _BlackboardRun(_RunParallel, _RunEnd):
                 "agents": list(team.agents),
                 # issue 45: the cap is part of the board (its shared ledgers are the caller's objects)
                 **spend_meta(team.budget.max_cost if isinstance(team.budget, Budget) else None, []),
+                **(meta or {}),
             },
         )
         self.board_id = info.board_id
-        return await self._guarded(Progress(), resumed=False)
+        return self.board_id
 
     async def resume(self, board_id: str) -> TeamResult:
         team = self.team
@@ -162,7 +179,11 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             if not resumed:
                 await self.open()
             return await self._run(progress, resumed=resumed)
+        except RoundsYielded:
+            raise
         except BaseException:
+            if self.round_limit is not None:
+                raise  # the engine's: it retries, interrupts or fails the board itself
             with contextlib.suppress(Exception):
                 await self.store.set_status(self.board_id, BOARD_FAILED, f"{RAISED_PREFIX} an exception")
             raise
@@ -199,6 +220,8 @@ class _BlackboardRun(_RunParallel, _RunEnd):
             await self._turn(inv, progress.rounds)
         if not progress.terminated and not progress.decided:
             for round_num in range(progress.rounds + 1, team.max_rounds + 1):
+                if self.round_limit is not None and round_num > progress.rounds + self.round_limit:
+                    raise RoundsYielded(f"board {self.board_id}: yielded before round {round_num}")
                 stop = self._halted()
                 if stop is not None:
                     return await self._stop(stop)

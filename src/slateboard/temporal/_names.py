@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WORKFLOW = "slateboard.board"
+TEAM_WORKFLOW = "slateboard.team"
+TEAM_ROUND = "slateboard.team_round"
 PLAN = "slateboard.plan"
 PROPOSE = "slateboard.propose"
 COMMIT = "slateboard.commit"
@@ -23,6 +25,10 @@ ADDRESS_ENV = "TEMPORAL_ADDRESS"
 ENGINE_META = "engine"
 """The board meta key naming the engine that drives it (``{"name": "temporal", "task_queue": Q,
 "address": HOST:PORT}``), so ``approve`` and ``cancel`` know where to reach its workflow."""
+
+TEAM_META = "team"
+"""The board meta key of a team's board on the engine: ``{"ref": "MODULE:NAME"}``, the team
+each worker imports to play it (see ``TeamStart``)."""
 
 UNUSABLE = "SlateboardBoardUnusable"
 """The error type of an activity that can never succeed for this board on this worker (a
@@ -54,5 +60,23 @@ class BoardStart:
     version: str
     digest: str
     worker_timeout_s: float = 120.0
+    store_timeout_s: float = 30.0
+    heartbeat_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class TeamStart:
+    """The team workflow's input: the board, the team each worker rebuilds (``team``:
+    ``MODULE:NAME``, a ``Team`` or a zero-argument callable returning one, imported from the
+    worker's ``sys.path``) and what the workers must match to play it (the slateboard version,
+    and ``digest``: the team's board blueprint's, its problem left out). ``round_timeout_s``
+    bounds one round (its model calls included); a round's activity heartbeats every
+    ``heartbeat_s / 3`` seconds, so a dead worker's round is retried after ``heartbeat_s``."""
+
+    board_id: str
+    version: str
+    team: str
+    digest: str
+    round_timeout_s: float = 600.0
     store_timeout_s: float = 30.0
     heartbeat_s: float = 10.0

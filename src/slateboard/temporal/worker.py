@@ -1,5 +1,5 @@
-"""A Temporal worker process serving boards: the board workflow and its activities on one task
-queue, for one store. Start as many as you like, on any machine that reaches the store and the
+"""A Temporal worker process serving boards: the board workflow, the team workflow and their
+activities on one task queue, for one store. Start as many as you like, on any machine that reaches the store and the
 Temporal server."""
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ from ..models import Model
 from ..stores.base import Store
 from ._names import DEFAULT_TASK_QUEUE, tenant_queue
 from .activities import BoardActivities
-from .workflow import BoardWorkflow
+from .team_activities import TeamActivities
+from .workflow import BoardWorkflow, TeamWorkflow
 
 __all__ = ["BoardWorker"]
 
 
 class BoardWorker:
-    """Serves board workflows and their activities on ``task_queue`` until ``stop()``.
+    """Serves board workflows, team workflows (``submit_team``) and their activities on
+    ``task_queue`` until ``stop()``.
 
     ``concurrency`` bounds the activities (worker calls, commits) in flight in this process;
     ``grace_s`` is how long a stop lets running activities finish before cancelling them (a
@@ -62,18 +64,21 @@ class BoardWorker:
                 "address": client.service_client.config.target_host,
             },
         )
+        self.team_activities = TeamActivities(
+            store, import_blueprint_dirs=import_blueprint_dirs, log_line=self.activities.log_line
+        )
         self.identity = identity or f"slateboard-{uuid.uuid4().hex[:8]}"
         self.task_queue = task_queue
         self.worker = Worker(
             client,
             task_queue=task_queue,
-            workflows=[BoardWorkflow],
+            workflows=[BoardWorkflow, TeamWorkflow],
             # The workflow module is slateboard's own: passed through, not re-imported per run
             # (the sandbox still guards what the workflow's code itself calls).
             workflow_runner=SandboxedWorkflowRunner(
                 restrictions=SandboxRestrictions.default.with_passthrough_modules("slateboard")
             ),
-            activities=self.activities.all(),
+            activities=[*self.activities.all(), *self.team_activities.all()],
             max_concurrent_activities=concurrency,
             graceful_shutdown_timeout=timedelta(seconds=grace_s),
             identity=self.identity,

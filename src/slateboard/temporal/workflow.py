@@ -11,6 +11,10 @@ appends a record again. A board paused for approval waits for the ``approval`` s
 this one (the same workflow, on the same task queue), then the worker proposes their answers; a
 cancelled workflow (``slateboard cancel``) gives its claims
 back and leaves the board resumable with the end reason ``interrupted``.
+
+A team's board (``Team.blackboard``) runs as the team workflow instead: one ``team_round``
+activity per round (the team is rebuilt on the worker from its reference), the same approval
+signal, cancellation and failure as a board's.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from temporalio.exceptions import (
     ChildWorkflowError,
     WorkflowAlreadyStartedError,
 )
+from temporalio.exceptions import (
+    TimeoutError as RoundTimedOut,
+)
 
 with workflow.unsafe.imports_passed_through():
     from ..vocabulary import BOARD_FAILED, BOARD_PAUSED
@@ -39,9 +46,12 @@ with workflow.unsafe.imports_passed_through():
         INTERRUPT,
         PLAN,
         PROPOSE,
+        TEAM_ROUND,
+        TEAM_WORKFLOW,
         UNUSABLE,
         WORKFLOW,
         BoardStart,
+        TeamStart,
         workflow_id,
     )
 
@@ -162,3 +172,73 @@ class BoardWorkflow:
             start_to_close_timeout=timedelta(seconds=start.store_timeout_s),
             retry_policy=RETRY,
         )
+
+
+@workflow.defn(name=TEAM_WORKFLOW)
+class TeamWorkflow:
+    """One team board's run: the ``team_round`` activity, once per round, until the run ends;
+    a run paused at an entry awaiting approval waits for the ``approval`` signal and plays on.
+    Returns the last round's ``ended`` (the end reason) and ``status``."""
+
+    def __init__(self) -> None:
+        self._approvals = 0
+
+    @workflow.signal(name=APPROVAL_SIGNAL)
+    def approval(self) -> None:
+        """A human decided on a held entry: play on."""
+        self._approvals += 1
+
+    @workflow.run
+    async def run(self, start: TeamStart) -> dict[str, Any]:
+        """Play rounds until the run ends; on cancellation, interrupt the board (resumable)."""
+        store_limit = timedelta(seconds=start.store_timeout_s)
+        # The budget's seconds count from the workflow's start, and again from each approval (a
+        # person's time is not the team's), as they count from a resume in one process.
+        started = workflow.now().isoformat()
+        try:
+            while True:
+                seen = self._approvals
+                played: dict[str, Any] = await workflow.execute_activity(
+                    TEAM_ROUND,
+                    args=[start, started],
+                    start_to_close_timeout=timedelta(seconds=start.round_timeout_s),
+                    heartbeat_timeout=timedelta(seconds=start.heartbeat_s),
+                    retry_policy=RETRY,
+                    # A cancelled round stops (at its next heartbeat) before the board is marked
+                    # interrupted, so no round goes on beside a resumed workflow.
+                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                )
+                if played.get("ended") is not None and played.get("status") != BOARD_PAUSED:
+                    return played
+                if workflow.cancellation_reason() is not None:
+                    # Cancelled while the round played to its end (a cancellation reaches a
+                    # round at its next heartbeat, which a short round may not send).
+                    raise asyncio.CancelledError
+                if played.get("ended") is None:
+                    continue
+                await workflow.wait_condition(lambda seen=seen: self._approvals > seen)  # type: ignore[misc]
+                started = workflow.now().isoformat()
+        except ActivityError as exc:
+            cause = exc.cause
+            # Retries never end: a round times out for the workflow only when it was cancelled
+            # while its worker was gone, an interruption too.
+            cancelled = workflow.cancellation_reason() is not None
+            if isinstance(cause, CancelledError) or (cancelled and isinstance(cause, RoundTimedOut)):
+                await _interrupt(start.board_id, store_limit)
+                raise
+            if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
+                raise
+            reason = f"engine: {cause.message}"
+            await workflow.execute_activity(
+                FAIL, args=[start.board_id, reason], start_to_close_timeout=store_limit, retry_policy=RETRY
+            )
+            return {"ended": reason, "status": BOARD_FAILED}
+        except asyncio.CancelledError:
+            await _interrupt(start.board_id, store_limit)
+            raise
+
+
+async def _interrupt(board_id: str, limit: timedelta) -> None:
+    """Cancelled (slateboard cancel, Ctrl-C on submit --wait): give the claims back and mark
+    the board ``interrupted``; the caller then lets the cancellation end the workflow."""
+    await workflow.execute_activity(INTERRUPT, board_id, start_to_close_timeout=limit, retry_policy=RETRY)
