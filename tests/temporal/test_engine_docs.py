@@ -1,6 +1,7 @@
 """docs/past-one-machine.md, followed as a new user follows it: its blocks in order, in one
 directory, against a real Temporal dev server (on a free port instead of 7233) and two real
-worker processes; the board it submits ends done, and the function worker ran once per step.
+worker processes; the board it submits ends done, and the function worker ran once per step;
+the team it submits (``submit --team``) ends with its answer.
 (The doc-block suite skips these blocks: servers and workers run until stopped.)"""
 
 from __future__ import annotations
@@ -71,8 +72,11 @@ def test_the_past_one_machine_page_runs_end_to_end(tmp_path: Path) -> None:
                 proc.kill()
     workers = background[1:]
     assert len(workers) == 2 and all(w.returncode == 0 for w in workers), [w.returncode for w in workers]
-    assert re.search(r"board \w+ done: done", outputs[-1]), outputs
-    assert "answer: counted to 3" in outputs[-1]
+    counted = next((o for o in outputs if "answer: counted to 3" in o), "")
+    assert re.search(r"board \w+ done: done", counted), outputs
+    # The team of "A team on the engine", submitted by reference and played by the same workers.
+    assert re.search(r"board \w+ done: rounds_played", outputs[-1]), outputs
+    assert "answer: Roses are red, violets are blue." in outputs[-1]
     calls = (work / "calls.log").read_text(encoding="utf-8").splitlines()
     assert [c.split(" ", 1)[1] for c in calls] == [f"counted {n}" for n in range(4)]  # once per step
 

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from ..errors import SlateboardError
 from ..kernel.canonical import JSON
 from ..kernel.kernel import Decision
 from ..kernel.record import CONTROL_KIND
@@ -47,7 +48,7 @@ from ._run_end import _RunEnd
 from ._run_parallel import _RunParallel
 
 
-class RoundsYielded(Exception):
+class RoundsYielded(SlateboardError):
     """A run with a round limit (``_BlackboardRun.round_limit``) stopped before starting the
     round after its last one: the board is as a finished round leaves it, and the next resume
     goes on from there. Not a failure (the Temporal engine plays a team one round per activity)."""
