@@ -100,7 +100,8 @@ def worker_command(
     """Run a runner process: serve every board of a PostgreSQL store until SIGTERM/SIGINT.
 
     With --engine temporal it is a Temporal worker instead: it serves the board workflows of
-    --task-queue for the store (any store; SQLite for one machine), one line per commit.
+    --task-queue for the store (any store; SQLite for one machine), one line per commit, and the
+    team boards of submit --team (it imports each team's MODULE:NAME; one line per round).
 
     Claims pending invocations of any running board (several processes never get the same one),
     runs their workers, commits through the store's compare-and-set and logs one line per commit.

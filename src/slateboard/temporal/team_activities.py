@@ -29,6 +29,7 @@ from ..stores.base import BoardNotFound, Store, StoreError
 from ..team import ResumeError, Team
 from ..vocabulary import BOARD_RUNNING
 from ._names import TEAM_ROUND, UNUSABLE, TeamStart
+from .activities import _heartbeat
 from .teams import TeamRefError, import_team, team_digest
 
 log = logging.getLogger("slateboard.temporal")
@@ -137,9 +138,3 @@ class TeamActivities:
             return {"ended": None, "status": None}
         self.log_line(f"board {board} ended: {result.end_reason} ({result.rounds} rounds, team {start.team})")
         return {"ended": result.end_reason, "status": status_for(result.end_reason), "rounds": result.rounds}
-
-
-async def _heartbeat(every: float) -> None:
-    while True:
-        activity.heartbeat()
-        await asyncio.sleep(max(every, 0.05))
