@@ -105,6 +105,21 @@ def held(store: Store | str | None = None) -> Team:
     )
 
 
+def parallel(store: Store | str | None = None) -> Team:
+    """Agents ``a`` and ``b`` each take a turn every round, from the same board (two rounds)."""
+    return Team.blackboard(
+        {
+            "a": Agent("Add a note.", model=BoardModel("notes-a", lambda m: f"note {contributions(m) + 1} by a")),
+            "b": Agent("Add a note.", model=BoardModel("notes-b", lambda m: f"note {contributions(m) + 1} by b")),
+        },
+        decider=Agent("Count the notes.", model=BoardModel("count", lambda m: f"{contributions(m)} notes")),
+        max_rounds=2,
+        parallel=True,
+        clock=noon,
+        store=store,
+    )
+
+
 PAIR = pair()
 """The same team as a module-level object (``engine_teams:PAIR``)."""
 

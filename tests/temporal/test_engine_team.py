@@ -78,37 +78,41 @@ def projection(records: list[Record]) -> list[tuple[Any, ...]]:
     return [(r.kind, r.outcome, r.worker, r.invocation, r.patch, r.stage, r.reason, r.state_after) for r in records]
 
 
-async def reference(store: Store) -> tuple[Any, list[tuple[Any, ...]]]:
+async def reference(store: Store, team: str = PAIR) -> tuple[Any, list[tuple[Any, ...]]]:
     """The result and log of the same team run in this process."""
-    result = await engine_teams.pair(store).run("count")
+    result = await getattr(engine_teams, team.split(":")[1])(store).run("count")
     return result, projection(list(await store.read_records(result.board_id)))
 
 
-async def check_played_once(store: Store, board: str, expected: list[tuple[Any, ...]]) -> None:
+async def check_played_once(store: Store, board: str, expected: list[tuple[Any, ...]], rounds: int = 4) -> None:
     records = list(await store.read_records(board))
     assert [r.seq for r in records] == list(range(1, len(records) + 1))  # contiguous: none lost, none twice
-    rounds = Counter(r.invocation for r in records if r.kind == "control")
-    assert rounds == {f"round-{n}": 1 for n in range(1, 5)}, rounds  # each round decided once
+    decided = Counter(r.invocation for r in records if r.kind == "control")
+    assert decided == {f"round-{n}": 1 for n in range(1, rounds + 1)}, decided  # each round decided once
     turns = Counter(r.invocation for r in records if r.kind == "proposal")
     assert all(n == 1 for n in turns.values()), turns  # each turn committed once
     assert projection(records) == expected
     assert (await verify_board(store, board)).ok
 
 
+@pytest.mark.parametrize(
+    ("team", "answer", "end", "rounds"),
+    [(PAIR, "3 notes", "terminated", 4), ("engine_teams:parallel", "4 notes", "rounds_played", 2)],
+)
 async def test_a_team_runs_on_the_engine_to_the_answer_and_log_of_one_process(
-    temporal_server: TemporalServer, store: Store
+    temporal_server: TemporalServer, store: Store, team: str, answer: str, end: str, rounds: int
 ) -> None:
-    expected_result, expected = await reference(store)
+    expected_result, expected = await reference(store, team)
     q = queue()
     async with serving(temporal_server.address, store, q):
-        board = await submit_team(PAIR, "count", store=store, address=temporal_server.address, task_queue=q)
-        result = await team_result(PAIR, board, store=store, timeout=WAIT_S)
-    assert result.output == expected_result.output == "3 notes"
-    assert (result.end_reason, result.rounds, result.board_id) == ("terminated", 4, board)
+        board = await submit_team(team, "count", store=store, address=temporal_server.address, task_queue=q)
+        result = await team_result(team, board, store=store, timeout=WAIT_S)
+    assert result.output == expected_result.output == answer
+    assert (result.end_reason, result.rounds, result.board_id) == (end, rounds, board)
     assert result.state == expected_result.state
-    await check_played_once(store, board, expected)
+    await check_played_once(store, board, expected, rounds)
     info = await store.board_info(board)
-    assert info.status == "done" and info.meta["team"] == {"ref": PAIR}
+    assert info.status == "done" and info.meta["team"] == {"ref": team}
     assert info.meta["engine"]["task_queue"] == q
 
 
@@ -170,7 +174,7 @@ async def test_cancel_interrupts_a_team_board_and_resume_finishes_it(
     temporal_server: TemporalServer, url: str, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected_result, expected = await reference(store)
-    monkeypatch.setenv("SLATEBOARD_TEAM_LATENCY_MS", "400")  # the in-process worker's models: slow
+    monkeypatch.setenv("SLATEBOARD_TEAM_LATENCY_MS", "1500")  # the in-process worker's models: slow
     q = queue()
     client = await connect(temporal_server.address)
     async with serving(temporal_server.address, store, q):
@@ -183,6 +187,8 @@ async def test_cancel_interrupts_a_team_board_and_resume_finishes_it(
         while (info := await store.board_info(board)).reason != "interrupted" and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert (info.status, info.reason) == ("running", "interrupted")
+        assert (await store.board_info(board)).seq < 9  # the run had not ended
+        monkeypatch.setenv("SLATEBOARD_TEAM_LATENCY_MS", "0")  # the resumed run: quick
         assert isinstance(await stored_start(store, board), TeamStart)
         resumed = await cli(
             "resume", board, "--engine", "temporal", "--temporal", temporal_server.address, "--store", url
