@@ -245,7 +245,7 @@ async def test_a_worker_that_cannot_rebuild_the_submitted_team_fails_the_board_c
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--team", PAIR, "--task", "t"], "--team runs on the Temporal engine: add --engine temporal"),
+        (["--team", PAIR, "--task", "t"], f"--team {PAIR} runs on the Temporal engine: add --engine temporal"),
         (["pair.yaml", "--team", PAIR, "--engine", "temporal", "--task", "t"], "--team takes no blueprint"),
         (["--team", PAIR, "--engine", "temporal"], "--team needs --task"),
         (["--team", PAIR, "--engine", "temporal", "--task", "t", "--model", "m"], "--model: not for --team"),

@@ -108,7 +108,7 @@ def check_team_submit(team: str, blueprint: str | None, engine: str, task: str |
     blueprint or the options a blueprint's board takes; exit 2 naming what is wrong."""
     if not check_engine(engine):
         raise CliError(
-            f"--team runs on the Temporal engine: add --engine temporal (or run the team in one process: {team})",
+            f"--team {team} runs on the Temporal engine: add --engine temporal (in one process: await team.run(task))",
             code=EXIT_USAGE,
         )
     if blueprint is not None:
