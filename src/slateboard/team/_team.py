@@ -56,7 +56,7 @@ from ._events import BLACKBOARD_EVENTS, BUDGET_EXCEEDED, DECIDER_FAILED, EventCa
 from ._options import TeamOptions
 from ._quarantine import Sanitiser, quarantine_board
 from ._result import ApprovalPolicy, ApprovalRequest, Budget, BudgetPolicy, BudgetStatus, ResumeError, Spend, TeamResult
-from ._run import RoundsYielded, _BlackboardRun
+from ._run import _BlackboardRun
 
 __all__ = [
     "BLACKBOARD_EVENTS",
@@ -364,35 +364,6 @@ class Team:
         if not isinstance(board_id, str) or not board_id:
             raise TypeError(f"board_id must be a board id string, got {board_id!r}")
         return await self._drive(lambda run: run.resume(board_id), on_event)
-
-    # -- on an engine (slateboard.temporal): the board made here, its rounds played elsewhere ----
-    async def _engine_create(self, store: Store, prompt: str, meta: dict[str, JSON]) -> str:
-        """Create this team's board for ``prompt`` in ``store`` (``meta`` added to its meta)
-        without running it; its id. The engine then plays it with ``_engine_play``."""
-        if not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
-        return await _BlackboardRun(self, store, [], []).create(prompt, meta)
-
-    async def _engine_play(
-        self, store: Store, board_id: str, *, rounds: int, owner: str, started: datetime | None = None
-    ) -> TeamResult | None:
-        """``resume(board_id)`` on ``store`` that starts at most ``rounds`` new rounds (after
-        finishing what a dead run left): None when it stopped before the next round (call
-        again), else the run's result (the decider and the run-end record included). Claims
-        are taken as ``owner``; the budget's seconds count from ``started`` (default now).
-        Raises what the run raises, without marking the board failed: the engine decides."""
-
-        async def go(run: _BlackboardRun) -> TeamResult:
-            run.round_limit = max(0, rounds)
-            run.owner = owner
-            if started is not None:
-                run.started -= max(0.0, (datetime.now(UTC) - started).total_seconds())
-            return await run.resume(board_id)
-
-        try:
-            return await self._drive(go, None, store=store)
-        except RoundsYielded:
-            return None
 
     async def _drive(
         self,

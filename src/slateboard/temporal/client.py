@@ -27,6 +27,7 @@ from ..runtime.distributed import WaitTimeout, submit, wait
 from ..stores import open_store
 from ..stores.base import Store
 from ..team import Team, TeamResult
+from ..team.rounds import create_team_board, play_rounds
 from ..vocabulary import BOARD_PAUSED
 from ._names import (
     ADDRESS_ENV,
@@ -202,8 +203,8 @@ async def submit_team(
     try:
         queue = tenant_queue(task_queue, getattr(st, "tenant", None))
         engine: dict[str, JSON] = {"name": "temporal", "task_queue": queue, "address": where}
-        board_id = await built._engine_create(
-            st, prompt, {**(meta or {}), ENGINE_META: engine, TEAM_META: {"ref": team}}
+        board_id = await create_team_board(
+            built, st, prompt, {**(meta or {}), ENGINE_META: engine, TEAM_META: {"ref": team}}
         )
         try:
             await start_board(client, await stored_start(st, board_id), task_queue=queue)
@@ -237,7 +238,7 @@ async def team_result(
             info = await st.board_info(board_id)
             records = await st.read_records(board_id, max(1, info.seq))
             if records and ends_run(records[-1]):
-                played = await built._engine_play(st, board_id, rounds=0, owner="team-result")
+                played = await play_rounds(built, st, board_id, rounds=0, owner="team-result")
                 assert played is not None  # an ended run: its result, nothing played
                 return played
             if info.status != BOARD_PAUSED:

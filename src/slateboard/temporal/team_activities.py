@@ -27,6 +27,7 @@ from ..runtime.boards import RunnerError, status_for
 from ..status import INTERRUPTED
 from ..stores.base import BoardNotFound, Store, StoreError
 from ..team import ResumeError, Team
+from ..team.rounds import play_rounds
 from ..vocabulary import BOARD_RUNNING
 from ._names import TEAM_ROUND, UNUSABLE, TeamStart
 from .activities import _heartbeat
@@ -116,7 +117,8 @@ class TeamActivities:
             await self.store.set_status(board, BOARD_RUNNING, None)  # a resumed workflow: no longer interrupted
         beat = asyncio.create_task(_heartbeat(start.heartbeat_s / 3))
         try:
-            result = await team._engine_play(
+            result = await play_rounds(
+                team,
                 self.store,
                 board,
                 rounds=1,
