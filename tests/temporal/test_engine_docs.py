@@ -10,6 +10,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,24 @@ def test_the_past_one_machine_page_runs_end_to_end(tmp_path: Path) -> None:
     env["TEMPORAL_ADDRESS"] = f"127.0.0.1:{port}"
     background: list[subprocess.Popen[str]] = []
     outputs: list[str] = []
+    python_out = ""
     logs = tmp_path / "logs"
     logs.mkdir()
     try:
         for block in blocks:
+            if block.lang == "python" and "submit_team" in block.code():
+                # The Python way to the same team, with the same workers (and the store they serve).
+                done = subprocess.run(
+                    [sys.executable, "-c", block.code()],
+                    cwd=work,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=TIMEOUT_S,
+                )
+                assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+                python_out = done.stdout
+                continue
             if block.lang != "bash" or (block.skip or "").startswith("an install"):
                 continue
             for command in commands(block, block.code()):
@@ -77,6 +92,7 @@ def test_the_past_one_machine_page_runs_end_to_end(tmp_path: Path) -> None:
     # The team of "A team on the engine", submitted by reference and played by the same workers.
     assert re.search(r"board \w+ done: rounds_played", outputs[-1]), outputs
     assert "answer: Roses are red, violets are blue." in outputs[-1]
+    assert python_out.split() == ["Roses", "are", "red,", "violets", "are", "blue.", "rounds_played", "2"], python_out
     calls = (work / "calls.log").read_text(encoding="utf-8").splitlines()
     assert [c.split(" ", 1)[1] for c in calls] == [f"counted {n}" for n in range(4)]  # once per step
 
