@@ -40,3 +40,36 @@ def test_refuse_and_errors(invoke: Any, write_file: Any) -> None:
     assert nothing.exit_code == 2 and "waiting: none" in nothing.stderr
     resumed = invoke.json("resume", board)
     assert "answer" not in resumed["state"]
+
+
+def test_resume_refuses_a_team_board_and_leaves_its_log(invoke: Any, store_url: str) -> None:
+    """A Team.blackboard board paused at a held entry: `slateboard resume` cannot drive it (its
+    team is code); it says how to resume it instead of ending it as a rule-less blueprint."""
+    import asyncio
+
+    from slateboard.models import ScriptedModel
+    from slateboard.stores import open_store
+    from slateboard.team import Agent, Team
+
+    async def paused_board() -> tuple[str, int]:
+        store = await open_store(store_url)
+        try:
+            team = Team.blackboard(
+                {"poet": Agent("Write a line.", model=ScriptedModel(["Roses are red."], cycle=True))},
+                max_rounds=2,
+                store=store,
+                approval_paths=["/public/*"],
+            )
+            result = await team.run("a poem")
+            assert result.end_reason.startswith("paused")
+            return result.board_id, (await store.board_info(result.board_id)).version
+        finally:
+            await store.close()
+
+    board, version = asyncio.run(paused_board())
+    refused = invoke("resume", board)
+    assert refused.exit_code == 2, refused.output
+    assert "Team.blackboard board" in refused.stderr and f"team.resume('{board}')" in refused.stderr
+    assert "Traceback" not in refused.output
+    after = invoke.json("boards")
+    assert [b["version"] for b in after if b["board_id"] == board] == [version]  # nothing committed

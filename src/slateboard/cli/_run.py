@@ -229,6 +229,19 @@ def resume_command(
     async def go() -> tuple[RunResult, list[Record], BoardInfo] | None:
         async with opened_store(store) as st:
             info = await resolve_board(st, board, store)
+            if info.meta.get("architecture") == "blackboard":
+                # A team's board has no rules: the team's code (agents, coordinator, models) drives
+                # it, and that code is not in the store. Resuming it as a blueprint would end it.
+                raise CliError(
+                    f"board {info.board_id} is a Team.blackboard board: its team is code, not in the store;"
+                    f" resume it from Python with `await team.resume({info.board_id!r})`"
+                    + (
+                        ", or with --engine temporal (it was submitted to the engine)"
+                        if info.meta.get("engine")
+                        else ""
+                    ),
+                    code=EXIT_USAGE,
+                )
             created.append(info.board_id)
             loaded = await st.load_board(info.board_id)
             add_board_import_paths(info.meta)
