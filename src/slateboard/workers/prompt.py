@@ -211,14 +211,18 @@ def prompt_blocks(
     ``payload`` is ``view_payload(view, constrained=constrained)`` when the caller already has it
     (it is then not computed again). ``output`` (a worker's typed output: its pointer and the
     value schema there) replaces the patch format by a request for one JSON value of that
-    schema, stated in full (a provider may not constrain decoding); the view is shown without
-    ``writable``, as when constrained."""
+    schema, stated in full (a provider may not constrain decoding), or, with ``constrained=True``
+    (the reply is decoded against that schema), a one-line hint naming the pointer; the view is
+    shown without ``writable``, as when constrained."""
     contract = blueprint.workers[worker]
     role = (instruction if instruction is not None else contract.spec.instruction).strip()
     system: list[PromptBlock] = []
     if role:
         system.append(("role", role))
-    if output is not None:
+    if output is not None and constrained:
+        # The reply is decoded against the value schema: stating it again buys nothing.
+        system.append(("format", f"You are worker {worker!r}. Reply with one JSON value for {output[0]}."))
+    elif output is not None:
         system.append(
             (
                 "format",
@@ -264,6 +268,7 @@ def prompt_blocks(
             lines.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
         system.append(("tools", "\n".join(lines)))
     user: list[PromptBlock] = []
+    stated = output is not None and not constrained  # the value's schema is in the prompt, not the decoding
     if output is not None:
         constrained = True  # the view as a constrained prompt shows it: the format is stated above
     board, _ = payload if payload is not None else view_payload(view, constrained=constrained)
@@ -287,7 +292,7 @@ def prompt_blocks(
             "Fix the cause and propose again.",
         ]
         user.append(("feedback", "\n".join(text)))
-    if output is not None:
+    if stated:
         user.append(("format", "Reply now with the JSON value."))
     elif not constrained:
         user.append(("format", f'Reply now with {{"{PATCH_KEY}": [...]}}.'))
