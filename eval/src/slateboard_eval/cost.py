@@ -42,9 +42,7 @@ def load_prices(path: Path | str | None) -> PriceTable:
     return PriceTable.from_file(path)
 
 
-def tokens_cost(
-    prices: PriceTable, model: str, tokens_in: int, tokens_out: int, cached_in: int = 0
-) -> float | None:
+def tokens_cost(prices: PriceTable, model: str, tokens_in: int, tokens_out: int, cached_in: int = 0) -> float | None:
     """Dollars for ``tokens_in`` prompt and ``tokens_out`` completion tokens of ``model`` (a
     model string as the eval commands take it), ``cached_in`` of the prompt tokens read from a
     prompt cache (at the cached rate), or None when no table prices it."""

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from slateboard.models import Message
 
-__all__ = ["CACHE_RULES", "MIN_CACHED_TOKENS", "CACHE_STEP", "CacheCounts", "PromptCache", "cached_under_minimum"]
+__all__ = ["CACHE_RULES", "CACHE_STEP", "MIN_CACHED_TOKENS", "CacheCounts", "PromptCache", "cached_under_minimum"]
 
 MIN_CACHED_TOKENS = 1024
 """OpenAI's (and Anthropic's Sonnet/Opus) smallest cacheable prefix, in tokens."""

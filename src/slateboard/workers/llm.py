@@ -350,7 +350,9 @@ class LLMWorker:
         )
         constrained = self.constrains(first[1]) if first is not None else False
         # The board text is built once: the prompt shows it and the accounting counts its values.
-        payload = view_payload(view, constrained=constrained or self.output is not None)
+        payload = view_payload(
+            view, constrained=constrained or self.output is not None, first=self.contract.spec.pinned
+        )
         system, user = self._blocks(view, event, feedback, constrained, payload)
         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
         usages: list[Usage] = []
