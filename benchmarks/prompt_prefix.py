@@ -6,14 +6,17 @@ Runs, with no network and no model weights:
 
 * the ``retention`` template with a scripted model (a symptom refused by the kernel, a refuted
   cause, the supported one: three calls of its ``hypothesis`` worker);
-* one TextWorld game (seed ``--seed``, not a test seed) played by the walkthrough on the
-  ``text_actor`` board (``planner`` and ``actor``), when TextWorld is installed.
+* the first ``--games`` games of the full TextWorld tier (seed ``--seed``, not a test seed)
+  played by the walkthrough on the ``text_actor`` board (``planner`` and ``actor``), when
+  TextWorld is installed.
 
 For each worker it prints the calls, the mean prompt tokens (estimated, chars/4), the longest
-prefix common to all its calls (``stable``), whether the system message is byte-identical across
-calls, and the share of all its prompt tokens inside the stable prefix.
+prefix common to all its calls in a run (``stable``, tokens per call), whether the system
+message is byte-identical across calls, the share of all its prompt tokens inside the stable
+prefix, and the share a prefix cache would serve (``cached``: what an earlier call of the same
+run began with, ``slateboard_eval.prompt_cache``; no provider minimum applied).
 
-    python benchmarks/prompt_prefix.py [--seed 7301]
+    python benchmarks/prompt_prefix.py [--seed 7373] [--games 12]
 """
 
 from __future__ import annotations
@@ -23,10 +26,8 @@ import asyncio
 import json
 import os
 import re
-import tempfile
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from slateboard.blueprint.templates import load_template
@@ -35,6 +36,7 @@ from slateboard.models.protocol import estimate_tokens
 from slateboard.models.scripted import ScriptedModel
 from slateboard.runtime import Runner, create_board
 from slateboard.stores import open_store
+from slateboard_eval.prompt_cache import PromptCache, render
 
 _WORKER = re.compile(r"You are worker '([^']+)'")
 
@@ -81,21 +83,37 @@ def _common_prefix(texts: Sequence[str]) -> int:
     return len(first)
 
 
-def report(title: str, calls: Mapping[str, list[Sequence[Message]]]) -> None:
-    """One line per worker: calls, mean prompt tokens, stable prefix, system identical, share."""
+def report(title: str, episodes: Sequence[Mapping[str, list[Sequence[Message]]]]) -> None:
+    """One line per worker over ``episodes`` (each a worker's recorded calls in one run): calls,
+    mean prompt tokens, the stable prefix (common to all its calls in a run) as tokens per call
+    and as a share of its prompt tokens, whether its system message never changes, and the
+    share a prefix cache serves (``PromptCache``, per run: any prefix an earlier call of the
+    run, of any worker, began with)."""
     print(f"\n{title}")
-    print(f"  {'worker':<12}{'calls':>6}{'prompt':>9}{'stable':>9}  {'system same':<12}{'share':>7}")
-    for worker, seen in sorted(calls.items()):
-        texts = [_text(m) for m in seen]
-        stable = _common_prefix(texts) if len(texts) > 1 else 0
-        systems = {m[0].content for m in seen if m and m[0].role == "system"}
-        prompt = sum(estimate_tokens(t) for t in texts)
-        cached = sum(estimate_tokens(t[:stable]) for t in texts)
-        share = cached / prompt if prompt else 0.0
-        mean = prompt / len(texts)
+    print(
+        f"  {'worker':<12}{'calls':>6}{'prompt':>9}{'stable':>9}  {'system same':<12}{'stable share':>13}{'cached':>8}"
+    )
+    rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    systems: dict[str, set[str]] = defaultdict(set)
+    for calls in episodes:
+        cache = PromptCache()
+        order = sorted(((n, w, m) for w, seen in calls.items() for n, m in enumerate(seen)), key=lambda c: c[0])
+        served: dict[str, int] = defaultdict(int)
+        for _, worker, messages in order:
+            served[worker] += cache.add(messages, estimate_tokens(render(messages))).any
+        for worker, seen in calls.items():
+            texts = [_text(m) for m in seen]
+            stable = _common_prefix(texts) if len(texts) > 1 else 0
+            systems[worker].update(m[0].content for m in seen if m and m[0].role == "system")
+            row = rows[worker]
+            row[0] += len(texts)
+            row[1] += sum(estimate_tokens(t) for t in texts)
+            row[2] += sum(estimate_tokens(t[:stable]) for t in texts)
+            row[3] += served[worker]
+    for worker, (calls_n, prompt, stable_tokens, cached, _) in sorted(rows.items()):
         print(
-            f"  {worker:<12}{len(texts):>6}{mean:>9.0f}{estimate_tokens(texts[0][:stable]):>9}"
-            f"  {len(systems) == 1!s:<12}{share:>7.0%}"
+            f"  {worker:<12}{calls_n:>6.0f}{prompt / calls_n:>9.0f}{stable_tokens / calls_n:>9.0f}"
+            f"  {len(systems[worker]) == 1!s:<12}{stable_tokens / prompt:>13.0%}{cached / prompt:>8.0%}"
         )
 
 
@@ -116,36 +134,40 @@ async def retention() -> dict[str, list[Sequence[Message]]]:
     return model.calls
 
 
-async def textworld(seed: int) -> dict[str, list[Sequence[Message]]] | None:
-    """One TextWorld game played by the walkthrough; None without TextWorld."""
+async def textworld(seed: int, games: int) -> list[dict[str, list[Sequence[Message]]]] | None:
+    """The first ``games`` games of the full TextWorld tier (seed ``seed``) played by the
+    walkthrough, each game's calls by worker; None without TextWorld."""
     try:
         from slateboard_eval.envs import WalkthroughModel, play_on_board
         from slateboard_eval.envs.textworld import TextWorldGame, game_set, generate_games
     except ImportError:
         return None
-    cache = Path(tempfile.mkdtemp(prefix="tw-prefix-"))
-    game = generate_games(game_set()[:1], seed=seed, cache_dir=cache)[0]
-    env = TextWorldGame(game.path)
-    model = Recording(WalkthroughModel(env))
-    store = await open_store("memory://")
-    try:
-        await play_on_board(env, store, model=model, max_commands=60)
-    finally:
-        await store.close()
-    return model.calls
+    played = []
+    for game in generate_games(game_set(full=True)[:games], seed=seed):  # the eval's own game cache
+        env = TextWorldGame(game.path)
+        model = Recording(WalkthroughModel(env))
+        store = await open_store("memory://")
+        try:
+            await play_on_board(env, store, model=model, max_commands=60)
+        finally:
+            await store.close()
+            env.close()
+        played.append(dict(model.calls))
+    return played
 
 
 def main() -> None:
     """Print the stable-prefix shares."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--seed", type=int, default=7301, help="TextWorld game seed (no test uses it)")
+    parser.add_argument("--seed", type=int, default=7373, help="TextWorld game seed (no test uses it)")
+    parser.add_argument("--games", type=int, default=12, help="games of the full TextWorld tier (1-12)")
     args = parser.parse_args()
-    report("retention template (scripted model)", asyncio.run(retention()))
-    tw = asyncio.run(textworld(args.seed)) if os.environ.get("PREFIX_SKIP_TEXTWORLD") is None else None
+    report("retention template (scripted model)", [asyncio.run(retention())])
+    tw = asyncio.run(textworld(args.seed, args.games)) if os.environ.get("PREFIX_SKIP_TEXTWORLD") is None else None
     if tw is None:
         print("\nTextWorld: not installed (pip install 'slateboard-eval[textworld]'), skipped")
     else:
-        report(f"TextWorld text_actor board (walkthrough, seed {args.seed})", tw)
+        report(f"TextWorld text_actor board (walkthrough, {len(tw)} games, seed {args.seed})", tw)
 
 
 if __name__ == "__main__":

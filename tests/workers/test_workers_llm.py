@@ -4,12 +4,14 @@ become parse rejections, the tool loop, and the factory."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
-from workers_testkit import notes_blueprint, rich_blueprint
+from workers_testkit import NOTES_BLUEPRINT, notes_blueprint, rich_blueprint
 
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel import Kernel, Proposal
@@ -371,3 +373,48 @@ async def test_a_constrained_prompt_carries_a_shape_hint_not_the_rules_and_no_bl
     chars = reply.diagnostics["prompt_chars"]
     assert isinstance(chars, dict) and "schema" not in chars and chars["feedback"] > 0
     assert 0 <= len(system) + len(user) - sum(chars.values()) <= 4  # all but the newlines between blocks
+
+
+def _typed_notes(pinned: list[str] | None = None) -> dict[str, Any]:
+    """The notes blueprint with a typed scribe (``output: /notes/-``), optionally pinned."""
+    spec = copy.deepcopy(NOTES_BLUEPRINT)
+    scribe = spec["workers"]["scribe"]
+    scribe["output"] = "/notes/-"
+    if pinned is not None:
+        scribe["pinned"] = pinned
+    return spec
+
+
+async def test_output_hint_asks_for_a_typed_reply_in_one_line_and_states_the_schema_once_refused() -> None:
+    bp = compile_blueprint(_typed_notes())
+    kernel = Kernel(bp)
+    view = kernel_view(kernel, "scribe")
+    value = json.dumps({"text": "Rayleigh scattering.", "author": "scribe"})
+    stated = LLMWorker(bp, "scribe", ScriptedModel([value]), state=lambda: kernel.state)
+    hinted = LLMWorker(bp, "scribe", ScriptedModel([value]), state=lambda: kernel.state, output_hint=True)
+    full, short = stated.messages(view), hinted.messages(view)
+    assert "JSON Schema" in full[0].content and "Reply now with the JSON value." in full[1].content
+    assert short[0].content.endswith("You are worker 'scribe'. Reply with one JSON value for /notes/-.")
+    assert "JSON Schema" not in _user(short) + short[0].content and "Reply now" not in short[1].content
+    assert short[1].content == full[1].content.replace("\nReply now with the JSON value.", "")
+    reply = await hinted.propose(view)
+    assert reply.patch == [{"op": "add", "path": "/notes/-", "value": json.loads(value)}]
+    assert reply.diagnostics["decoding"] == "output"
+    # A provider that refuses schemas gets the schema stated in full from then on.
+    assert hinted.constrains("output") and not hinted.constrains("json")
+    refused = LLMWorker(bp, "scribe", ScriptedModel([value]), output_hint=True)
+    refused._schema_refused = True  # what a ModelSchemaRefused sets
+    assert "JSON Schema" in refused.messages(view)[0].content
+
+
+def test_pinned_paths_lead_a_constrained_board_in_their_order() -> None:
+    bp = compile_blueprint(_typed_notes(pinned=["/topic"]))
+    kernel = Kernel(bp)
+    kernel.submit(Proposal("scribe", [NOTE]))
+    view = kernel_view(kernel, "scribe")
+    board, _ = view_payload(view, constrained=True, first=["/topic"])
+    assert board.splitlines()[0] == "/topic = why the sky is blue"
+    plain, _ = view_payload(view, constrained=True)
+    assert sorted(board.splitlines()) == sorted(plain.splitlines()) and plain.splitlines()[0].startswith("/notes")
+    worker = LLMWorker(bp, "scribe", ScriptedModel(["{}"]), state=lambda: kernel.state, output_hint=True)
+    assert worker.messages(view)[1].content.startswith("Board:\n/topic = why the sky is blue\n")

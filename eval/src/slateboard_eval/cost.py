@@ -8,7 +8,10 @@ The walkthrough policy (``-m walkthrough``) costs 0 unless the table prices it (
 table knows costs ``None`` ("unknown"), and so does any total, or cost per success, that
 includes it: never a partial sum, never a guess.
 
-Cached input tokens are not counted by the eval harnesses, so they are priced as plain input.
+Cached input tokens: ``cost_usd`` prices every prompt token as plain input; the TextWorld suite
+also models a provider's prompt cache (``slateboard_eval.prompt_cache``) and prices the cached
+prompt tokens at the table's ``cached_input`` rate (``cost_cached_usd``; plain input where the
+table names no cached rate).
 """
 
 from __future__ import annotations
@@ -39,14 +42,15 @@ def load_prices(path: Path | str | None) -> PriceTable:
     return PriceTable.from_file(path)
 
 
-def tokens_cost(prices: PriceTable, model: str, tokens_in: int, tokens_out: int) -> float | None:
+def tokens_cost(prices: PriceTable, model: str, tokens_in: int, tokens_out: int, cached_in: int = 0) -> float | None:
     """Dollars for ``tokens_in`` prompt and ``tokens_out`` completion tokens of ``model`` (a
-    model string as the eval commands take it), or None when no table prices it."""
+    model string as the eval commands take it), ``cached_in`` of the prompt tokens read from a
+    prompt cache (at the cached rate), or None when no table prices it."""
     from .envs import WALKTHROUGH_MODEL  # here: the statistics need this module, not the environments
 
     if model == WALKTHROUGH_MODEL and prices.price_of(model) is None:
         return 0.0
-    return prices.cost(model, tokens_in, tokens_out)
+    return prices.cost(model, tokens_in, tokens_out, min(cached_in, tokens_in))
 
 
 def row_cost(row: Mapping[str, Any], prices: PriceTable) -> float | None:

@@ -96,7 +96,18 @@ class SlateboardFormat:
         return found.group(1) if found else "model"
 
     def render(self, error: ErrorContent) -> str:
-        """The patch reply that carries ``error`` (see the class)."""
+        """The reply that carries ``error`` (see the class): a patch, or for a typed worker
+        (its good reply is a value, not a patch) the value the patch would add; an
+        ``off_contract`` error stays a patch on the other worker's field (a typed worker's
+        schema rejects it)."""
+        text = self._patch_reply(error)
+        decoded = _json(error.good)
+        if error.kind == "off_contract" or (isinstance(decoded, dict) and "patch" in decoded):
+            return text
+        ops = _json(text)["patch"]
+        return json.dumps(ops[0]["value"], separators=(",", ":"))
+
+    def _patch_reply(self, error: ErrorContent) -> str:
         good = _command_in(_json(error.good)) or "look"
         if error.role == "planner":
             if error.kind == "off_contract":

@@ -40,6 +40,7 @@ from .envs import WALKTHROUGH_MODEL, TextEnvironment, VerifierMode, WalkthroughM
 from .envs.textworld import GameFile, TextWorldGame
 from .erring import WatchedEnvironment, format_for, merge_tallies, tally_board, tally_peer
 from .peer_players import PEER_PLAYERS
+from .prompt_cache import CACHE_RULES
 from .textworld_peers import (
     ESTIMATE_METHOD,
     PEER_SYSTEMS,
@@ -127,6 +128,11 @@ class EpisodeResult:
     cost_usd: float | None = None
     """The episode's tokens priced with the suite's price table (``slateboard_eval.cost``): 0 for
     the local model and the walkthrough, None when no table prices the model."""
+    cached_in: dict[str, int] = field(default_factory=dict)
+    """Prompt tokens the modelled prompt cache serves, per rule (``any``, ``min1024``:
+    ``slateboard_eval.prompt_cache``)."""
+    cost_cached_usd: dict[str, float | None] = field(default_factory=dict)
+    """``cost_usd`` with ``cached_in`` priced at the cached-input rate, per rule."""
 
     @property
     def tokens(self) -> int:
@@ -161,6 +167,8 @@ class EpisodeResult:
             "model_errors": self.model_errors,
             "off_policy": self.off_policy,
             "cost_usd": self.cost_usd,
+            "cached_in": dict(self.cached_in),
+            "cost_cached_usd": dict(self.cost_cached_usd),
         }
 
 
@@ -186,6 +194,12 @@ class SystemSummary:
     """Off-policy commands over the episodes (None without ``--errors``)."""
     cost_usd: float | None = None
     """The episodes' costs summed; None when any of them is unknown."""
+    cached_in: dict[str, int] = field(default_factory=dict)
+    """The episodes' modelled cache reads summed, per rule."""
+    cost_cached_usd: dict[str, float | None] = field(default_factory=dict)
+    """The episodes' costs with the modelled cache summed, per rule; None when one is unknown."""
+    output_tokens: int = 0
+    """Completion tokens over the episodes."""
 
     @property
     def success(self) -> float:
@@ -230,7 +244,21 @@ class SystemSummary:
             "off_policy": self.off_policy,
             "cost_usd": self.cost_usd,
             "cost_per_success": self.cost_per_success,
+            "cached_in": dict(self.cached_in),
+            "cached_share": {
+                rule: round(n / self.input_tokens, 4) if self.input_tokens else None
+                for rule, n in self.cached_in.items()
+            },
+            "cost_cached_usd": dict(self.cost_cached_usd),
+            "cost_cached_per_success": {
+                rule: cost_per_success(cost, self.wins) for rule, cost in self.cost_cached_usd.items()
+            },
         }
+
+    @property
+    def input_tokens(self) -> int:
+        """Prompt tokens over the episodes (what a prompt cache can serve)."""
+        return self.total_tokens - self.output_tokens
 
     @property
     def overhead_share(self) -> float | None:
@@ -287,6 +315,9 @@ class SuiteResult:
                     model_errors=merge_tallies([e.model_errors for e in eps]),
                     off_policy=sum(watched) if watched else None,
                     cost_usd=total_cost(e.cost_usd for e in eps),
+                    cached_in={r: sum(e.cached_in.get(r, 0) for e in eps) for r in CACHE_RULES},
+                    cost_cached_usd={r: total_cost(e.cost_cached_usd.get(r) for e in eps) for r in CACHE_RULES},
+                    output_tokens=sum(e.tokens_out for e in eps),
                 )
             )
         return out
@@ -351,7 +382,13 @@ async def run_suite(
     for game in games:
         for system in systems:
             result = await _episode(game, system, shared, steps, store, verifier, tokenizer, errors)
-            result = replace(result, cost_usd=tokens_cost(table, label, result.tokens_in, result.tokens_out))
+            cached = {
+                rule: tokens_cost(table, label, result.tokens_in, result.tokens_out, result.cached_in.get(rule, 0))
+                for rule in CACHE_RULES
+            }
+            result = replace(
+                result, cost_usd=tokens_cost(table, label, result.tokens_in, result.tokens_out), cost_cached_usd=cached
+            )
             suite.episodes.append(result)
             if on_episode is not None:
                 on_episode(result)
@@ -456,6 +493,7 @@ async def _episode(
                 components=components,
                 overhead=overhead,
                 verified=verified,
+                cached_in=counting.cached,
             )
         player = PEER_PLAYERS.get(system)
         if player is None:
@@ -480,6 +518,7 @@ async def _episode(
             trace=tuple(peer.trace),
             counting=counting.method,
             components=dict(counting.by_component),
+            cached_in=counting.cached,
         )
     except Exception as exc:
         return EpisodeResult(
@@ -494,6 +533,7 @@ async def _episode(
             tokens_out=counting.tokens_out,
             seconds=time.perf_counter() - started,
             error=f"{type(exc).__name__}: {exc}",
+            cached_in=counting.cached,
         )
     finally:
         env.close()

@@ -43,6 +43,7 @@ from slateboard.models import (
 )
 
 from .envs import History, TextEnvironment, TextTurn, admissible_match, clip
+from .prompt_cache import PromptCache
 
 __all__ = [
     "PEER_SYSTEMS",
@@ -85,6 +86,10 @@ class TokenCounter(Protocol):
         """The prompt and completion tokens of one call."""
         ...
 
+    def count(self, text: str, *, special: bool = False) -> int:
+        """Tokens of ``text`` (``special``: chat-template tokens parsed as such)."""
+        ...
+
 
 @dataclass
 class CountingModel:
@@ -94,7 +99,9 @@ class CountingModel:
     ``tokenizer``, the model's own vocabulary (the Generation returned carries that count, so a
     board's log holds it too); the chars/4 estimate only as a last resort. ``methods`` names
     every method used (``provider``, ``tokenizer:NAME``, ``estimate:chars/4``). A model failure
-    (any ModelError) is counted too and re-raised."""
+    (any ModelError) is counted too and re-raised. Each counted call's prompt also goes to the
+    modelled prompt cache (``cache``, ``slateboard_eval.prompt_cache``): what of it an earlier
+    call's prompt already began with."""
 
     inner: Model
     tokenizer: TokenCounter | None = None
@@ -108,6 +115,12 @@ class CountingModel:
     """The component the next calls are counted under (a system sets it before each call)."""
     by_component: dict[str, int] = field(default_factory=dict)
     """Prompt plus completion tokens per component."""
+    cache: PromptCache | None = None
+    """The modelled prompt cache (default: one counted with ``tokenizer``, else chars/4)."""
+
+    def __post_init__(self) -> None:
+        if self.cache is None:
+            self.cache = PromptCache(counter=self.tokenizer)
 
     @property
     def name(self) -> str:
@@ -143,7 +156,15 @@ class CountingModel:
         self.tokens_in += gen.usage.prompt_tokens
         self.tokens_out += gen.usage.completion_tokens
         self.by_component[self.component] = self.by_component.get(self.component, 0) + gen.usage.total_tokens
+        if self.cache is not None:
+            self.cache.add(messages, gen.usage.prompt_tokens)
         return gen
+
+    @property
+    def cached(self) -> dict[str, int]:
+        """Prompt tokens the modelled cache would have served, per rule (``CACHE_RULES``)."""
+        cache = self.cache
+        return {"any": cache.any, "min1024": cache.min1024} if cache is not None else {"any": 0, "min1024": 0}
 
     @property
     def method(self) -> str:

@@ -112,14 +112,15 @@ async def _play_slateboard(
 @pytest.mark.parametrize(
     ("call", "kind", "stage"),
     [
-        (1, "malformed", "parse"),
+        # typed replies (no verifier): a broken or foreign value fails the value's schema
+        (1, "malformed", "schema"),
         (1, "hallucinated", "invariants"),
         (1, "false_claim", "invariants"),
-        (1, "off_contract", "authorise"),
-        (1, "repeat", "parse"),  # the actor's first call: nothing to repeat, an empty reply
+        (1, "off_contract", "schema"),  # a patch on /plan is no command object
+        (1, "repeat", "schema"),  # the actor's first call: nothing to repeat, an empty reply
         (2, "repeat", "invariants"),  # "open door" again: no longer admissible once it is open
-        (0, "malformed", "parse"),
-        (0, "off_contract", "authorise"),
+        (0, "malformed", "schema"),
+        (0, "off_contract", "schema"),
     ],
 )
 async def test_slateboard_catches_each_kind_before_the_game_sees_it(call: int, kind: ErrorKind, stage: str) -> None:
@@ -157,7 +158,7 @@ async def test_a_peer_receives_the_same_error_and_sends_it_to_the_game() -> None
     )
     peer = await play_langgraph_lean(watch, CountingModel(erring), max_commands=6)
     (ours,), (theirs,) = board.injections, erring.injections
-    command = json.loads(ours.text)["patch"][0]["value"]["command"]
+    command = json.loads(ours.text)["command"]  # the typed actor's reply: the command object
     assert command in HALLUCINATIONS and json.loads(theirs.text) == {"command": command}
     # its critic (a model call following the walkthrough) rejects it and the actor is asked again:
     # the game never sees it, but the error reached the graph state (the candidate) and cost calls
@@ -255,7 +256,7 @@ async def test_calls_that_are_no_workers_are_left_out_of_the_mapping() -> None:
     assert erring.roles[:3] == ["model", "planner", "actor"] and ep.won
     tally = tally_board(erring.injections, records, watch, ("hallucinated", "off_contract"), erring.roles)
     assert tally["hallucinated"] == {"injected": 1, "caught": 0, "harmful": 0, "to_game": 0, "stages": {}}
-    assert tally["off_contract"] == {"injected": 1, "caught": 1, "harmful": 0, "to_game": 0, "stages": {"authorise": 1}}
+    assert tally["off_contract"] == {"injected": 1, "caught": 1, "harmful": 0, "to_game": 0, "stages": {"schema": 1}}
 
 
 class _Spy:

@@ -63,8 +63,9 @@ async def test_the_walkthrough_model_wins_through_llm_workers_and_tokens_are_log
         # A verdict per observation, an action per observation: the actor is never asked twice.
         assert episode.result.usage_by_worker["actor"].calls == game.walkthrough
     else:
-        # Without a verifier: one model call per command, plus the planner's one.
-        assert decodings == {"actor": "contract+admissible"}
+        # Without a verifier: typed replies (the command object itself), decoded from the
+        # admissible commands; one model call per command, plus the planner's one.
+        assert decodings == {"actor": "output+admissible"}
         assert model.calls == game.walkthrough + 1
     # Constrained decoding: the prompts carry a shape hint, never the patch rules or a schema.
     for rec in records:

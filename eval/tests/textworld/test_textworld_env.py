@@ -24,6 +24,7 @@ from slateboard_eval.envs import (
     admissible_match,
     board_inputs,
     play_on_board,
+    text_actor_blueprint,
 )
 from slateboard_eval.envs.textworld import GameFile, TextWorldGame, clean_feedback
 
@@ -146,8 +147,8 @@ async def test_the_environment_worker_needs_a_command() -> None:
 async def test_won_or_lost_ends_the_board(command: str, outcome: str) -> None:
     store = await open_store("memory://")
     env = CliffEnv()
-    plan = json.dumps({"patch": [add("/plan", ["get home"])]})
-    act = json.dumps({"patch": [add("/actions/-", {"command": command})]})
+    # without a verifier the planner and the actor reply typed values: the plan, the command object
+    plan, act = json.dumps(["get home"]), json.dumps({"command": command})
     model = ScriptedModel([plan, act])
     episode = await play_on_board(env, store, model=model, max_commands=5)
     assert episode.result.end_reason == "done" and episode.outcome == outcome and episode.commands == 1
@@ -174,8 +175,7 @@ class OpenEnv(CliffEnv):
 
 async def test_the_command_budget_ends_the_board() -> None:
     store = await open_store("memory://")
-    plan = json.dumps({"patch": [add("/plan", ["wait"])]})
-    act = json.dumps({"patch": [add("/actions/-", {"command": "wait"})]})
+    plan, act = json.dumps(["wait"]), json.dumps({"command": "wait"})
     # a one-step plan is used up by each command: the planner is asked again before the next one
     episode = await play_on_board(OpenEnv(), store, model=ScriptedModel([plan, act, plan, act]), max_commands=2)
     assert episode.outcome == "budget" and episode.commands == 2 and not episode.won
@@ -194,6 +194,17 @@ def test_the_admissible_actor_decodes_only_admissible_commands() -> None:
     # No admissible list: the plain contract schema.
     _, plain = actor.patch_schema(build_view(bp, "actor", bp.initial_state(), 0))
     assert plain == "contract"
+    # The typed actor of the team without a verifier: its value schema, narrowed the same way.
+    typed = text_actor_blueprint("none")
+    value_actor = AdmissibleActor(typed, "actor", ScriptedModel(["unused"]), output_hint=True)
+    value, used = value_actor.patch_schema(build_view(typed, "actor", {**typed.initial_state(), **state}, 0))
+    assert used == "output+admissible" and value_actor.constrains(used)
+    assert value == {
+        "type": "object",
+        "required": ["command"],
+        "additionalProperties": False,
+        "properties": {"command": {"enum": ["go east", "look"]}},
+    }
 
 
 def test_the_turn_verifier_decodes_the_latest_step_and_no_false_success() -> None:

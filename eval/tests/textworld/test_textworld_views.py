@@ -46,12 +46,13 @@ class Hallway:
         return None
 
 
-def _reply(*ops: dict[str, Any]) -> Any:
-    """A scripted reply that keeps the prompt it answered."""
+def _reply(value: Any) -> Any:
+    """A scripted typed reply (the value itself: no verifier, typed workers) that keeps the
+    prompt it answered."""
 
     def answer(messages: Sequence[Message]) -> str:
         prompts.append("\n".join(m.content for m in messages))
-        return json.dumps({"patch": list(ops)})
+        return json.dumps(value)
 
     return answer
 
@@ -60,18 +61,19 @@ prompts: list[str] = []
 
 
 def _plan(*steps: str) -> Any:
-    return _reply({"op": "add", "path": "/plan", "value": list(steps)})
+    return _reply(list(steps))
 
 
 def _act(command: str) -> Any:
-    return _reply({"op": "add", "path": "/actions/-", "value": {"command": command}})
+    return _reply({"command": command})
 
 
 def test_the_views_without_a_verifier() -> None:
     bp = text_actor_blueprint("none")
     actor, planner = bp.workers["actor"].spec, bp.workers["planner"].spec
     assert "/task" not in actor.reads and "/task" not in (actor.pinned or [])
-    assert {"/observation", "/admissible", "/plan"} <= set(actor.pinned or [])
+    assert actor.pinned == ["/plan", "/admissible", "/observation"] and "/actions" not in actor.reads
+    assert (actor.output, planner.output) == ("/actions/-", "/plan")
     assert "/task" in planner.reads and "/observations" not in planner.reads and "/verdicts" not in planner.reads
     assert [r.spec.name for r in bp.rules if r.spec.invoke == "planner"] == ["begin", "plan used up"]
     # with a verifier the template is as it is: the verifier asks for replans
@@ -100,6 +102,11 @@ async def test_the_planner_is_asked_again_when_the_plan_is_used_up() -> None:
     assert all(p.count(OBJECTIVE) == 1 for p in planners)  # once: /task, not also /observation
     assert all("/observations" not in p for p in planners)
     assert '/plan = ["rest"]' in actors[2]  # the actor after the replan acts on the new plan
+    # The actor reads no /actions: the observation names the command it answers, after the plan
+    # and the admissible commands (what changes least leads, for a provider's prompt cache).
+    assert all("\n/actions" not in p for p in actors)  # no /actions line on the board
+    assert actors[1].index("/plan = ") < actors[1].index("/admissible = ") < actors[1].index("/observation = > walk")
+    assert all("Reply with one JSON value for " in p and "JSON Schema" not in p for p in prompts)
 
 
 def test_the_first_observation_is_stored_without_the_objective_it_opens_with() -> None:

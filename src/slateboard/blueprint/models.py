@@ -85,7 +85,10 @@ class WorkerSpec(_Strict):
     untrusted: bool = Field(False, description="Reads untrusted input: may only write to the quarantine region.")
     pinned: list[str] = Field(
         default_factory=list,
-        description="Read patterns (concrete pointers) shown whole in every view, never cut by view_budget.",
+        description=(
+            "Read patterns (concrete pointers) shown whole in every view, never cut by view_budget; a "
+            "constrained prompt shows them first, in this order (least changing first: a longer cached prefix)."
+        ),
     )
     windows: dict[str, int] = Field(
         default_factory=dict,

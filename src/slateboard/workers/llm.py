@@ -146,6 +146,11 @@ class LLMWorker:
     ``max_ops`` bounds the operations of one proposal under constrained decoding (default: 1 for
     the in-process ``local`` model, DEFAULT_MAX_OPS otherwise).
 
+    A typed worker states its value schema in the prompt in full, since a provider may not
+    constrain decoding; ``output_hint=True`` asks instead with a one-line hint naming the
+    pointer while the reply is decoded against the schema (as ``contract`` decoding does for a
+    patch), and states it again if the provider refuses schemas.
+
     Guarantees: ``propose`` never raises for a model failure (any ``ModelError`` or timeout):
     it returns a reply whose patch is the raw text so far (``""`` when there is none) with
     ``diagnostics["model_error"]`` set to the provider's error, which the kernel rejects at stage
@@ -174,6 +179,7 @@ class LLMWorker:
         safe_strings: bool = True,
         instruction: str | None = None,
         component: str = DEFAULT_COMPONENT,
+        output_hint: bool = False,
     ) -> None:
         if name not in blueprint.workers:
             known = ", ".join(sorted(blueprint.workers)) or "none"
@@ -218,6 +224,9 @@ class LLMWorker:
             output_value_schema(blueprint, self.output) if self.output is not None else None
         )
         """The self-contained value schema at ``output`` (sent to the model, and stated in the prompt)."""
+        self.output_hint = output_hint
+        """True: a typed reply decoded against its schema is asked for with a one-line hint, not
+        the schema stated in full (for providers known to honour the schema; ``constrains``)."""
 
     @property
     def name(self) -> str:
@@ -263,8 +272,10 @@ class LLMWorker:
     def constrains(self, used: str) -> bool:
         """True when decoding ``used`` (a ``patch_schema`` result) enforces the contract: the
         patch shape, the writable paths and their value schemas (``contract`` and its narrowed
-        forms), and the provider has not refused schemas."""
-        return used.startswith("contract") and not self._schema_refused
+        forms), or, with ``output_hint``, a typed reply's value schema (``output`` and its
+        narrowed forms); and the provider has not refused schemas."""
+        enforced = used.startswith("contract") or (self.output_hint and used.startswith("output"))
+        return enforced and not self._schema_refused
 
     def patch_schema(self, view: View) -> tuple[dict[str, Any] | None, str]:
         """The wrapped patch schema to send and the decoding actually used (``contract`` falls
@@ -339,7 +350,9 @@ class LLMWorker:
         )
         constrained = self.constrains(first[1]) if first is not None else False
         # The board text is built once: the prompt shows it and the accounting counts its values.
-        payload = view_payload(view, constrained=constrained or self.output is not None)
+        payload = view_payload(
+            view, constrained=constrained or self.output is not None, first=self.contract.spec.pinned
+        )
         system, user = self._blocks(view, event, feedback, constrained, payload)
         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user))]
         usages: list[Usage] = []

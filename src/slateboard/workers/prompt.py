@@ -147,13 +147,16 @@ OVERHEAD_KINDS = frozenset({"format", "schema"})
 """Block kinds that are pure protocol overhead (no task content)."""
 
 
-def view_payload(view: View, *, constrained: bool) -> tuple[str, int]:
+def view_payload(view: View, *, constrained: bool, first: Sequence[str] = ()) -> tuple[str, int]:
     """The board as a prompt shows it, and how many of its characters are data values.
 
     Unconstrained: the view's canonical JSON without ``rejections`` (the feedback block says
     them once). Constrained: one ``pointer = value`` line per data entry (strings as their text,
-    other values as canonical JSON), then the handles, the event and the notes: no ``writable`` member, because the
-    decoding grammar already holds the schema of what the worker may write."""
+    other values as canonical JSON), the pointers named in ``first`` (a worker's pinned paths)
+    first in that order and the rest sorted, then the handles, the event and the notes: no
+    ``writable`` member, because the decoding grammar already holds the schema of what the
+    worker may write. Pinned paths lead so that what changes least between a worker's calls
+    (listed first) extends the byte-identical prefix a provider's prompt cache can serve."""
     if not constrained:
         values = sum(len(canonical_str(v)) for v in view.data.values())
         if not view.rejections:
@@ -162,9 +165,10 @@ def view_payload(view: View, *, constrained: bool) -> tuple[str, int]:
         return canonical_str(shown), values
     # A string value is shown as its text (a JSON string's quotes and escapes buy nothing here);
     # anything else as canonical JSON. Each value is encoded once, for the line and the count.
+    rank = {pointer: n for n, pointer in enumerate(first)}
     texts = [
         (pointer, value if isinstance(value, str) else canonical_str(value))
-        for pointer, value in sorted(view.data.items())
+        for pointer, value in sorted(view.data.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0]))
     ]
     values = sum(len(text) for _, text in texts)
     lines = [f"{pointer} = {text}" for pointer, text in texts]
@@ -208,17 +212,21 @@ def prompt_blocks(
     then carries a one-line shape hint instead of the patch rules, the example and the schema,
     and the view without its ``writable`` member. Every block appears once: rejections are
     listed in the feedback block only, never also inside the rendered view.
-    ``payload`` is ``view_payload(view, constrained=constrained)`` when the caller already has it
+    ``payload`` is ``view_payload(view, constrained=constrained, first=pinned)`` when the caller already has it
     (it is then not computed again). ``output`` (a worker's typed output: its pointer and the
     value schema there) replaces the patch format by a request for one JSON value of that
-    schema, stated in full (a provider may not constrain decoding); the view is shown without
-    ``writable``, as when constrained."""
+    schema, stated in full (a provider may not constrain decoding), or, with ``constrained=True``
+    (the reply is decoded against that schema), a one-line hint naming the pointer; the view is
+    shown without ``writable``, as when constrained."""
     contract = blueprint.workers[worker]
     role = (instruction if instruction is not None else contract.spec.instruction).strip()
     system: list[PromptBlock] = []
     if role:
         system.append(("role", role))
-    if output is not None:
+    if output is not None and constrained:
+        # The reply is decoded against the value schema: stating it again buys nothing.
+        system.append(("format", f"You are worker {worker!r}. Reply with one JSON value for {output[0]}."))
+    elif output is not None:
         system.append(
             (
                 "format",
@@ -264,9 +272,12 @@ def prompt_blocks(
             lines.append(f"- {t.name}: {t.description or 'no description'} args schema: {params}")
         system.append(("tools", "\n".join(lines)))
     user: list[PromptBlock] = []
+    stated = output is not None and not constrained  # the value's schema is in the prompt, not the decoding
     if output is not None:
         constrained = True  # the view as a constrained prompt shows it: the format is stated above
-    board, _ = payload if payload is not None else view_payload(view, constrained=constrained)
+    board, _ = (
+        payload if payload is not None else view_payload(view, constrained=constrained, first=contract.spec.pinned)
+    )
     if constrained:
         user.append(("view", "Board:\n" + board))
     else:
@@ -287,7 +298,7 @@ def prompt_blocks(
             "Fix the cause and propose again.",
         ]
         user.append(("feedback", "\n".join(text)))
-    if output is not None:
+    if stated:
         user.append(("format", "Reply now with the JSON value."))
     elif not constrained:
         user.append(("format", f'Reply now with {{"{PATCH_KEY}": [...]}}.'))

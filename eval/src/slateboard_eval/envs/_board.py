@@ -89,17 +89,21 @@ class EnvironmentWorker:
     again); when the environment is behind or ahead of the board (a resumed board, a fresh
     process) it is reset and the board's earlier commands are replayed first, so the
     environment's state always follows the board's log. ``turns`` keeps every turn by index.
+    With ``echo=True``, ``/observation`` opens with the command it answers (``> COMMAND``, as a
+    game's transcript shows it), so a worker that reads it needs no window on ``/actions``; the
+    ``/observations`` items keep the game's text alone.
     """
 
-    def __init__(self, env: TextEnvironment) -> None:
+    def __init__(self, env: TextEnvironment, *, echo: bool = False) -> None:
         self.env = env
+        self.echo = echo
         self.turns: dict[int, TextTurn] = {}
 
     async def __call__(self, view: View) -> list[dict[str, JSON]]:
         """Execute the latest command of ``view`` (see the class) and return the patch."""
         index, command, commands = latest_command(view)
         turn = await self._turn(index, command, commands)
-        return self.patch(index, turn)
+        return self.patch(index, turn, command if self.echo else None)
 
     async def _turn(self, index: int, command: str, commands: list[str] | None) -> TextTurn:
         known = self.turns.get(index)
@@ -120,15 +124,27 @@ class EnvironmentWorker:
         return turn
 
     @staticmethod
-    def patch(index: int, turn: TextTurn) -> list[dict[str, JSON]]:
-        """The text_actor patch that reports ``turn`` as the answer to command ``index``."""
+    def patch(index: int, turn: TextTurn, echo: str | None = None) -> list[dict[str, JSON]]:
+        """The text_actor patch that reports ``turn`` as the answer to command ``index``
+        (``/observation`` opening with ``> echo`` when given)."""
         text = clip(turn.observation) or "(nothing happens)"
+        latest = text if echo is None else clip(f"> {echo}\n{text}")
         return [
             {"op": "add", "path": "/observations/-", "value": {"step": index, "text": text}},
-            {"op": "replace", "path": "/observation", "value": text},
+            {"op": "replace", "path": "/observation", "value": latest},
             {"op": "replace", "path": "/admissible", "value": _admissible_list(turn.admissible)},
             {"op": "replace", "path": "/progress", "value": turn.progress()},
         ]
+
+
+def _command_value(admissible: list[str]) -> dict[str, Any]:
+    """An /actions item whose command is one of ``admissible``."""
+    return {
+        "type": "object",
+        "required": ["command"],
+        "additionalProperties": False,
+        "properties": {"command": {"enum": list(admissible)}},
+    }
 
 
 def _narrow(node: Any, admissible: list[str]) -> bool:
@@ -140,12 +156,7 @@ def _narrow(node: Any, admissible: list[str]) -> bool:
         path = props.get("path") if isinstance(props, dict) else None
         if isinstance(path, dict) and path.get("enum") == ["/actions/-"]:
             assert isinstance(props, dict)
-            props["value"] = {
-                "type": "object",
-                "required": ["command"],
-                "additionalProperties": False,
-                "properties": {"command": {"enum": list(admissible)}},
-            }
+            props["value"] = _command_value(admissible)
             return True
         for value in node.values():
             found = _narrow(value, admissible) or found
@@ -162,7 +173,8 @@ class AdmissibleActor(LLMWorker):
     It proposes exactly what the kernel accepts: the template's "an admissible command"
     invariant rejects any other command, so constraining the decoding spares a small model the
     rejections. With no admissible list (an environment that cannot tell) it is a plain
-    LLMWorker. Only the ``contract`` and ``json`` decodings are narrowed; ``none`` stays free.
+    LLMWorker. Only the ``contract`` and ``output`` decodings are narrowed; ``json`` and
+    ``none`` stay free.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -170,18 +182,23 @@ class AdmissibleActor(LLMWorker):
         super().__init__(*args, **kwargs)
 
     def patch_schema(self, view: View) -> tuple[dict[str, Any] | None, str]:
-        """The contract schema with the command narrowed to the admissible ones (see class).
+        """The contract schema with the command narrowed to the admissible ones (see class);
+        for a typed actor (``output: /actions/-``) the value schema, narrowed the same way.
         Raises TextEnvironmentError when the view shows /admissible only in part (the budget
         cut it): decoding from a partial list would silently drop commands, so it must be
         pinned (the text_actor template pins it)."""
         _require_whole(view, "/admissible")
         schema, used = super().patch_schema(view)
         admissible = view.data.get("/admissible")
-        if schema is None or used != "contract" or not isinstance(admissible, list) or not admissible:
+        if schema is None or used not in ("contract", "output") or not isinstance(admissible, list) or not admissible:
             return schema, used
         commands = [c for c in admissible if isinstance(c, str)]
+        if not commands:
+            return schema, used
+        if used == "output":
+            return _command_value(commands), "output+admissible"
         narrowed = copy.deepcopy(schema)
-        if commands and _narrow(narrowed, commands):
+        if _narrow(narrowed, commands):
             return narrowed, "contract+admissible"
         return schema, used
 

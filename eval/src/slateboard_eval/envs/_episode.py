@@ -61,12 +61,26 @@ def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
         spec["rules"] = [*kept, copy.deepcopy(PLAN_USED_UP)]
         actor, planner = workers["actor"], workers["planner"]
         for key in ("reads", "pinned"):
-            actor[key] = [p for p in actor[key] if p != "/task"]
+            actor[key] = [p for p in actor[key] if p not in ("/task", "/actions")]
+        actor["windows"] = {}
+        actor["instruction"] = ACTOR_INSTRUCTION
+        # typed replies: the command object and the plan list themselves, not a patch around them
+        actor["output"], planner["output"] = "/actions/-", "/plan"
+        # The planner keeps reading /plan: a write of a node its worker cannot read counts as a
+        # change even when the value is the same (a blind write), so a planner that repeats its
+        # plan unseen would make a state cycle instead of a no-op. With the plan it wrote shown,
+        # its last three commands say how far it was followed (the latest also opens /observation).
         planner["reads"] = [p for p in planner["reads"] if p not in ("/observations", "/verdicts")]
-        planner["windows"] = {"/actions": planner["windows"]["/actions"]}
+        planner["windows"] = {"/actions": PLANNER_WINDOW}
+        planner["instruction"] = PLANNER_INSTRUCTION
         label += " (verifier none)"
     return compile_blueprint(spec, source_label=label)
 
+
+ACTOR_INSTRUCTION = "Pick the plan's next step from /admissible."
+PLANNER_WINDOW = 3
+"""Commands the planner sees (the newest; a range handle stands for the earlier ones)."""
+PLANNER_INSTRUCTION = "Write the plan: a short list of commands that achieve the task from the observation."
 
 PLAN_USED_UP: dict[str, JSON] = {
     "name": "plan used up",
@@ -158,15 +172,17 @@ async def play_on_board(
     board = await create_board(
         store, blueprint, inputs=board_inputs(env, first, max_commands=max_commands), name=name or env.name
     )
-    functions: dict[str, Any] = {"environment": EnvironmentWorker(env)}
+    # without a verifier the actor reads no /actions: /observation names the command it answers
+    functions: dict[str, Any] = {"environment": EnvironmentWorker(env, echo=verifier == "none")}
     workers: dict[str, Worker] = {}
     resolved: Model | None = None
     if walkthrough:
         functions.update({k: f for k, f in walkthrough_functions(env).items() if k in blueprint.workers})
     else:
         resolved = WalkthroughModel(env) if model == WALKTHROUGH_MODEL else resolve_model(model or "local")
-        workers["actor"] = AdmissibleActor(blueprint, "actor", resolved, component="actor")
-        workers["planner"] = LLMWorker(blueprint, "planner", resolved, component="planner")
+        # a typed reply decoded against its schema is asked for in one line (output_hint)
+        workers["actor"] = AdmissibleActor(blueprint, "actor", resolved, component="actor", output_hint=True)
+        workers["planner"] = LLMWorker(blueprint, "planner", resolved, component="planner", output_hint=True)
         if "verifier" in blueprint.workers:
             workers["verifier"] = TurnVerifier(blueprint, "verifier", resolved, component="verifier")
     runner = Runner(

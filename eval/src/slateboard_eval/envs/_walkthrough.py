@@ -78,13 +78,23 @@ def walkthrough_functions(env: TextEnvironment) -> dict[str, Any]:
     return {"planner": planner, "actor": actor, "verifier": verifier}
 
 
+def _typed(system: str, json_schema: Mapping[str, Any] | None) -> bool:
+    """True when a slateboard worker asks for a typed reply (one JSON value, not a patch): its
+    reply schema has no ``patch`` member, or (without a schema) its prompt asks for a value."""
+    if json_schema is not None:
+        props = json_schema.get("properties")
+        return not (isinstance(props, Mapping) and "patch" in props) and "anyOf" not in json_schema
+    return "one JSON value" in system
+
+
 class WalkthroughModel:
     """A Model (slateboard's protocol) that answers every request with the environment's next
     walkthrough command, shaped for whoever asks:
 
     * a slateboard text_actor LLM worker (recognised by its prompt, "You are worker 'NAME'"):
       the patch that worker would make (plan = the walkthrough, action = the next command,
-      verdict = continue on the latest observation);
+      verdict = continue on the latest observation), or for a typed worker (a reply schema
+      without ``patch``) the value that patch adds;
     * a supervisor (a JSON schema that is an ``anyOf`` of tool calls ``{"tool", "args"}`` and an
       answer): each offered tool once per request (the planner once per conversation), in the
       order offered, then ``{"command": next command}``;
@@ -133,6 +143,8 @@ class WalkthroughModel:
         worker = _WORKER.search(system)
         if worker is not None:
             patch = self._patch(worker.group(1))
+            if _typed(system, json_schema) and patch:
+                return json.dumps(patch[0]["value"], separators=(",", ":"))
             return json.dumps({"patch": patch}, separators=(",", ":"))
         if json_schema is not None and isinstance(json_schema.get("anyOf"), list):
             return json.dumps(self._supervise(messages, json_schema["anyOf"]), separators=(",", ":"))
