@@ -150,28 +150,12 @@ class BoardWorkflow:
             if isinstance(cause, CancelledError):
                 # The workflow was cancelled while an activity ran: the activity reports its own
                 # cancellation first. Interrupt the board as below, then end cancelled.
-                await self._interrupt(start)
+                await _interrupt(start.board_id, store_limit)
                 raise
-            if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
-                raise
-            reason = f"engine: {cause.message}"
-            await workflow.execute_activity(
-                FAIL, args=[start.board_id, reason], start_to_close_timeout=store_limit, retry_policy=RETRY
-            )
-            return {"ended": reason, "status": BOARD_FAILED}
+            return await _failed(start.board_id, exc, store_limit)
         except asyncio.CancelledError:
-            await self._interrupt(start)
+            await _interrupt(start.board_id, store_limit)
             raise
-
-    async def _interrupt(self, start: BoardStart) -> None:
-        """Cancelled (slateboard cancel, Ctrl-C on submit --wait): give the claims back and say
-        so on the board; the caller then lets the cancellation end the workflow."""
-        await workflow.execute_activity(
-            INTERRUPT,
-            start.board_id,
-            start_to_close_timeout=timedelta(seconds=start.store_timeout_s),
-            retry_policy=RETRY,
-        )
 
 
 @workflow.defn(name=TEAM_WORKFLOW)
@@ -226,13 +210,7 @@ class TeamWorkflow:
             if isinstance(cause, CancelledError) or (cancelled and isinstance(cause, RoundTimedOut)):
                 await _interrupt(start.board_id, store_limit)
                 raise
-            if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
-                raise
-            reason = f"engine: {cause.message}"
-            await workflow.execute_activity(
-                FAIL, args=[start.board_id, reason], start_to_close_timeout=store_limit, retry_policy=RETRY
-            )
-            return {"ended": reason, "status": BOARD_FAILED}
+            return await _failed(start.board_id, exc, store_limit)
         except asyncio.CancelledError:
             await _interrupt(start.board_id, store_limit)
             raise
@@ -242,3 +220,15 @@ async def _interrupt(board_id: str, limit: timedelta) -> None:
     """Cancelled (slateboard cancel, Ctrl-C on submit --wait): give the claims back and mark
     the board ``interrupted``; the caller then lets the cancellation end the workflow."""
     await workflow.execute_activity(INTERRUPT, board_id, start_to_close_timeout=limit, retry_policy=RETRY)
+
+
+async def _failed(board_id: str, exc: ActivityError, limit: timedelta) -> dict[str, Any]:
+    """An activity that can never succeed for this board (``UNUSABLE``: a version, digest or
+    store mismatch, a worker that cannot be built) ends the board ``failed`` with its message,
+    and the workflow returns that end; any other activity error is raised again."""
+    cause = exc.cause
+    if not (isinstance(cause, ApplicationError) and cause.type == UNUSABLE):
+        raise exc
+    reason = f"engine: {cause.message}"
+    await workflow.execute_activity(FAIL, args=[board_id, reason], start_to_close_timeout=limit, retry_policy=RETRY)
+    return {"ended": reason, "status": BOARD_FAILED}
