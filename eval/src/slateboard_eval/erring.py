@@ -72,6 +72,12 @@ def _command_in(value: Any) -> str | None:
     return None
 
 
+def _command_of(reply: Any) -> str | None:
+    """``_command_in``, where a reply that is a string is the command itself (the typed
+    actor's bare command)."""
+    return (reply or None) if isinstance(reply, str) else _command_in(reply)
+
+
 def _patch(*ops: dict[str, Any]) -> str:
     return json.dumps({"patch": list(ops)}, separators=(",", ":"))
 
@@ -97,7 +103,8 @@ class SlateboardFormat:
 
     def render(self, error: ErrorContent) -> str:
         """The reply that carries ``error`` (see the class): a patch, or for a typed worker
-        (its good reply is a value, not a patch) the value the patch would add; an
+        (its good reply is a value, not a patch) the value the patch would add (the command
+        alone where the good reply is a bare command); an
         ``off_contract`` error stays a patch on the other worker's field (a typed worker's
         schema rejects it)."""
         text = self._patch_reply(error)
@@ -105,10 +112,13 @@ class SlateboardFormat:
         if error.kind == "off_contract" or (isinstance(decoded, dict) and "patch" in decoded):
             return text
         ops = _json(text)["patch"]
-        return json.dumps(ops[0]["value"], separators=(",", ":"))
+        value = ops[0]["value"]
+        if isinstance(decoded, str) and isinstance(value, dict) and "command" in value:
+            value = value["command"]  # the good reply was a bare command: so is the error
+        return json.dumps(value, separators=(",", ":"))
 
     def _patch_reply(self, error: ErrorContent) -> str:
-        good = _command_in(_json(error.good)) or "look"
+        good = _command_of(_json(error.good)) or "look"
         if error.role == "planner":
             if error.kind == "off_contract":
                 return _patch({"op": "add", "path": "/actions/-", "value": {"command": good}})

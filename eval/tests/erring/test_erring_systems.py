@@ -158,7 +158,7 @@ async def test_a_peer_receives_the_same_error_and_sends_it_to_the_game() -> None
     )
     peer = await play_langgraph_lean(watch, CountingModel(erring), max_commands=6)
     (ours,), (theirs,) = board.injections, erring.injections
-    command = json.loads(ours.text)["command"]  # the typed actor's reply: the command object
+    command = json.loads(ours.text)  # the typed actor's reply: the command alone
     assert command in HALLUCINATIONS and json.loads(theirs.text) == {"command": command}
     # its critic (a model call following the walkthrough) rejects it and the actor is asked again:
     # the game never sees it, but the error reached the graph state (the candidate) and cost calls

@@ -63,7 +63,7 @@ async def test_the_walkthrough_model_wins_through_llm_workers_and_tokens_are_log
         # A verdict per observation, an action per observation: the actor is never asked twice.
         assert episode.result.usage_by_worker["actor"].calls == game.walkthrough
     else:
-        # Without a verifier: typed replies (the command object itself), decoded from the
+        # Without a verifier: typed replies (the command itself), decoded from the
         # admissible commands; one model call per command, plus the planner's one.
         assert decodings == {"actor": "output+admissible"}
         assert model.calls == game.walkthrough + 1

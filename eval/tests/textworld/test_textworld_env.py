@@ -147,8 +147,8 @@ async def test_the_environment_worker_needs_a_command() -> None:
 async def test_won_or_lost_ends_the_board(command: str, outcome: str) -> None:
     store = await open_store("memory://")
     env = CliffEnv()
-    # without a verifier the planner and the actor reply typed values: the plan, the command object
-    plan, act = json.dumps(["get home"]), json.dumps({"command": command})
+    # without a verifier the planner and the actor reply typed values: the plan, the command
+    plan, act = json.dumps(["get home"]), json.dumps(command)
     model = ScriptedModel([plan, act])
     episode = await play_on_board(env, store, model=model, max_commands=5)
     assert episode.result.end_reason == "done" and episode.outcome == outcome and episode.commands == 1
@@ -175,6 +175,7 @@ class OpenEnv(CliffEnv):
 
 async def test_the_command_budget_ends_the_board() -> None:
     store = await open_store("memory://")
+    # no admissible list to decode from: the actor replies the /actions item
     plan, act = json.dumps(["wait"]), json.dumps({"command": "wait"})
     # a one-step plan is used up by each command: the planner is asked again before the next one
     episode = await play_on_board(OpenEnv(), store, model=ScriptedModel([plan, act, plan, act]), max_commands=2)
@@ -194,17 +195,28 @@ def test_the_admissible_actor_decodes_only_admissible_commands() -> None:
     # No admissible list: the plain contract schema.
     _, plain = actor.patch_schema(build_view(bp, "actor", bp.initial_state(), 0))
     assert plain == "contract"
-    # The typed actor of the team without a verifier: its value schema, narrowed the same way.
+    # The typed actor of the team without a verifier: the command alone, one of the admissible.
     typed = text_actor_blueprint("none")
     value_actor = AdmissibleActor(typed, "actor", ScriptedModel(["unused"]), output_hint=True)
     value, used = value_actor.patch_schema(build_view(typed, "actor", {**typed.initial_state(), **state}, 0))
     assert used == "output+admissible" and value_actor.constrains(used)
-    assert value == {
-        "type": "object",
-        "required": ["command"],
-        "additionalProperties": False,
-        "properties": {"command": {"enum": ["go east", "look"]}},
-    }
+    assert value == {"enum": ["go east", "look"]}
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ('"go east"', {"command": "go east"}),  # the command alone: proposed as the item it names
+        ('{"command":"look"}', {"command": "look"}),  # already an item: as it is
+        ('"go ea', '"go ea'),  # cut short: no JSON string, the kernel's to reject at stage schema
+    ],
+)
+async def test_the_typed_actor_proposes_a_bare_command_as_an_item(reply: str, value: object) -> None:
+    typed = text_actor_blueprint("none")
+    actor = AdmissibleActor(typed, "actor", ScriptedModel([reply]), output_hint=True)
+    state = {**typed.initial_state(), "admissible": ["go east", "look"]}
+    proposed = await actor.propose(build_view(typed, "actor", state, 0))
+    assert proposed.patch == [{"op": "add", "path": "/actions/-", "value": value}]
 
 
 def test_the_turn_verifier_decodes_the_latest_step_and_no_false_success() -> None:

@@ -48,7 +48,7 @@ async def test_the_actor_sees_and_decodes_every_admissible_command_in_a_20_room_
         # Pinned: the whole list, whatever the actor's 3,000-character budget.
         assert view.data["/admissible"] == admissible
         schema, used = actor.patch_schema(view)
-        assert used == "output+admissible"  # the typed actor: its command object, narrowed
+        assert used == "output+admissible"  # the typed actor: the command alone, narrowed
         assert json.dumps({"enum": admissible}) in json.dumps(schema)
         if turn.over or not env.policy():
             break

@@ -4,11 +4,14 @@ initial inputs, and an actor whose decoding is narrowed to the admissible comman
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from slateboard.errors import InvalidInput
 from slateboard.kernel.canonical import JSON
+from slateboard.workers.base import Feedback, WorkerReply
 from slateboard.workers.llm import LLMWorker
 
 from ._protocol import TextEnvironment, TextEnvironmentError, TextTurn, clip
@@ -175,6 +178,12 @@ class AdmissibleActor(LLMWorker):
     rejections. With no admissible list (an environment that cannot tell) it is a plain
     LLMWorker. Only the ``contract`` and ``output`` decodings are narrowed; ``json`` and
     ``none`` stay free.
+
+    A typed actor (``output: /actions/-``) decoded against the admissible list replies with the
+    command alone (``"go east"``, 4 tokens instead of ``{"command":"go east"}``'s 6), which it
+    proposes as the ``/actions`` item ``{"command": ...}``; any other reply (an item, when the
+    provider refused the schema and the prompt stated the item's; text that is no JSON string)
+    is proposed as it is, for the kernel to judge.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -196,11 +205,39 @@ class AdmissibleActor(LLMWorker):
         if not commands:
             return schema, used
         if used == "output":
-            return _command_value(commands), "output+admissible"
+            return {"enum": commands}, "output+admissible"
         narrowed = copy.deepcopy(schema)
         if _narrow(narrowed, commands):
             return narrowed, "contract+admissible"
         return schema, used
+
+    async def propose(self, view: View, event: JSON = None, *, feedback: Feedback = None) -> WorkerReply:
+        """LLMWorker.propose, with a typed reply that is a bare command proposed as the
+        ``/actions`` item it names (see the class)."""
+        reply = await super().propose(view, event, feedback=feedback)
+        patch = reply.patch
+        if (
+            self.output == "/actions/-"
+            and isinstance(patch, list)
+            and len(patch) == 1
+            and isinstance(patch[0], dict)
+            and patch[0].get("path") == "/actions/-"
+            and isinstance(patch[0].get("value"), str)
+            and _json_string(reply.raw) == patch[0]["value"]
+        ):
+            item: dict[str, JSON] = {"command": patch[0]["value"]}
+            return dataclasses.replace(reply, patch=[{**patch[0], "value": item}])
+        return reply
+
+
+def _json_string(text: str | None) -> str | None:
+    """The string ``text`` is as JSON (a quoted string), else None: text that is no JSON string
+    (a reply cut short, prose) stays the kernel's to reject at stage ``schema``."""
+    try:
+        value = json.loads(text.strip()) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _require_whole(view: View, pointer: str) -> None:

@@ -64,7 +64,8 @@ def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
             actor[key] = [p for p in actor[key] if p not in ("/task", "/actions")]
         actor["windows"] = {}
         actor["instruction"] = ACTOR_INSTRUCTION
-        # typed replies: the command object and the plan list themselves, not a patch around them
+        # typed replies: the command (the actor decodes it alone, AdmissibleActor) and the plan
+        # list themselves, not a patch around them
         actor["output"], planner["output"] = "/actions/-", "/plan"
         # The planner keeps reading /plan: a write of a node its worker cannot read counts as a
         # change even when the value is the same (a blind write), so a planner that repeats its

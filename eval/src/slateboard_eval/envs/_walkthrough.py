@@ -94,7 +94,8 @@ class WalkthroughModel:
     * a slateboard text_actor LLM worker (recognised by its prompt, "You are worker 'NAME'"):
       the patch that worker would make (plan = the walkthrough, action = the next command,
       verdict = continue on the latest observation), or for a typed worker (a reply schema
-      without ``patch``) the value that patch adds;
+      without ``patch``) the value that patch adds (the command alone when the schema is an
+      ``enum`` of commands);
     * a supervisor (a JSON schema that is an ``anyOf`` of tool calls ``{"tool", "args"}`` and an
       answer): each offered tool once per request (the planner once per conversation), in the
       order offered, then ``{"command": next command}``;
@@ -144,7 +145,10 @@ class WalkthroughModel:
         if worker is not None:
             patch = self._patch(worker.group(1))
             if _typed(system, json_schema) and patch:
-                return json.dumps(patch[0]["value"], separators=(",", ":"))
+                value = patch[0]["value"]
+                if json_schema is not None and "enum" in json_schema and isinstance(value, dict) and "command" in value:
+                    value = value["command"]  # the schema asks for the command alone
+                return json.dumps(value, separators=(",", ":"))
             return json.dumps({"patch": patch}, separators=(",", ":"))
         if json_schema is not None and isinstance(json_schema.get("anyOf"), list):
             return json.dumps(self._supervise(messages, json_schema["anyOf"]), separators=(",", ":"))
