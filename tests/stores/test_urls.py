@@ -24,7 +24,7 @@ async def test_backends_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(mem, MemoryStore) and mem.snapshot_every == 7
     s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?snapshot_every=3&synchronous=normal")
     assert isinstance(s, SqliteStore) and s.snapshot_every == 3 and s.synchronous == "normal"
-    assert s.writer == "thread"  # the default: the connection thread, with group commit
+    assert s.writer == "loop"  # the default: on the event loop's thread, with group commit
     assert s.path == tmp_path / "a.db" and s.path.exists()
     await s.close()
     bare = await open_store(str(tmp_path / "b.db"))
@@ -85,8 +85,9 @@ async def test_sqlite_claims_and_agenda_reads_use_the_live_invocation_index(tmp_
 
 
 async def test_the_loop_writer_commits_without_the_connection_thread(tmp_path: Path) -> None:
-    """``writer=loop``: every database call runs on the calling (event loop) thread, each write
-    its own durable transaction; the connection thread is never started."""
+    """``writer=loop`` (the default): every database call runs on the calling (event loop)
+    thread, the writes queued in one turn of the loop in one durable transaction; the
+    connection thread is never started."""
     import threading
 
     s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?writer=loop")

@@ -96,7 +96,7 @@ class SqliteStore(SqliteConnection, KeepsLedgers):
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         synchronous: str = "full",
         busy_timeout_ms: int = 30_000,
-        writer: str = "thread",
+        writer: str = "loop",
     ) -> None:
         self._init_backend()
         self._init_connection(Path(path), synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, writer=writer)
@@ -122,7 +122,7 @@ class SqliteStore(SqliteConnection, KeepsLedgers):
             snapshot_every=c.int_option(opts, "snapshot_every", DEFAULT_SNAPSHOT_EVERY),
             synchronous=opts.get("synchronous", "full"),
             busy_timeout_ms=c.int_option(opts, "busy_timeout_ms", 30_000),
-            writer=opts.get("writer", "thread"),
+            writer=opts.get("writer", "loop"),
         )
         try:
             await store._run(store._open)
