@@ -60,7 +60,7 @@ async def test_a_locked_database_is_waited_for_off_the_loop(tmp_path: Path) -> N
     board = await s.create_board({"name": "b"}, {"notes": []})
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
-    stop, seen = asyncio.Event(), []
+    stop, seen = asyncio.Event(), list[float]()
     ticker = asyncio.create_task(_ticks(stop, seen))
     write = asyncio.create_task(s.set_status(board.board_id, "paused"))
     await asyncio.sleep(0.3)
@@ -85,7 +85,7 @@ async def test_a_lock_held_past_the_busy_timeout_names_it(tmp_path: Path) -> Non
     board = await s.create_board({"name": "b"}, {"notes": []})
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
-    stop, seen = asyncio.Event(), []
+    stop, seen = asyncio.Event(), list[float]()
     ticker = asyncio.create_task(_ticks(stop, seen))
     try:
         with pytest.raises(StoreUnavailable, match="busy_timeout_ms=300"):

@@ -51,7 +51,7 @@ SQLITE_BUSY = 5
 """SQLite's primary result code for a database locked by another connection."""
 
 
-class _Busy(Exception):
+class _Busy(StoreUnavailable):
     """A call on the loop found the database locked (it waits for no lock there): nothing was
     done, and it is run again on the connection thread, which waits ``busy_timeout_ms``."""
 
