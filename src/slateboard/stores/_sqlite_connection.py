@@ -14,7 +14,11 @@ four ways:
 Where the work runs is the ``writer`` option. ``loop`` (the default): on the event loop's own
 thread; the commit queue is drained once per turn of the loop (``_drain_on_loop``, scheduled by
 the turn's first write), so every board whose step ran in that turn shares one transaction and
-one flush. The connections wait for no lock there (``busy_timeout = 0``): a call that finds the
+one flush. A batch of several writes is committed on the connection thread (its ``COMMIT`` is
+the flush: the loop runs the next boards' steps meanwhile, and calls after it follow it there
+until it is done); a write alone commits on the loop (one board by itself has nothing else to
+run meanwhile, and a flush slow enough to hold others up makes the next batch bigger). The
+connections wait for no lock there (``busy_timeout = 0``): a call that finds the
 database locked by another process is handed, with everything after it, to the connection
 thread, where it waits up to ``busy_timeout_ms`` as usual (``_offload``), so the loop never
 sleeps on another process's lock. ``thread``: every call on the connection thread (``_drain``
@@ -206,28 +210,54 @@ class SqliteConnection(StoreBackend):
         return await fut
 
     def _drain_on_loop(self) -> None:
-        """``writer=loop``: one batch of the commit queue, on the loop's thread (see the module
-        docstring); a batch that finds the database locked goes to the connection thread."""
+        """``writer=loop``: one batch of the commit queue, its statements on the loop's thread
+        and its ``COMMIT`` (the flush) on the connection thread, so the loop never waits for the
+        disk (see the module docstring); a batch that finds the database locked goes to the
+        connection thread whole."""
         with self._queue_lock:
             batch, self._queue = self._queue, []
-        outcomes: list[shared.Outcome] | None = None
+        loop = asyncio.get_running_loop()
+        staged: tuple[list[shared.Outcome], bool] | None = None
         if not self._offloaded and self._conn_lock.acquire(blocking=False):
             try:
-                outcomes = self._flush(batch, inline=True)
+                staged = self._stage(batch, inline=True)
             except _Busy:
-                outcomes = None
+                staged = None
             finally:
-                self._conn_lock.release()
-        if outcomes is None:
+                if staged is None or not staged[1] or self.synchronous == "normal" or len(batch) == 1:
+                    # Ended here: nothing to flush, nothing to wait for (synchronous=normal), or
+                    # one write alone (the loop has nobody else's step to run meanwhile; a flush
+                    # slow enough to hold others up makes the next batch bigger, flushed there).
+                    outcomes = self._end(batch, staged) if staged is not None else None
+                    self._conn_lock.release()
+                    staged = None if outcomes is None else (outcomes, False)
+        if staged is None:
             self._offloaded += 1
             self._executor.submit(self._drain_offloaded, batch)
             return
-        self._answer(batch, outcomes, here=asyncio.get_running_loop())
+        outcomes, flush = staged
+        if flush:
+            # The transaction stays open, the connection lock held, until the thread commits.
+            self._offloaded += 1
+            self._executor.submit(self._commit_offloaded, batch, outcomes)
+            return
+        self._answer(batch, outcomes, here=loop)
         with self._queue_lock:
             if self._queue and not self._closed:
-                asyncio.get_running_loop().call_soon(self._drain_on_loop)
+                loop.call_soon(self._drain_on_loop)
             else:
                 self._draining = False
+
+    def _commit_offloaded(self, batch: list[_Job], outcomes: list[shared.Outcome]) -> None:
+        """The connection thread's half of a loop writer's batch: its ``COMMIT``, then the
+        answers and the connection lock (taken on the loop by ``_drain_on_loop``)."""
+        try:
+            outcomes = self._end(batch, (outcomes, True))
+        finally:
+            self._conn_lock.release()
+            self._answer(batch, outcomes)
+            with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
+                batch[0][2].call_soon_threadsafe(self._offloaded_done)
 
     def _drain_offloaded(self, batch: list[_Job]) -> None:
         """A loop writer's batch on the connection thread (the lock may be held elsewhere)."""
@@ -284,11 +314,17 @@ class SqliteConnection(StoreBackend):
             with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
                 loop.call_soon_threadsafe(shared.deliver, items)
 
-    def _flush(self, batch: list[_Job], *, inline: bool = False) -> list[shared.Outcome]:
+    def _flush(self, batch: list[_Job]) -> list[shared.Outcome]:
         """Run ``batch`` in one transaction, each write in its own savepoint when there are
-        several, and commit: one outcome per write (a failed transaction fails them all).
-        ``inline`` (the loop writer): ``_Busy`` when the transaction could not start because
-        the database is locked (nothing done)."""
+        several, and commit: one outcome per write (a failed transaction fails them all)."""
+        return self._end(batch, self._stage(batch))
+
+    def _stage(self, batch: list[_Job], *, inline: bool = False) -> tuple[list[shared.Outcome], bool]:
+        """The first half of ``_flush``: ``BEGIN IMMEDIATE`` and the batch's writes, each in its
+        own savepoint when there are several. Returns the outcomes and whether the transaction
+        is open with something to commit (else it was rolled back, or never started: then every
+        outcome is the failure). ``inline`` (the loop writer): ``_Busy`` when the transaction
+        could not start because the database is locked (nothing done)."""
         outcomes: list[shared.Outcome] = []
         try:
             db = self._db
@@ -319,15 +355,29 @@ class SqliteConnection(StoreBackend):
                     db.execute("ROLLBACK")
                 raise
             if any(ok for ok, _ in outcomes):
-                db.execute("COMMIT")
-                self.count_flush(flushes=0 if self.synchronous == "normal" else 1)
-            else:
-                db.execute("ROLLBACK")
+                return outcomes, True
+            db.execute("ROLLBACK")
         except _Busy:
             raise
         except Exception as exc:
             err = self._translate(exc) if isinstance(exc, sqlite3.Error) else exc
             outcomes = [(False, err)] * len(batch)
+        return outcomes, False
+
+    def _end(self, batch: list[_Job], staged: tuple[list[shared.Outcome], bool]) -> list[shared.Outcome]:
+        """The second half of ``_flush``: ``COMMIT`` a staged transaction that is open (on
+        failure, roll back and fail every write of the batch); the outcomes to answer."""
+        outcomes, open_ = staged
+        if not open_:
+            return outcomes
+        try:
+            self._db.execute("COMMIT")
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self._db.execute("ROLLBACK")
+            err = self._translate(exc) if isinstance(exc, sqlite3.Error) else exc
+            return [(False, err)] * len(batch)
+        self.count_flush(flushes=0 if self.synchronous == "normal" else 1)
         return outcomes
 
     async def _w_lease(self, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -15,16 +15,15 @@ Guarantees, on top of the Store protocol's:
   (``append(..., claim=...)`` leases its next invocation in it).
 - ``writer=loop`` (the default) runs the database calls on the event loop's own thread and
   drains the commit queue once per turn of the loop: the appends of every board whose step ran
-  in that turn share one transaction and one flush, with no thread hand-off (the connection
-  thread needs the GIL back after each statement, which a busy loop holds for up to the
-  interpreter's 5 ms switch interval: at 100 boards the thread writer added 7 ms at the median
-  between a reply and the commit, this one under 1 ms; see benchmarks/service.py). The loop waits
-  for each flush (an fsync at ``synchronous=full``: about 0.1-0.2 ms on the 2-core VM's disk,
-  more on slow disks). Its connections wait for no lock: a call that finds the database locked
-  by another process goes, with the calls after it, to the connection thread, which waits up
-  to ``busy_timeout_ms``, so the loop never sleeps on a lock. ``writer=thread`` runs every call
-  on the connection thread (the queue drained there): the loop never waits for a flush (for a
-  disk whose syncs take milliseconds), at a thread hand-off per call.
+  in that turn share one transaction and one flush, with no thread hand-off per statement (the
+  connection thread needs the GIL back after each statement, which a busy loop may hold for
+  the interpreter's 5 ms switch interval). A batch of several writes is flushed (its
+  ``COMMIT``, an fsync at ``synchronous=full``) on the connection thread while the loop runs
+  on; a write alone commits on the loop. Its connections wait for no lock: a call that finds
+  the database locked by another process goes, with the calls after it, to the connection
+  thread, which waits up to ``busy_timeout_ms``, so the loop never sleeps on a lock.
+  ``writer=thread`` runs every call on the connection thread (the queue drained there), at a
+  thread hand-off per call. Both give the guarantees above.
 - Lease bookkeeping (claims, heartbeats, releases) and background snapshots commit on a second
   connection opened with ``synchronous=NORMAL`` (no per-claim ``PRAGMA`` switching): the WAL
   is append-only, so the next durable commit syncs those frames too, and losing a lease change
