@@ -74,7 +74,12 @@ async def test_a_locked_database_is_waited_for_off_the_loop(tmp_path: Path) -> N
     stop.set()
     await ticker
     threads: list[str] = []
-    s._db.set_trace_callback(lambda sql: sql != "COMMIT" and threads.append(threading.current_thread().name))
+
+    def trace(sql: str) -> None:
+        if sql != "COMMIT":
+            threads.append(threading.current_thread().name)
+
+    s._db.set_trace_callback(trace)
     await s.set_status(board.board_id, "running")
     assert threads and set(threads) == {threading.current_thread().name}  # the flush alone is not
     await s.close()
@@ -101,3 +106,25 @@ async def test_a_lock_held_past_the_busy_timeout_names_it(tmp_path: Path) -> Non
     await s.set_status(board.board_id, "paused")  # and the store works on
     assert (await s.board_info(board.board_id)).status == "paused"
     await s.close()
+
+
+def test_the_store_serves_a_later_event_loop(tmp_path: Path) -> None:
+    """A store opened under one ``asyncio.run`` keeps working under the next (``run_sync``)."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+
+    async def first() -> tuple[SqliteStore, list[str]]:
+        s = await open_store(url)
+        assert isinstance(s, SqliteStore)
+        boards = [(await s.create_board({"name": f"b{i}"}, {"notes": []})).board_id for i in range(3)]
+        await asyncio.gather(*(s.set_status(b, "paused") for b in boards))  # flushed on the thread
+        return s, boards
+
+    s, boards = asyncio.run(first())
+
+    async def second() -> set[str]:
+        await asyncio.gather(*(s.set_status(b, "running") for b in boards))
+        statuses: set[str] = {(await s.board_info(b)).status for b in boards}
+        await s.close()
+        return statuses
+
+    assert asyncio.run(second()) == {"running"}

@@ -256,8 +256,18 @@ class SqliteConnection(StoreBackend):
         finally:
             self._conn_lock.release()
             self._answer(batch, outcomes)
-            with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
-                batch[0][2].call_soon_threadsafe(self._offloaded_done)
+            self._back_to_loop(batch[0][2])
+
+    def _back_to_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """An offloaded batch is done (on the connection thread): the loop takes the queue
+        again. A loop closed meanwhile (``asyncio.run`` ended) has nobody waiting: the state is
+        reset here, so the store's next loop (another ``asyncio.run``) drains as usual."""
+        try:
+            loop.call_soon_threadsafe(self._offloaded_done)
+        except RuntimeError:
+            with self._queue_lock:
+                self._offloaded -= 1
+                self._draining = False
 
     def _drain_offloaded(self, batch: list[_Job]) -> None:
         """A loop writer's batch on the connection thread (the lock may be held elsewhere)."""
@@ -272,8 +282,7 @@ class SqliteConnection(StoreBackend):
         finally:
             if outcomes is not None:
                 self._answer(batch, outcomes)
-            with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
-                batch[0][2].call_soon_threadsafe(self._offloaded_done)
+            self._back_to_loop(batch[0][2])
 
     def _offloaded_done(self) -> None:
         self._offloaded -= 1
