@@ -92,10 +92,11 @@ class SqliteConnection(StoreBackend):
         self._lease_conn: sqlite3.Connection | None = None
         self._waiters: set[asyncio.Future[bool]] = set()
         # The commit queue (see the module docstring): filled by the event loop, drained by
-        # the connection thread; ``_draining`` says a drain is submitted or running.
+        # the connection thread or the loop; ``_draining`` says a drain is due or running.
         self._queue: list[_Job] = []
         self._queue_lock = threading.Lock()
         self._draining = False
+        self._drain_loop: asyncio.AbstractEventLoop | None = None  # the loop a loop drain is due on
 
     async def close(self) -> None:
         """Close the connection and its thread (idempotent)."""
@@ -159,11 +160,13 @@ class SqliteConnection(StoreBackend):
     async def _offload(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         """``writer=loop``: run ``fn(*args)`` on the connection thread, waiting up to
         ``busy_timeout_ms`` for a lock; later calls follow it there until it is done."""
-        self._offloaded += 1
+        with self._queue_lock:
+            self._offloaded += 1
         try:
             out: T = await asyncio.get_running_loop().run_in_executor(self._executor, self._waiting, fn, args)
         finally:
-            self._offloaded -= 1
+            with self._queue_lock:
+                self._offloaded -= 1
         return out
 
     def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -197,8 +200,14 @@ class SqliteConnection(StoreBackend):
         fut: asyncio.Future[T] = loop.create_future()
         with self._queue_lock:
             self._queue.append((fn, fut, loop))
-            start = not self._draining
+            # A drain due on a loop that closed before running it (``asyncio.run`` ended) never
+            # comes: this loop starts one.
+            start = not self._draining or (
+                self._on_loop and self._drain_loop is not None and self._drain_loop.is_closed()
+            )
             self._draining = True
+            if start:
+                self._drain_loop = loop
         if start:
             # Drained on the loop's next turn, not now: every board whose step is already
             # runnable (all woken by the last batch's results, say) queues its append first and
@@ -232,14 +241,16 @@ class SqliteConnection(StoreBackend):
                     self._conn_lock.release()
                     staged = None if outcomes is None else (outcomes, False)
         if staged is None:
-            self._offloaded += 1
-            self._executor.submit(self._drain_offloaded, batch)
+            with self._queue_lock:
+                self._offloaded += 1
+            self._executor.submit(self._drain_offloaded, batch, loop)
             return
         outcomes, flush = staged
         if flush:
             # The transaction stays open, the connection lock held, until the thread commits.
-            self._offloaded += 1
-            self._executor.submit(self._commit_offloaded, batch, outcomes)
+            with self._queue_lock:
+                self._offloaded += 1
+            self._executor.submit(self._commit_offloaded, batch, outcomes, loop)
             return
         self._answer(batch, outcomes, here=loop)
         with self._queue_lock:
@@ -248,7 +259,9 @@ class SqliteConnection(StoreBackend):
             else:
                 self._draining = False
 
-    def _commit_offloaded(self, batch: list[_Job], outcomes: list[shared.Outcome]) -> None:
+    def _commit_offloaded(
+        self, batch: list[_Job], outcomes: list[shared.Outcome], loop: asyncio.AbstractEventLoop
+    ) -> None:
         """The connection thread's half of a loop writer's batch: its ``COMMIT``, then the
         answers and the connection lock (taken on the loop by ``_drain_on_loop``)."""
         try:
@@ -256,20 +269,26 @@ class SqliteConnection(StoreBackend):
         finally:
             self._conn_lock.release()
             self._answer(batch, outcomes)
-            self._back_to_loop(batch[0][2])
+            self._back_to_loop(loop)
 
     def _back_to_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """An offloaded batch is done (on the connection thread): the loop takes the queue
-        again. A loop closed meanwhile (``asyncio.run`` ended) has nobody waiting: the state is
-        reset here, so the store's next loop (another ``asyncio.run``) drains as usual."""
-        try:
-            loop.call_soon_threadsafe(self._offloaded_done)
-        except RuntimeError:
-            with self._queue_lock:
-                self._offloaded -= 1
+        again, drained on ``loop`` if it grew meanwhile. The bookkeeping is done here, not in a
+        callback: a loop that closes (``asyncio.run`` ends) may never run one, and the store's
+        next loop must find the queue as it is."""
+        with self._queue_lock:
+            self._offloaded -= 1
+            more = bool(self._queue) and not self._closed
+            if not more:
                 self._draining = False
+        if more:
+            try:
+                loop.call_soon_threadsafe(self._drain_on_loop)
+            except RuntimeError:  # closed: the next write, on another loop, starts a drain
+                with self._queue_lock:
+                    self._draining = False
 
-    def _drain_offloaded(self, batch: list[_Job]) -> None:
+    def _drain_offloaded(self, batch: list[_Job], loop: asyncio.AbstractEventLoop) -> None:
         """A loop writer's batch on the connection thread (the lock may be held elsewhere)."""
         outcomes: list[shared.Outcome] | None = None
         try:
@@ -282,15 +301,7 @@ class SqliteConnection(StoreBackend):
         finally:
             if outcomes is not None:
                 self._answer(batch, outcomes)
-            self._back_to_loop(batch[0][2])
-
-    def _offloaded_done(self) -> None:
-        self._offloaded -= 1
-        with self._queue_lock:
-            if self._queue and not self._closed:
-                asyncio.get_running_loop().call_soon(self._drain_on_loop)
-            else:
-                self._draining = False
+            self._back_to_loop(loop)
 
     def _drain(self) -> None:
         """``writer=thread``: one batch of the commit queue (on the connection thread):
