@@ -7,8 +7,9 @@ contribution a fixed 200-character text from a model with zero latency, for N st
   - slateboard via the Runner (memory and SQLite stores): a 3-worker blueprint whose rules wake
     the next worker on each committed entry; each worker is an LLM worker whose model returns
     the patch appending its entry, and sees a budgeted view of the board (4,000 characters);
-    on SQLite both with the default connection thread and with ``?writer=loop`` (database
-    calls on the event loop's thread: no thread hand-off per step, same durability);
+    on SQLite with the default writer (``writer=loop``: database calls on the event loop's
+    thread, group commit per turn of the loop) and with ``?writer=thread`` (the connection
+    thread: a thread hand-off per call, same durability);
   - slateboard via ``Team.blackboard`` (memory store; round-robin, no coordinator; the seed's
     default view budget of 100,000 characters), for N <= --team-max-n (default 1000);
   - loomflow's ``Team.blackboard`` (the plain blackboard of seed 001; round-robin, in memory);
@@ -62,6 +63,7 @@ SYSTEMS = (
     "slateboard runner memory",
     "slateboard runner sqlite",
     "slateboard runner sqlite loop",
+    "slateboard runner sqlite thread",
     "slateboard team memory",
     "loomflow",
     "langgraph",
@@ -340,6 +342,8 @@ def _run(system: str, steps: int, tmp: Path) -> dict[str, Any]:
         return asyncio.run(run_slateboard_runner(steps, f"sqlite:///{db}", db))
     if system == "slateboard runner sqlite loop":
         return asyncio.run(run_slateboard_runner(steps, f"sqlite:///{db}?writer=loop", db))
+    if system == "slateboard runner sqlite thread":
+        return asyncio.run(run_slateboard_runner(steps, f"sqlite:///{db}?writer=thread", db))
     if system == "slateboard team memory":
         return asyncio.run(run_slateboard_team(steps))
     if system == "loomflow":
@@ -449,6 +453,11 @@ GOALS = (
     (
         "Runner SQLite writer=loop / LangGraph+SqliteSaver sync",
         "slateboard runner sqlite loop",
+        "langgraph sqlitesaver sync",
+    ),
+    (
+        "Runner SQLite writer=thread / LangGraph+SqliteSaver sync",
+        "slateboard runner sqlite thread",
         "langgraph sqlitesaver sync",
     ),
     ("Runner memory / LangGraph no checkpointer", "slateboard runner memory", "langgraph"),

@@ -15,9 +15,11 @@ the clock runs until the last one ends. The model answers after ``--latency-ms``
 Systems, interleaved (for each K and each model, every system in turn, each in a fresh child
 process so that peak memory is its own):
 
-  - ``slateboard sqlite``: the Runner, every board on one SQLite file (default writer);
-  - ``slateboard sqlite loop``: the same with ``?writer=loop`` (database calls on the event
-    loop's thread, same durability);
+  - ``slateboard sqlite``: the Runner, every board on one SQLite file (default writer:
+    ``writer=loop``, database calls on the event loop's thread, one group commit per turn);
+  - ``slateboard sqlite loop``: the same with ``?writer=loop`` spelled out;
+  - ``slateboard sqlite thread``: the same with ``?writer=thread`` (the connection thread, group
+    commit there; same durability);
   - ``slateboard postgres``: the Runner, every board in one PostgreSQL schema (--pg);
   - ``slateboard team``: ``Team.blackboard`` (round-robin, no coordinator) on one SQLite file;
   - ``langgraph sqlite``: LangGraph ``ainvoke`` with ``AsyncSqliteSaver`` on one file,
@@ -71,6 +73,7 @@ REFERENCE = "langgraph sqlite"
 SYSTEMS = (
     "slateboard sqlite",
     "slateboard sqlite loop",
+    "slateboard sqlite thread",
     "slateboard postgres",
     "slateboard team",
     "langgraph sqlite",
@@ -347,6 +350,8 @@ async def prepare(system: str, k: int, steps: int, kind: str, url: str, latency_
         return await slateboard_runner(k, steps, f"sqlite:///{db}", kind, url, latency_s)
     if system == "slateboard sqlite loop":
         return await slateboard_runner(k, steps, f"sqlite:///{db}?writer=loop", kind, url, latency_s)
+    if system == "slateboard sqlite thread":
+        return await slateboard_runner(k, steps, f"sqlite:///{db}?writer=thread", kind, url, latency_s)
     if system == "slateboard postgres":
         return await slateboard_runner(k, steps, _pg_url(pg, schema), kind, url, latency_s)
     if system == "slateboard team":

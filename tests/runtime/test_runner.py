@@ -22,10 +22,10 @@ def note(author: str, text: str) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/notes/-", "value": {"author": author, "text": text}}]
 
 
-@pytest.fixture(params=["memory", "sqlite", "sqlite-loop"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-thread"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     urls = {"memory": "memory://", "sqlite": f"sqlite:///{tmp_path / 'boards.db'}"}
-    url = urls.get(request.param, f"sqlite:///{tmp_path / 'boards.db'}?writer=loop")
+    url = urls.get(request.param, f"sqlite:///{tmp_path / 'boards.db'}?writer=thread")
     s = await open_store(url)
     yield s
     await s.close()

@@ -16,8 +16,9 @@ from stores_testkit import OpenStore, pg_dsn, pg_skip_reason, pg_url
 
 from slateboard.stores import Store, open_store
 
-BACKENDS = ["memory", "sqlite", "sqlite-loop", "postgresql"]
-"""``sqlite-loop``: the SQLite store with ``writer=loop`` (database calls on the event loop's thread)."""
+BACKENDS = ["memory", "sqlite", "sqlite-thread", "postgresql"]
+"""``sqlite``: the SQLite store with its default writer (``writer=loop``: database calls on the event
+loop's thread); ``sqlite-thread``: with ``writer=thread`` (on the connection thread)."""
 
 
 @pytest.fixture(params=BACKENDS)
@@ -35,8 +36,8 @@ async def store_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
         yield "memory://"
     elif backend == "sqlite":
         yield f"sqlite:///{tmp_path / 'board.db'}"
-    elif backend == "sqlite-loop":
-        yield f"sqlite:///{tmp_path / 'board.db'}?writer=loop"
+    elif backend == "sqlite-thread":
+        yield f"sqlite:///{tmp_path / 'board.db'}?writer=thread"
     else:
         schema = f"sbt_{uuid.uuid4().hex[:16]}"
         yield pg_url(schema)

@@ -58,10 +58,10 @@ def _wait_ready(proc: subprocess.Popen[str], limit: float = 60.0) -> bool:
     raise AssertionError("the crash driver did not start in time")
 
 
-@pytest.fixture(params=["sqlite", "sqlite-loop", "postgresql"])
+@pytest.fixture(params=["sqlite", "sqlite-thread", "postgresql"])
 def crash_url(request: pytest.FixtureRequest, tmp_path: Path) -> object:
     if request.param.startswith("sqlite"):
-        writer = "&writer=loop" if request.param == "sqlite-loop" else ""
+        writer = "&writer=thread" if request.param == "sqlite-thread" else ""
         yield f"sqlite:///{tmp_path / 'crash.db'}?snapshot_every=7{writer}"
         return
     for schema in scratch_pg_schema("sbt_crash"):

@@ -24,7 +24,7 @@ async def test_backends_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(mem, MemoryStore) and mem.snapshot_every == 7
     s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?snapshot_every=3&synchronous=normal")
     assert isinstance(s, SqliteStore) and s.snapshot_every == 3 and s.synchronous == "normal"
-    assert s.writer == "thread"  # the default: the connection thread, with group commit
+    assert s.writer == "loop"  # the default: on the event loop's thread, with group commit
     assert s.path == tmp_path / "a.db" and s.path.exists()
     await s.close()
     bare = await open_store(str(tmp_path / "b.db"))
@@ -84,18 +84,27 @@ async def test_sqlite_claims_and_agenda_reads_use_the_live_invocation_index(tmp_
     db.close()
 
 
-async def test_the_loop_writer_commits_without_the_connection_thread(tmp_path: Path) -> None:
-    """``writer=loop``: every database call runs on the calling (event loop) thread, each write
-    its own durable transaction; the connection thread is never started."""
+async def test_the_loop_writer_runs_its_statements_on_the_loop(tmp_path: Path) -> None:
+    """``writer=loop`` (the default): every database call runs on the calling (event loop)
+    thread, the writes queued in one turn of the loop in one durable transaction. A write alone
+    commits there too (the connection thread is never started); the ``COMMIT`` (the flush) of
+    a batch of several runs on the connection thread, so the loop runs on meanwhile."""
+    import asyncio
     import threading
 
+    here = threading.current_thread().name
     s = await open_store(f"sqlite:///{tmp_path / 'a.db'}?writer=loop")
     assert isinstance(s, SqliteStore) and s.writer == "loop"
-    seen: list[str] = []
-    s._db.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
-    board = await s.create_board({"name": "b"}, {"notes": []})
-    await s.set_status(board.board_id, "paused")
-    assert seen and set(seen) == {threading.current_thread().name}
+    seen: list[tuple[str, str]] = []
+    s._db.set_trace_callback(lambda sql: seen.append((sql, threading.current_thread().name)))
+    boards = [await s.create_board({"name": f"b{i}"}, {"notes": []}) for i in range(3)]
+    await s.set_status(boards[0].board_id, "paused")
+    assert seen and {t for _, t in seen} == {here}
     assert not s._executor._threads  # the connection thread was never started
-    assert s.commit_stats().flushes == 2  # board creation and the status change: one each
+    assert s.commit_stats().flushes == 4  # three boards and a status change: one each
+    seen.clear()
+    await asyncio.gather(*(s.set_status(b.board_id, "running") for b in boards))
+    assert {t for sql, t in seen if sql != "COMMIT"} == {here}
+    assert [t != here for sql, t in seen if sql == "COMMIT"] == [True]
+    assert s.commit_stats().flushes == 5
     await s.close()

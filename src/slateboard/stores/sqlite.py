@@ -1,29 +1,33 @@
-"""SQLite store: one file, WAL, one dedicated connection thread per store object.
+"""SQLite store: one file, WAL, its calls on the event loop's thread (or one connection thread).
 
 ``sqlite:///abs/path.db`` (or ``sqlite://rel/path.db``; ``sqlite://`` alone uses the default file
 under the user's data directory). Query options: ``snapshot_every=N`` (records between
-snapshots), ``synchronous=full|normal``, ``busy_timeout_ms=N`` and ``writer=thread|loop``.
+snapshots), ``synchronous=full|normal``, ``busy_timeout_ms=N`` and ``writer=loop|thread``.
 
 Guarantees, on top of the Store protocol's:
 - Every write is one SQLite transaction started with ``BEGIN IMMEDIATE`` (the write lock is
   taken before the CAS is read, so two writers in different processes serialise and the second
   sees the first's record and gets ``Conflict``).
 - Group commit: durable writes (appends, board creation, status changes) go through a commit
-  queue drained by the store's one connection thread; every write queued while the previous
-  batch was flushing goes into the next transaction, each inside its own savepoint, so one
-  failing (a lost compare-and-set, say) rolls back only itself, and each is acknowledged only
-  after the batch's commit. One board appending alone pays one transaction and one thread
-  hand-off per step (``append(..., claim=...)`` leases its next invocation in it).
+  queue; the writes queued together go into one transaction, each inside its own savepoint, so
+  one failing (a lost compare-and-set, say) rolls back only itself, and each is acknowledged
+  only after the batch's commit. One board appending alone pays one transaction per step
+  (``append(..., claim=...)`` leases its next invocation in it).
+- ``writer=loop`` (the default) runs the database calls on the event loop's own thread and
+  drains the commit queue once per turn of the loop: the appends of every board whose step ran
+  in that turn share one transaction and one flush, with no thread hand-off per statement (the
+  connection thread needs the GIL back after each statement, which a busy loop may hold for
+  the interpreter's 5 ms switch interval). A batch of several writes is flushed (its
+  ``COMMIT``, an fsync at ``synchronous=full``) on the connection thread while the loop runs
+  on; a write alone commits on the loop. Its connections wait for no lock: a call that finds
+  the database locked by another process goes, with the calls after it, to the connection
+  thread, which waits up to ``busy_timeout_ms``, so the loop never sleeps on a lock.
+  ``writer=thread`` runs every call on the connection thread (the queue drained there), at a
+  thread hand-off per call. Both give the guarantees above.
 - Lease bookkeeping (claims, heartbeats, releases) and background snapshots commit on a second
   connection opened with ``synchronous=NORMAL`` (no per-claim ``PRAGMA`` switching): the WAL
   is append-only, so the next durable commit syncs those frames too, and losing a lease change
   to a power cut only makes an invocation claimable again, as an expired lease would.
-- ``writer=loop`` runs every database call on the event loop's own thread instead of the
-  connection thread: no thread hand-off (about 0.2 ms of CPU per step on a 2-core VM, see
-  benchmarks/peers.py), but the loop waits for each flush and nothing else in it runs
-  meanwhile, so concurrent boards no longer share flushes. For one board per process (one
-  Runner), not for a service driving many boards or a web server in the same loop. Each write
-  is then its own transaction; the guarantees above hold otherwise.
 - ``synchronous=full`` (the default) fsyncs the WAL at every commit: a returned append survives
   a power loss. ``synchronous=normal`` survives the death of the process but may lose the last
   commits on a power loss; it is faster on disks with slow syncs (see benchmarks/store.py).
@@ -32,9 +36,9 @@ Guarantees, on top of the Store protocol's:
   escapes.
 
 This module holds ``SqliteStore``, the protocol's storage steps: each method builds a function
-of one ``sqlite3.Connection``, run synchronously on the connection thread. Beside it:
+of one ``sqlite3.Connection``, run synchronously where the writer runs calls. Beside it:
 ``_sqlite_file`` (the file a URL names, checked before SQLite opens it), ``_sqlite_connection``
-(the connection thread, the commit queue, error translation), ``_sqlite_statements`` and
+(where calls run, the commit queue, error translation), ``_sqlite_statements`` and
 ``_sqlite_rows`` (the SQL only SQLite runs, and its row operations).
 """
 
@@ -96,7 +100,7 @@ class SqliteStore(SqliteConnection, KeepsLedgers):
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         synchronous: str = "full",
         busy_timeout_ms: int = 30_000,
-        writer: str = "thread",
+        writer: str = "loop",
     ) -> None:
         self._init_backend()
         self._init_connection(Path(path), synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, writer=writer)
@@ -122,7 +126,7 @@ class SqliteStore(SqliteConnection, KeepsLedgers):
             snapshot_every=c.int_option(opts, "snapshot_every", DEFAULT_SNAPSHOT_EVERY),
             synchronous=opts.get("synchronous", "full"),
             busy_timeout_ms=c.int_option(opts, "busy_timeout_ms", 30_000),
-            writer=opts.get("writer", "thread"),
+            writer=opts.get("writer", "loop"),
         )
         try:
             await store._run(store._open)
