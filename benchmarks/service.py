@@ -35,7 +35,7 @@ step's view, kernel decision, durable commit and scheduling; an upper bound of r
 Ratios are to ``langgraph sqlite`` for the same K and model.
 
     python benchmarks/service.py [--k 1,10,100] [--models sleep,http] [--steps 12] [--latency-ms 100]
-                                 [--systems ...] [--json] [--profile DIR]
+                                 [--jitter 0.5] [--systems ...] [--json] [--profile DIR]
 
 ``--profile DIR`` writes a cProfile of each slateboard cell (``DIR/SYSTEM-MODEL-K.prof``).
 PostgreSQL: --pg, else $SLATEBOARD_TEST_PG, else postgresql://postgres@127.0.0.1:5432/test.
@@ -65,6 +65,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers  # benchmarks/peers.py: the 3-specialist board, its entries, RSS helpers
+import service_latency  # the model's latency, fixed or jittered (--jitter)
 
 WORKERS = peers.WORKERS
 TASK = peers.TASK
@@ -141,7 +142,7 @@ class SleepModel:
     async def generate(self, messages: Any, **_: Any) -> Any:
         from slateboard.models import Generation, GenerationUsage
 
-        await asyncio.sleep(self.latency_s)
+        await asyncio.sleep(service_latency.draw(self.latency_s))
         text = reply_text(messages[0].content.encode()[:300]) if self.patch else TEXT
         chars = sum(len(m.content) for m in messages)
         return Generation(text, GenerationUsage(chars // 4, len(text) // 4), "stop", self.name, self.latency_s)
@@ -171,7 +172,7 @@ async def serve(port: int, latency_s: float) -> None:
                     if line[:15].lower() == b"content-length:":
                         length = int(line[15:])
                 body = await reader.readexactly(length) if length else b""
-                await asyncio.sleep(latency_s)
+                await asyncio.sleep(service_latency.draw(latency_s))
                 text = reply_text(body[:2000])
                 out = json.dumps(
                     {
@@ -290,7 +291,7 @@ async def langgraph(k: int, steps: int, saver_kind: str, target: str, kind: str,
 
     async def model(prompt: str) -> str:
         if kind == "sleep":
-            await asyncio.sleep(latency_s)
+            await asyncio.sleep(service_latency.draw(latency_s))
             return TEXT
         body = {"model": "bench", "messages": [{"role": "user", "content": prompt}]}
         reply = await client.post(url + "/chat/completions", json=body)
@@ -520,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="sleep,http", help="comma-separated: sleep, http (default both)")
     ap.add_argument("--steps", type=int, default=12, help="model calls per board (default 12)")
     ap.add_argument("--latency-ms", type=float, default=100.0, help="the model's latency (default 100 ms)")
+    ap.add_argument("--jitter", type=float, default=0.0, help="spread the latency: uniform +-J of it (0 to 1)")
     ap.add_argument("--systems", default=None, help=f"comma-separated, from: {', '.join(SYSTEMS)} (default all)")
     ap.add_argument("--pg", default=os.environ.get("SLATEBOARD_TEST_PG") or DEFAULT_PG, help="PostgreSQL DSN")
     ap.add_argument("--cell-timeout", type=float, default=300.0, help="seconds one cell may take (default 300)")
@@ -532,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prof", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     latency_s = args.latency_ms / 1000
+    if args.jitter:  # children and the fake server read it (benchmarks/service_latency.py)
+        os.environ[service_latency.JITTER_ENV] = str(min(max(args.jitter, 0.0), 1.0))
     if args.serve is not None:
         asyncio.run(serve(args.serve, latency_s))
         return 0

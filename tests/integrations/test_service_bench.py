@@ -35,3 +35,22 @@ def test_bench_service_runs_every_system_on_both_models_and_prints_ratios(
         assert rows["langgraph sqlite", "sleep"]["wall_x"] == 1.0
         sb, lg = rows["slateboard sqlite", "http"], rows["langgraph sqlite", "http"]
         assert sb["wall_x"] == pytest.approx(sb["wall_s"] / lg["wall_s"])
+
+
+def test_the_jittered_latency_keeps_its_mean_and_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--jitter J draws each call's latency uniformly within +-J of it (so the ideal wall, steps x
+    latency, holds on average); without it the latency is fixed."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "service_latency.py"
+    spec = importlib.util.spec_from_file_location("service_latency", path)
+    assert spec is not None and spec.loader is not None
+    latency = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(latency)
+    monkeypatch.delenv(latency.JITTER_ENV, raising=False)
+    assert {latency.draw(0.1) for _ in range(10)} == {0.1}
+    monkeypatch.setenv(latency.JITTER_ENV, "0.5")
+    draws = [latency.draw(0.1) for _ in range(4000)]
+    assert min(draws) >= 0.05 and max(draws) <= 0.15 and max(draws) - min(draws) > 0.09
+    assert sum(draws) / len(draws) == pytest.approx(0.1, rel=0.02)
