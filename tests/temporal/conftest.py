@@ -1,13 +1,16 @@
 """Fixtures of the Temporal tests: one real dev server for the session (skipped, with the reason,
-only when the Temporal CLI is not installed)."""
+only when the Temporal CLI is not installed), and each test's SQLite store (``url``, ``store``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from temporal_testkit import TemporalServer, free_port, temporal_binary
+
+from slateboard.stores import open_store
+from slateboard.stores.base import Store
 
 
 @pytest.fixture(scope="session")
@@ -23,3 +26,17 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tempor
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    """The test's SQLite store URL (a file: worker processes share it)."""
+    return f"sqlite:///{tmp_path / 'boards.db'}"
+
+
+@pytest.fixture
+async def store(url: str) -> AsyncIterator[Store]:
+    """The test's store, open for the test."""
+    st = await open_store(url)
+    yield st
+    await st.close()

@@ -4,8 +4,6 @@ its end by workers, with the same log a single-process run writes."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from engine_testkit import MODEL, NOTES_PAIR, serving
@@ -14,17 +12,10 @@ from temporal_testkit import TemporalServer
 pytest.importorskip("temporalio", reason="slateboard[temporal] is not installed")
 
 from slateboard.runtime import wait
-from slateboard.stores import Store, open_store
+from slateboard.stores import Store
 from slateboard.temporal import connect, submit_board
 
 WAIT_S = 120.0  # a safety net against a hang, far above the expected run time
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    st = await open_store(f"sqlite:///{tmp_path / 'boards.db'}")
-    yield st
-    await st.close()
 
 
 async def test_a_submitted_board_runs_to_its_end_on_a_worker(temporal_server: TemporalServer, store: Store) -> None:

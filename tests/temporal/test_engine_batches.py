@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,10 @@ if str(COMPOSE) not in sys.path:
 from compose_kit import shop  # noqa: E402
 
 from slateboard.runtime import verify_board, wait  # noqa: E402
-from slateboard.stores import Store, open_store  # noqa: E402
+from slateboard.stores import Store  # noqa: E402
 from slateboard.temporal import connect, submit_board  # noqa: E402
 
 WAIT_S = 120.0
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    st = await open_store(f"sqlite:///{tmp_path / 'boards.db'}")
-    yield st
-    await st.close()
 
 
 async def test_a_batch_fires_on_its_timer_on_the_engine(temporal_server: TemporalServer, store: Store) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +26,6 @@ from slateboard.stores import Store, open_store
 from slateboard.temporal import BoardStart, EngineError, connect, start_board, stored_start, submit_board
 
 WAIT_S = 120.0
-
-
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'boards.db'}"
-
-
-@pytest.fixture
-async def store(url: str) -> AsyncIterator[Store]:
-    st = await open_store(url)
-    yield st
-    await st.close()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,18 +22,11 @@ from subboards_kit import parent_blueprint  # noqa: E402
 
 from slateboard.runtime import verify_board, wait  # noqa: E402
 from slateboard.runtime.children import PARENT_META  # noqa: E402
-from slateboard.stores import Store, open_store  # noqa: E402
+from slateboard.stores import Store  # noqa: E402
 from slateboard.temporal import connect, submit_board, workflow_id  # noqa: E402
 
 DOCS = ["alpha", "beta", "gamma", "delta"]
 WAIT_S = 120.0
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    st = await open_store(f"sqlite:///{tmp_path / 'boards.db'}")
-    yield st
-    await st.close()
 
 
 async def test_children_run_as_child_workflows_and_the_parent_joins_them(

@@ -13,7 +13,7 @@ import signal
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import engine_teams
 
 from slateboard.kernel.record import Record
 from slateboard.runtime import verify_board, wait
-from slateboard.stores import Store, open_store
+from slateboard.stores import Store
 from slateboard.temporal import (
     EngineError,
     TeamRefError,
@@ -43,18 +43,6 @@ from slateboard.temporal import (
 HERE = Path(__file__).resolve().parent
 WAIT_S = 180.0
 PAIR = "engine_teams:pair"
-
-
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'boards.db'}"
-
-
-@pytest.fixture
-async def store(url: str) -> AsyncIterator[Store]:
-    st = await open_store(url)
-    yield st
-    await st.close()
 
 
 @pytest.fixture
