@@ -143,14 +143,20 @@ async def test_a_worker_of_another_store_ends_the_workflow_with_a_named_error(
         client, store, NOTES_PAIR, address=temporal_server.address, task_queue=q, task="t", model=MODEL
     )
     other = await open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    # The message names the worker's store; a store URL may carry a password (PostgreSQL), which
+    # must reach neither the outcome nor Temporal's history.
+    other.url = "postgresql://worker:s3cr3t-pw@db.internal:5432/boards"
     try:
         async with serving(temporal_server.address, other, q):
             handle = client.get_workflow_handle(f"slateboard-board-{board}")
             outcome = await asyncio.wait_for(handle.result(), WAIT_S)
+            history = await handle.fetch_history()
     finally:
         await other.close()
     assert outcome["status"] == "failed"
     assert f"board {board} is not in this worker's store" in outcome["ended"]
+    assert "postgresql://worker:" in outcome["ended"] and "s3cr3t-pw" not in outcome["ended"]
+    assert "s3cr3t-pw" not in history.to_json()
     assert (await store.board_info(board)).seq == 0  # the board's own store: untouched
 
 

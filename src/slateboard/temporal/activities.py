@@ -33,6 +33,7 @@ from ..kernel.kernel import Proposal
 from ..kernel.record import Usage
 from ..models import Model
 from ..models.errors import ModelConfigError
+from ..redaction import redact
 from ..runtime.board_cache import BoardSessions, commit_lines
 from ..runtime.boards import RunnerError, board_result, status_for
 from ..runtime.children import ChildRun, ensure_child
@@ -125,7 +126,10 @@ def proposal_from_json(d: Mapping[str, Any]) -> Proposal:
 
 
 def _unusable(message: str) -> ApplicationError:
-    return ApplicationError(message, type=UNUSABLE, non_retryable=True)
+    """The error of an activity that can never succeed here: one line, at most 1,000 characters,
+    with every URL password and registered secret masked (it is kept in Temporal's history, the
+    board's status and the workers' logs; a worker's store URL may carry a password)."""
+    return ApplicationError(redact(" ".join(message.split())[:1000]), type=UNUSABLE, non_retryable=True)
 
 
 class BoardActivities:

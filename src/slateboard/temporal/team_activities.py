@@ -18,7 +18,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from .. import __version__
 from ..kernel.canonical import JSON
@@ -29,8 +28,8 @@ from ..stores.base import BoardNotFound, Store, StoreError
 from ..team import ResumeError, Team
 from ..team.rounds import play_rounds
 from ..vocabulary import BOARD_RUNNING
-from ._names import TEAM_ROUND, UNUSABLE, TeamStart
-from .activities import _heartbeat
+from ._names import TEAM_ROUND, TeamStart
+from .activities import _heartbeat, _unusable
 from .teams import TeamRefError, import_team, team_digest
 
 log = logging.getLogger("slateboard.temporal")
@@ -44,10 +43,6 @@ records it): a worker started with ``import_blueprint_dirs`` imports the team fr
 RETRIED = (StoreError, RunnerError, OSError, TimeoutError)
 """What a round may raise and a retry may cure (the store, the network, a lease not yet free);
 anything else a team raises is its own fault and fails the board, named, instead of looping."""
-
-
-def _unusable(message: str) -> ApplicationError:
-    return ApplicationError(" ".join(message.split())[:1000], type=UNUSABLE, non_retryable=True)
 
 
 class TeamActivities:
