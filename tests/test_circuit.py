@@ -18,6 +18,7 @@ from slateboard.kernel.circuit import (
     CircuitAction,
     CircuitPolicy,
     actions_in,
+    circuit_summary,
 )
 
 
@@ -315,6 +316,46 @@ def test_determinism_same_log_same_action() -> None:
         assert one.policy.check(one.records[:n], tokens_used=3, steps=n) == two.policy.check(
             two.records[:n], tokens_used=3, steps=n
         )
+
+
+def _alternating_log() -> Log:
+    log = Log(max_alternations=4, retries=1, max_consecutive_invalid=2)
+    for i in range(14):
+        log.accept("ab"[i % 2])
+        if i % 5 == 4:
+            log.reject("a", n=2)
+        act = log.check()
+        if act.logged and act.kind != HALT:
+            log.log(act)
+    return log
+
+
+@pytest.mark.parametrize("make", [lambda: build_mixed(0), lambda: build_mixed(3), _alternating_log])
+def test_the_policy_decides_the_same_on_summaries(make: Any) -> None:
+    """What a runner keeps for the policy (circuit_summary) decides exactly as the full
+    records do, at every prefix of logs with every trigger; the summaries hold no diagnostics,
+    event or patch value."""
+    log = make()
+    summaries = [circuit_summary(r) for r in log.records]
+    assert {a.kind for a in actions_in(log.records)} - {CONTINUE}  # the log did trigger actions
+    for n in range(len(log.records) + 1):
+        for tokens, steps in ((0, n), (10**9, 0)):
+            assert log.policy.check(summaries[:n], tokens_used=tokens, steps=steps) == log.policy.check(
+                log.records[:n], tokens_used=tokens, steps=steps
+            )
+    for full, short in zip(log.records, summaries, strict=True):
+        assert (short.seq, short.outcome, short.worker, short.reason) == (
+            full.seq,
+            full.outcome,
+            full.worker,
+            full.reason,
+        )
+        if full.kind == "proposal":
+            assert short.meta == {} and short.event is None and short.usage.tokens_in == 0
+            assert short.hash == "" != full.hash  # a summary is never taken for a log record
+            assert short.patch is None or '"value"' not in short.patch
+        else:
+            assert short is full
 
 
 class CountingSeq(Sequence[Record]):

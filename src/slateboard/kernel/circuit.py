@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from ..errors import InvalidInput
@@ -57,7 +57,7 @@ from ..vocabulary import (
 )
 from .canonical import JSON
 from .protocol import CircuitTerms, KernelBlueprint, KernelLimits
-from .record import CIRCUIT_KIND, PROPOSAL_KIND, Record
+from .record import CIRCUIT_KIND, PROPOSAL_KIND, Record, Usage
 
 CONTINUE = "continue"
 RETRY_WITH_FEEDBACK = "retry_with_feedback"
@@ -391,6 +391,36 @@ class CircuitPolicy:
         return CircuitAction(
             SWITCH_WORKER, worker, f"{head}: switch {k} of {spec.retries} to another worker", base | {"retry": k}
         )
+
+
+def circuit_summary(rec: Record) -> Record:
+    """What ``CircuitPolicy.check`` reads of a record, and nothing else: a proposal's copy
+    without its event, invocation, view hash, usage, meta (the worker's diagnostics) and the
+    values of its patch (each op keeps its ``op`` and ``path``, all ``_overwritten`` reads); any
+    other record (an action, a run end, an approval) as it is, since the policy reads its meta.
+    The copy's ``hash`` and ``prev`` are empty: it is a summary for the policy's window (held
+    for every running board, so its size is memory per board), never a log record."""
+    if rec.kind != PROPOSAL_KIND:
+        return rec
+    patch = _paths_only(rec.patch) if rec.accepted else None
+    return replace(
+        rec, invocation=None, event=None, view_hash=None, patch=patch, usage=_NO_USAGE, prev="", meta={}, hash=""
+    )
+
+
+_NO_USAGE = Usage()
+
+
+def _paths_only(patch: str | None) -> str | None:
+    """A patch's JSON with each op's ``op`` and ``path`` (values dropped; an unreadable patch
+    becomes None, which ``_overwritten`` reads as no paths, as it reads the unreadable)."""
+    try:
+        ops = json.loads(patch) if patch else None
+    except ValueError:
+        return None
+    if not isinstance(ops, list):
+        return None
+    return json.dumps([{"op": op.get("op"), "path": op.get("path")} for op in ops if isinstance(op, dict)])
 
 
 def _overwritten(rec: Record) -> set[str]:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..kernel.canonical import JSON
-from ..kernel.circuit import HALT, TIGHTEN_BUDGET
+from ..kernel.circuit import HALT, TIGHTEN_BUDGET, circuit_summary
 from ..kernel.record import APPROVAL_KIND, APPROVAL_RECORD_META, CIRCUIT_KIND, EVENT_META, PROPOSAL_KIND, Record
 from ..models.pricing import PriceTable
 from ..status import CIRCUIT_PREFIX, PAUSED_PREFIX
@@ -37,7 +37,9 @@ def _rejections() -> defaultdict[str, deque[Record]]:
 class Accounts:
     """What a board's records add up to (see the module docstring).
 
-    ``tail`` keeps the last ``tail_size`` records (what the circuit policy inspects); ``held``
+    ``tail`` keeps what the circuit policy reads of the last ``tail_size`` records
+    (``circuit_summary``: a proposal without its diagnostics and patch values, so a running
+    board holds a few hundred bytes per record of its window rather than kilobytes); ``held``
     the held proposals no approval decision answered yet, by seq; ``history`` every record
     noted, in order, unless ``keep_history`` is False: a Runner needs none of it after loading
     (its approvals are ``held``, its last record ``tail[-1]``), and keeping every record alive
@@ -81,7 +83,9 @@ class Accounts:
 
     @property
     def last(self) -> Record | None:
-        """The last record noted, or None before the first."""
+        """The last record noted, as the circuit policy's summary (``circuit_summary``: kind,
+        outcome, worker, reason, versions and hashes as logged; a proposal's meta, event and
+        patch values are dropped), or None before the first."""
         return self.tail[-1] if self.tail else None
 
     @classmethod
@@ -108,7 +112,7 @@ class Accounts:
         self.noted_seq = rec.seq
         if self.keep_history:
             self.history.append(rec)
-        self.tail.append(rec)
+        self.tail.append(circuit_summary(rec))
         if rec.kind == PROPOSAL_KIND:
             self.steps += 1
         tokens = record_tokens(rec)  # a model judge's tokens count with the record it judged
