@@ -191,3 +191,19 @@ def test_pop_order_is_sorted_and_keys_unique(ops: list[tuple[object, ...]]) -> N
     while (left := agenda.pop()) is not None:
         rest.append(left.sort_key())
     assert rest == sorted(rest)
+
+
+def test_a_runner_taking_by_id_leaves_bounded_garbage() -> None:
+    """A runner takes its next invocation by id every step (the store leased it); each take
+    leaves a dead heap entry. Every running board holds an agenda, so the dead entries stay
+    few (at most twice the pending ones plus 8 when a push compacts them; one per take
+    before), and the order is unchanged."""
+    agenda = Agenda()
+    agenda.push(inv(0, priority=-1))  # one invocation stays pending throughout
+    for n in range(1, 1000):
+        agenda.push(inv(n))
+        taken = agenda.take(f"v{n}.0")
+        assert taken is not None
+        agenda.complete(taken.id)
+        assert len(agenda._heap) <= 2 * (len(agenda) + 1) + 8  # as bounded when pushed, before this take
+    assert drain(agenda) == ["v0.0"]

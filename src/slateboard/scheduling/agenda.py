@@ -184,6 +184,7 @@ class Agenda:
         self._pending[inv.id] = inv
         self._by_key[inv.key] = inv.id
         heapq.heappush(self._heap, (-inv.priority, inv.order, inv.id))
+        self._compact()
 
     def _claim(self, inv_id: str) -> Invocation:
         inv = self._pending.pop(inv_id)
@@ -196,10 +197,18 @@ class Agenda:
         inv = self._pending.get(entry[2])
         return inv is not None and entry[0] == -inv.priority and entry[1] == inv.order
 
-    def _prune(self) -> None:
-        if len(self._heap) > 2 * len(self._pending) + 64:  # bound the garbage left by cancel/take
+    def _compact(self) -> None:
+        # Bound the garbage left by cancel/take, also when nothing pops: a runner takes the
+        # invocation its store leased by id every step and may never pop, and every running
+        # board holds an agenda (unbounded before: one dead entry per step for the board's
+        # life). A compaction costs O(heap) after at least len(pending) + 8 new entries:
+        # amortised O(1).
+        if len(self._heap) > 2 * len(self._pending) + 8:
             self._heap = [e for e in self._heap if self._live(e)]
             heapq.heapify(self._heap)
+
+    def _prune(self) -> None:
+        self._compact()
         heap = self._heap
         while heap and not self._live(heap[0]):
             heapq.heappop(heap)
