@@ -482,7 +482,7 @@ class StepEngine:
             readable_state(self.blueprint, inv.worker, self.kernel.state),
             self.kernel.version,
             event=inv.event,
-            rejections=list(self.accounts.rejections[inv.worker]),
+            rejections=list(self.accounts.rejections.get(inv.worker, ())),  # get: no empty deque per worker per board
             expand=self.expand.pop(inv.worker, ()),
             budget=self.accounts.budgets.get(inv.worker),
             cache=None if self.lock.locked() else self.view_cache,
