@@ -114,6 +114,7 @@ async def test_a_lapsed_invocation_calls_no_worker_and_the_board_verifies(edits:
         assert mine.outcome == OUTCOME_NOOP and mine.stage == "decline" and mine.meta[LAPSED_META] is True
         assert "'write'" in (mine.reason or "") and "no longer holds" in (mine.reason or "")
         assert "writer" not in result.usage_by_worker  # a lapsed invocation is no call
+        assert "writer" not in result.cost_by_worker
     else:
         assert called == ["editor", "writer"] and result.state == {"count": 2}
         assert LAPSED_META not in mine.meta

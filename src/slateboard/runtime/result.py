@@ -139,6 +139,8 @@ def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str,
     for rec in records:
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
+        if rec.meta.get(LAPSED_META) is True:
+            continue  # as in usage_by: nothing was called
         for name, model, u in _calls(rec, key):
             cost = (
                 table.cost(model, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)

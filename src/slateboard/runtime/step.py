@@ -526,7 +526,9 @@ class StepEngine:
             # Its rule's condition no longer holds (a commit since it was queued did its work):
             # the worker is not called, and the kernel logs the decline as a no-op.
             reply = WorkerReply(
-                {DECLINE_KEY: lapsed}, Usage(component=DEFAULT_COMPONENT), diagnostics={LAPSED_META: True}
+                {DECLINE_KEY: lapsed},
+                Usage(component=str(getattr(worker, "component", DEFAULT_COMPONENT))),
+                diagnostics={LAPSED_META: True},
             )
         else:
             reply = await self._propose(worker, view, inv, owner, lease_s)
