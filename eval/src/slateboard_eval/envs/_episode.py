@@ -103,7 +103,8 @@ PLAN_USED_UP: dict[str, JSON] = {
 }
 """The rule that asks the planner again once as many commands were observed as the plan has
 steps (no verifier: nothing else replans); it runs before the actor queued by the same
-observation, so the actor acts once, on the new plan."""
+observation, so the actor acts once, on the new plan, or, when the executor issued the new
+plan's first step, lapses without a model call."""
 
 
 def runner_steps_for(max_commands: int) -> int:
