@@ -73,6 +73,7 @@ __all__ = [
     "INVOCATION_PENDING",
     "INVOCATION_STARTED",
     "INVOCATION_STATUSES",
+    "LAPSED_META",
     "LOST_WORK",
     "MAX_COST",
     "MAX_ROUNDS",
@@ -93,6 +94,7 @@ __all__ = [
     "PROPOSAL_KIND",
     "QUARANTINE_KIND",
     "RAISED_PREFIX",
+    "RECHECK_META",
     "RECORD_KINDS",
     "REFUSED",
     "RESUMED",
@@ -186,7 +188,7 @@ OUTCOME_ACTION: Final[Outcome] = "action"
 # -- meta keys ---------------------------------------------------------------------------------
 MetaKey = Literal[
     "genesis", "event", "model", "record", "decision", "worker", "patch", "control", "stale", "once", "round",
-    "gather",
+    "gather", "recheck", "lapsed",
 ]  # fmt: skip
 """The ``meta`` members one layer writes and another reads (one constant each below)."""
 META_KEYS: Final[tuple[MetaKey, ...]] = get_args(MetaKey)
@@ -221,6 +223,12 @@ ONCE_KEY: Final[MetaKey] = "once"
 """Key in an invocation's ``meta``: when true, a rejected (not stale) proposal completes the
 invocation instead of re-queuing it for a retry: its control unit decides what runs next
 (``Team.blackboard``'s rounds)."""
+RECHECK_META: Final[MetaKey] = "recheck"
+"""Key in an invocation's ``meta``: the index of the ``recheck`` rule that created it, whose
+condition is checked again when it comes up (``scheduling.rules.Scheduler.lapsed``)."""
+LAPSED_META: Final[MetaKey] = "lapsed"
+"""Key in a decline record's ``meta``, true when the runtime declined for the worker because its
+invocation lapsed (its rule's condition no longer held): no worker or model was called."""
 ROUND_META: Final[MetaKey] = "round"
 """Key in a team's records' (and invocations') ``meta``: the round they belong to."""
 GATHER_META: Final[MetaKey] = "gather"

@@ -280,6 +280,8 @@ class SuiteResult:
     episodes: list[EpisodeResult] = field(default_factory=list)
     seconds: float = 0.0
     verifier: str = "none"
+    executor: bool = True
+    """Whether slateboard's board had the executor (the plan's admissible first step, no model call)."""
     errors: ErrorSchedule | None = None
     """The erring model's schedule (None: the model's replies are passed through)."""
     prices: PriceTable = field(default_factory=PriceTable)
@@ -329,6 +331,7 @@ class SuiteResult:
             "steps": self.steps,
             "seed": self.seed,
             "verifier": self.verifier,
+            "executor": self.executor,
             "errors": None
             if self.errors is None
             else {"rate": self.errors.rate, "seed": self.errors.seed, "kinds": list(self.errors.kinds)},
@@ -353,13 +356,15 @@ async def run_suite(
     tokenizer: TokenCounter | None = None,
     errors: ErrorSchedule | None = None,
     prices: PriceTable | None = None,
+    executor: bool = True,
 ) -> SuiteResult:
     """Play every game with every system (one fresh environment per episode) and measure.
 
     ``model`` is a model string (resolved once and shared; ``walkthrough`` for the walkthrough
     model) or a Model; ``steps`` the command budget of every episode; slateboard boards go to
     ``store`` (inspect them with ``slateboard log BOARD``) and are verified by replay; their
-    text_actor variant is ``verifier`` (``none``: one model call per command). ``tokenizer``
+    text_actor variant is ``verifier`` (``none``: one model call per command), with the executor
+    unless ``executor`` is False (``slateboard_eval.envs.text_actor_blueprint``). ``tokenizer``
     counts the calls whose provider reports no usage with a model's own vocabulary (else the
     chars/4 estimate, labelled as such). An episode that raises is recorded with its error (and
     counts as not won); the others still run. With ``errors`` every system's model is an
@@ -377,11 +382,21 @@ async def run_suite(
     if not (isinstance(model, str) and model == WALKTHROUGH_MODEL):
         shared = resolve_model(model)
     table = prices if prices is not None else PriceTable()
-    suite = SuiteResult(label, steps, seed, list(systems), list(games), verifier=verifier, errors=errors, prices=table)
+    suite = SuiteResult(
+        label,
+        steps,
+        seed,
+        list(systems),
+        list(games),
+        verifier=verifier,
+        executor=executor,
+        errors=errors,
+        prices=table,
+    )
     started = time.perf_counter()
     for game in games:
         for system in systems:
-            result = await _episode(game, system, shared, steps, store, verifier, tokenizer, errors)
+            result = await _episode(game, system, shared, steps, store, verifier, tokenizer, errors, executor)
             cached = {
                 rule: tokens_cost(table, label, result.tokens_in, result.tokens_out, result.cached_in.get(rule, 0))
                 for rule in CACHE_RULES
@@ -444,6 +459,7 @@ async def _episode(
     verifier: VerifierMode = "none",
     tokenizer: TokenCounter | None = None,
     errors: ErrorSchedule | None = None,
+    executor: bool = True,
 ) -> EpisodeResult:
     game_env = TextWorldGame(game.path, name=game.name)
     env: TextEnvironment = game_env
@@ -462,7 +478,13 @@ async def _episode(
     try:
         if system == "slateboard":
             ep = await play_on_board(
-                env, store, model=counting, max_commands=steps, name=f"textworld {game.name}", verifier=verifier
+                env,
+                store,
+                model=counting,
+                max_commands=steps,
+                name=f"textworld {game.name}",
+                verifier=verifier,
+                executor=executor,
             )
             if erring is not None and watch is not None:
                 records = await store.read_records(ep.result.board_id)

@@ -286,6 +286,7 @@ async def test_a_rejection_is_fed_back_once_and_not_after_the_retry_is_accepted(
         await store.close()
     assert ep.won
     users = [m.content for req in spy.requests for m in req if m.role == "user"]
-    # call 0 plans, call 1 errs (rejected), call 2 is the actor's retry, calls 3 and 4 its next commands
+    # call 0 plans (the executor issues its first step, "open door"), call 1 errs (rejected),
+    # call 2 is the actor's retry, call 3 its next command
     assert "Your last proposals were rejected" in users[2] and "an admissible command" in users[2]
-    assert len(users) == 5 and not any("rejected" in u for u in users[3:])
+    assert len(users) == 4 and not any("rejected" in u for u in users[3:])

@@ -83,8 +83,9 @@ async def _commands_under(setting: str) -> tuple[list[str], list[str]]:
         ep = await play_setting(env, store, setting=setting, model=_Stubborn(WalkthroughModel(env)), max_commands=2)
         records = await store.read_records(ep.result.board_id)
         stages = [str(r.stage) for r in records if r.outcome == "rejected"]
-        actions = ep.result.state["actions"]
-        return [a["command"] for a in actions], stages
+        # the actor's commands (the executor issues the plan's first step, the walkthrough's)
+        actors = [r for r in records if r.worker == "actor" and r.outcome == "accepted"]
+        return [json.loads(str(r.patch))[0]["value"]["command"] for r in actors], stages
     finally:
         env.close()
 

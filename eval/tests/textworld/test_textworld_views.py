@@ -86,7 +86,10 @@ async def test_the_planner_is_asked_again_when_the_plan_is_used_up() -> None:
     script = [_plan("walk", "run"), _act("walk"), _act("run"), _plan("rest"), _act("rest"), _plan("walk"), _act("walk")]
     store = await open_store("memory://")
     try:
-        episode = await play_on_board(Hallway(), store, model=ScriptedModel(script), max_commands=4)
+        # without the executor: the actor picks every command (the executor's own tests follow)
+        episode = await play_on_board(
+            Hallway(), store, model=ScriptedModel(script), max_commands=4, executor=False
+        )  # fmt: skip
     finally:
         await store.close()
     assert episode.outcome == "budget" and episode.result.rejected == 0

@@ -187,7 +187,8 @@ class BatchSpec(_Strict):
 
 
 class RuleSpec(_Strict):
-    """When a committed event matches ``on`` and ``when`` holds, invoke ``invoke``."""
+    """When a committed event matches ``on`` and ``when`` holds, invoke ``invoke``. With
+    ``recheck``, ``when`` must still hold when the invocation comes up (``Scheduler.lapsed``)."""
 
     name: str | None = None
     on: Trigger = Field(default_factory=Trigger)
@@ -201,6 +202,21 @@ class RuleSpec(_Strict):
     batch: BatchSpec | None = Field(
         None, description="Collect the events 'on' matches; fire with them once 'size' arrived or 'seconds' passed."
     )
+    recheck: bool = Field(
+        False,
+        description="Evaluate 'when' again when the invocation comes up, on the state committed then; if it no "
+        "longer holds, the worker is not called and the invocation ends as a logged decline.",
+    )
+
+    @model_validator(mode="after")
+    def _recheck_has_a_condition(self) -> RuleSpec:
+        # A queued invocation is dropped only by its own rule's condition: without 'when' there
+        # is nothing to check again, and a join or batch fires on gathered events, not one state.
+        if self.recheck and self.when is None:
+            raise InvalidInput("recheck needs a 'when' condition to check again")
+        if self.recheck and (self.join is not None or self.batch is not None):
+            raise InvalidInput("recheck applies to a plain rule, not a join or a batch")
+        return self
 
 
 class RetentionSpec(_Strict):

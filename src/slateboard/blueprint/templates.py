@@ -5,8 +5,9 @@
 * ``claim_verification``: claims extracted from a document, evidence per claim, a verifier, a
   reporter; a claim's status may only become ``verified`` when it links supporting evidence that
   exists on the board (an invariant), and a settled status is final.
-* ``text_actor``: planner, actor, environment (a Python function in practice) and verifier for
-  text environments (ALFWorld-style), with command/observation turn-taking as invariants.
+* ``text_actor``: planner, actor, executor (a function issuing a fresh plan's admissible first
+  step without a model call), environment (a Python function in practice) and verifier for text
+  environments (ALFWorld-style), with command/observation turn-taking as invariants.
 
 Every template compiles, starts from a ``start`` rule, has a ``done`` condition and an ``answer``
 pointer. ``load_template(name)`` returns a fresh CompiledBlueprint each call (Python invariants

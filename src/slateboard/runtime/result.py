@@ -11,7 +11,7 @@ from ..kernel.canonical import JSON
 from ..kernel.guardstage import guard_usages
 from ..kernel.record import MODEL_META, PROPOSAL_KIND, Record, Usage
 from ..models.pricing import PriceTable
-from ..vocabulary import EndStatus
+from ..vocabulary import LAPSED_META, EndStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +54,14 @@ def _calls(rec: Record, key: str) -> list[tuple[str, str | None, Usage]]:
 
 
 def usage_by(records: Iterable[Record], key: str) -> dict[str, TokenUsage]:
-    """Sum record usage by ``"component"`` or ``"worker"`` (records without tokens count as calls)."""
+    """Sum record usage by ``"component"`` or ``"worker"`` (records without tokens count as calls,
+    except the declines of lapsed invocations, which called nothing)."""
     out: dict[str, TokenUsage] = {}
     for rec in records:
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
+        if rec.meta.get(LAPSED_META) is True:
+            continue  # the runtime declined for a lapsed invocation: nothing was called
         for name, _model, u in _calls(rec, key):
             cur = out.get(name, TokenUsage())
             out[name] = TokenUsage(
@@ -136,6 +139,8 @@ def cost_by(records: Iterable[Record], key: str, table: PriceTable) -> dict[str,
     for rec in records:
         if rec.kind != PROPOSAL_KIND and rec.usage.tokens_in == 0 and rec.usage.tokens_out == 0:
             continue
+        if rec.meta.get(LAPSED_META) is True:
+            continue  # as in usage_by: nothing was called
         for name, model, u in _calls(rec, key):
             cost = (
                 table.cost(model, u.tokens_in, u.tokens_out, u.cache_read, u.cache_write)

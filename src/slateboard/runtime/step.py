@@ -50,7 +50,7 @@ from .. import telemetry
 from ..blueprint.compile import CompiledBlueprint
 from ..kernel.canonical import JSON
 from ..kernel.circuit import RETRY_WITH_FEEDBACK, SWITCH_WORKER, CircuitAction, CircuitPolicy
-from ..kernel.kernel import Decision, Kernel, Proposal
+from ..kernel.kernel import DECLINE_KEY, Decision, Kernel, Proposal
 from ..kernel.record import CIRCUIT_KIND, EVENT_META, INVOCATION_KIND, STAGE_KIND, Record, Usage
 from ..scheduling.agenda import Agenda
 from ..scheduling.gather import noted
@@ -71,8 +71,8 @@ from ..stores.base import (
 )
 from ..streaming import committed, invocation_scope
 from ..views import View, ViewCache, build_view, readable_state
-from ..vocabulary import CONTROL_META, ONCE_KEY, OUTCOME_REJECTED, STALE_KEY, EventKind
-from ..workers.base import Worker, WorkerReply
+from ..vocabulary import CONTROL_META, LAPSED_META, ONCE_KEY, OUTCOME_REJECTED, RECHECK_META, STALE_KEY, EventKind
+from ..workers.base import DEFAULT_COMPONENT, Worker, WorkerReply
 from .accounting import Accounts
 from .events import CIRCUIT_ACTION, INVOCATION_FAILED, INVOCATION_STARTED, PROPOSAL_DECIDED, STAGE_CHANGED
 
@@ -514,13 +514,24 @@ class StepEngine:
         (a timeout becomes a failed reply) and the kernel proposal made of them; nothing is
         decided or appended. A durable-execution engine runs this half as one activity and
         ``decide`` as another, so a worker's reply is paid for once even when the commit is
-        retried."""
+        retried. An invocation of a ``recheck`` rule whose condition no longer holds
+        (``Scheduler.lapsed``) does not call its worker: the reply is a decline naming why."""
         worker = self.workers[inv.worker]
         with telemetry.span("slateboard.view") as sp:  # telemetry hook (issue 17)
             view = self.view(inv)
             telemetry.record_view(sp, view)
         self.emit(INVOCATION_STARTED, invocation=inv.id, worker=inv.worker, version=view.version, reason=reason)
-        reply = await self._propose(worker, view, inv, owner, lease_s)
+        lapsed = self.scheduler.lapsed(inv, self.kernel.state) if RECHECK_META in inv.meta else None
+        if lapsed is not None:
+            # Its rule's condition no longer holds (a commit since it was queued did its work):
+            # the worker is not called, and the kernel logs the decline as a no-op.
+            reply = WorkerReply(
+                {DECLINE_KEY: lapsed},
+                Usage(component=str(getattr(worker, "component", DEFAULT_COMPONENT))),
+                diagnostics={LAPSED_META: True},
+            )
+        else:
+            reply = await self._propose(worker, view, inv, owner, lease_s)
         if reply.expand:
             self.expand[inv.worker] = reply.expand
         proposal = reply.to_proposal(

@@ -31,6 +31,11 @@ produced, or is pending on the agenda (``pending``), is not created again; the f
 (event, rule) order wins. A worker that reached its ``max_invocations`` gets no more invocations
 (a ``limit`` diagnostic says so).
 
+A rule with ``recheck`` marks its invocations (``RECHECK_META``): when one comes up, ``lapsed``
+evaluates the rule's ``when`` again on the state committed then, and the runtime declines for a
+worker whose invocation lapsed instead of calling it (a commit between scheduling and running,
+such as another worker doing the work, left it nothing to do).
+
 Join and batch rules (``scheduling.gather``) do not fire on one event: each event their
 triggers match becomes a note (logged with the record: ``Scheduled.notes``), and they fire when
 the notes complete a key or a batch. ``prepare_timer`` flushes a batch whose timeout passed.
@@ -46,6 +51,7 @@ from ..blueprint.gather import CompiledBatch
 from ..kernel.canonical import JSON, canonical_str
 from ..kernel.cel import CelExpr, SharedContext
 from ..kernel.pointer import MISSING, resolve
+from ..vocabulary import RECHECK_META
 from ._scheduled import Scheduled, SchedulerBusy
 from .diagnostics import Diagnostic
 from .gather import MAX_KEY_CHARS, Fired, Gathers, rule_notes
@@ -84,6 +90,7 @@ class Scheduler:
         self._gather_rules = tuple(r for r in self.rules if r.gather is not None)
         self._event_rules = tuple(r for r in self.rules if r.spec.on.op != "start" and r.gather is None)
         self._start_rules = tuple(r for r in self.rules if r.spec.on.op == "start" and r.gather is None)
+        self._by_index = {r.index: r for r in self.rules if r.spec.recheck}
         self.stages = stages if stages is not None else StageTracker.from_blueprint(blueprint)
         self.gathers: Gathers = gathers if gathers is not None else Gathers(self._gather_rules)
         """The joins' and batches' state: a fold over the log's notes, carried across reloads."""
@@ -247,6 +254,36 @@ class Scheduler:
             batch.note(named, {"rule": rule, "timer": True, "version": version, "at": round(at, 3)})
         return Scheduled(batch.invocations, batch.diagnostics, (), batch.notes)
 
+    def lapsed(self, invocation: Invocation, state: JSON) -> str | None:
+        """Why ``invocation`` no longer has anything to do, or None: it was created by a rule
+        with ``recheck`` whose ``when`` does not hold on ``state`` (the committed state when it
+        comes up; ``value`` is then what its event's path holds, ``event`` and ``bindings`` are
+        the invocation's own). A condition that errors no longer holds either, as at scheduling.
+        The runtime then declines for the worker, without calling it (``runtime.step``): a
+        logged no-op, replayed like any other. Pure: nothing here changes."""
+        index = invocation.meta.get(RECHECK_META)
+        rule = self._by_index.get(index) if isinstance(index, int) else None
+        if rule is None or rule.when is None:
+            return None
+        event = invocation.event if isinstance(invocation.event, dict) else START_EVENT
+        path = event.get("path")
+        ctx: dict[str, Any] = {}
+        if rule.when.uses("event"):
+            ctx["event"] = event
+        if rule.when.uses("bindings"):
+            ctx["bindings"] = list(invocation.binding)
+        if rule.when.uses("value"):
+            found = resolve(state, path) if isinstance(path, str) and path else MISSING
+            ctx["value"] = None if found is MISSING else found
+        if rule.when.uses("state"):
+            ctx["state"] = state
+        result = rule.when.test(ctx)
+        if result.error is not None:
+            return f"rule {rule.name!r}: its condition {rule.when.source!r} failed when rechecked: {result.error}"
+        if result.value:
+            return None
+        return f"rule {rule.name!r}: its condition {rule.when.source!r} no longer holds"
+
     # -- transactions -------------------------------------------------------------------------
     def prepare(
         self,
@@ -358,6 +395,8 @@ class _Batch:
             return
         self.keys.add(key)
         meta: dict[str, Any] = {"stage": rule.spec.stage} if rule.spec.stage is not None else {}
+        if rule.spec.recheck:
+            meta[RECHECK_META] = rule.index  # the rule whose condition ``lapsed`` checks again
         inv = Invocation(
             id=f"{self.prefix}{len(self.invocations)}",
             worker=worker,

@@ -93,6 +93,13 @@ def textworld_command(
     verifier: Annotated[
         str, typer.Option("--verifier", metavar="MODE", help="slateboard's verifier: none (default) or llm.")
     ] = "none",
+    executor: Annotated[
+        bool,
+        typer.Option(
+            "--executor/--no-executor",
+            help="slateboard's executor: a fresh plan's admissible first step issued without an actor call.",
+        ),
+    ] = True,
     counting: Annotated[
         str,
         typer.Option(
@@ -196,6 +203,7 @@ def textworld_command(
                         tokenizer=tokenizer,
                         errors=schedule,
                         prices=table,
+                        executor=executor,
                     )
                     for schedule in runs
                 ]
@@ -234,6 +242,7 @@ def sweep_json(suites: list[SuiteResult], out: Path | None) -> dict[str, Any]:
         "steps": first.steps,
         "seed": first.seed,
         "verifier": first.verifier,
+        "executor": first.executor,
         "errors": {
             "rates": sweep["rates"],
             "seed": first.errors.seed if first.errors else 0,

@@ -37,7 +37,7 @@ VERIFIERS: tuple[VerifierMode, ...] = ("none", "llm")
 model call per command) and ``llm`` (an advisory verifier model call after every observation)."""
 
 
-def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
+def text_actor_blueprint(verifier: VerifierMode = "none", *, executor: bool = True) -> CompiledBlueprint:
     """The text_actor template compiled, with its advisory verifier (``"llm"``) or without it
     (``"none"``: the worker and the rule that invokes it are left out; the invariants that make
     a command admissible and forbid success in a game not won stay, so nothing a deterministic
@@ -48,11 +48,20 @@ def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
     never changes and was a third of its prompt; the planner, which reads the task, is asked
     again whenever the plan is used up (``PLAN_USED_UP``: nothing else would refresh it without
     a verifier); and the planner no longer reads /observations, whose newest item is /observation
-    again and whose older ones the /actions window already implies."""
+    again and whose older ones the /actions window already implies.
+
+    With ``executor`` (the default, the template's) a plan's first step that is an admissible
+    command is issued by the executor, a function worker (``slateboard.workers.plan_step``), not
+    by an actor call: the planner has just planned from the same observation and admissible
+    commands. ``executor=False`` leaves it and its rule out: the actor picks every command."""
     if verifier not in VERIFIERS:
         raise InvalidInput(f"unknown verifier mode {verifier!r} (modes: {', '.join(VERIFIERS)})")
     spec = template_spec("text_actor")
     label = "template text_actor"
+    if not executor:
+        spec["workers"].pop(EXECUTOR, None)
+        spec["rules"] = [r for r in spec["rules"] if r.get("invoke") != EXECUTOR]
+        label += " (no executor)"
     if verifier == "none":
         workers = spec["workers"]
         workers.pop("verifier", None)
@@ -78,6 +87,8 @@ def text_actor_blueprint(verifier: VerifierMode = "none") -> CompiledBlueprint:
     return compile_blueprint(spec, source_label=label)
 
 
+EXECUTOR = "executor"
+"""The template's worker that issues an admissible first step of a fresh plan (no model call)."""
 ACTOR_INSTRUCTION = "Pick the plan's next step from /admissible."
 PLANNER_WINDOW = 3
 """Commands the planner sees (the newest; a range handle stands for the earlier ones)."""
@@ -92,7 +103,8 @@ PLAN_USED_UP: dict[str, JSON] = {
 }
 """The rule that asks the planner again once as many commands were observed as the plan has
 steps (no verifier: nothing else replans); it runs before the actor queued by the same
-observation, so the actor acts once, on the new plan."""
+observation, so the actor acts once, on the new plan, or, when the executor issued the new
+plan's first step, lapses without a model call."""
 
 
 def runner_steps_for(max_commands: int) -> int:
@@ -154,11 +166,13 @@ async def play_on_board(
     name: str | None = None,
     worker_timeout: float = 300.0,
     verifier: VerifierMode = "none",
+    executor: bool = True,
 ) -> BoardEpisode:
     """Play one episode of ``env`` with the text_actor template on a new board of ``store``.
 
-    The blueprint is ``text_actor_blueprint(verifier)``: without a verifier (the default) one
-    model call per command (the actor) plus the planner's. The environment worker is
+    The blueprint is ``text_actor_blueprint(verifier, executor=executor)``: without a verifier
+    (the default) one model call per command (the actor) plus the planner's, less the commands
+    the executor issues from a fresh plan (``executor``, the default). The environment worker is
     ``EnvironmentWorker(env)``; the actor is an ``AdmissibleActor``, the verifier (``"llm"``) a
     ``TurnVerifier`` and the planner an LLM worker, all on ``model`` (default ``local``).
     ``walkthrough=True`` (or the model string ``"walkthrough"``) plays the environment's
@@ -169,7 +183,7 @@ async def play_on_board(
     may take ``worker_timeout`` seconds (the first call of the local model also loads it).
     """
     first = await env.reset()
-    blueprint = text_actor_blueprint(verifier)
+    blueprint = text_actor_blueprint(verifier, executor=executor)
     board = await create_board(
         store, blueprint, inputs=board_inputs(env, first, max_commands=max_commands), name=name or env.name
     )
