@@ -633,9 +633,12 @@ class StepEngine:
         timer = None
         if owner is not None and lease_s is not None:
             every = max(lease_s / 3, 0.01)
-            loop = asyncio.get_running_loop()
-            timer = loop.call_later(
-                every, lambda: keeper.append(loop.create_task(self._keep_lease(inv.id, owner, lease_s, every)))
+            # The timer's arguments, not a closure: a closure's variables are cells, made on
+            # every call of this coroutine, and live (garbage-collector tracked) while the
+            # worker runs; with many boards waiting on their models that is what fills the
+            # collector's young generations.
+            timer = asyncio.get_running_loop().call_later(
+                every, self._start_keeper, keeper, inv.id, owner, lease_s, every
             )
         # The keeper is stopped outside any handler (see cas_retry): compiled, an await inside
         # ``finally`` even re-raised the exception that had passed through it, in a later call.
@@ -674,6 +677,12 @@ class StepEngine:
                 # stage ``model`` with this reason rather than as "not valid JSON" (issue 16).
                 diagnostics={"error": timed_out, "model_error": timed_out},
             )
+
+    def _start_keeper(
+        self, keeper: list[asyncio.Task[None]], invocation_id: str, owner: str, lease_s: float, every: float
+    ) -> None:
+        """Start a step's lease keeper (its timer fired: the worker has run a third of the lease)."""
+        keeper.append(asyncio.get_running_loop().create_task(self._keep_lease(invocation_id, owner, lease_s, every)))
 
     async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float, every: float) -> None:
         """Extend the lease now and every ``every`` seconds until cancelled (or lost)."""
