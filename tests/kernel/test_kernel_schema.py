@@ -331,3 +331,30 @@ def test_events_use_final_paths():
     assert d.accepted
     assert k.state == {"a": [0, 1, 7]}
     assert sorted(e.path for e in d.events) == ["/a/0", "/a/2"]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "items": {"type": "integer"}},
+        # an index a property or a pattern names is not an item (the branches before the items')
+        {"type": ["array", "object"], "items": {"type": "integer"}, "properties": {"3": {"type": "string"}}},
+        {"type": ["array", "object"], "items": {"type": "integer"}, "patternProperties": {"^[0-4]$": {"type": "null"}}},
+        {"type": ["array", "object"], "items": {"type": "integer"}, "patternProperties": {"^[0-9]$": {}, "^3$": {}}},
+    ],
+)
+def test_item_locations_match_a_fresh_index(schema: Any) -> None:
+    """Once an array's item location is cached, every index (and ``-``, ``*``) is located as a
+    fresh index locates it: the shortcut for items never hides a property or a pattern."""
+    from slateboard.kernel.schema import SchemaIndex
+
+    warm = SchemaIndex(schema)
+    warm.locate(("0",))  # caches the item location
+    for token in ("0", "3", "7", "12", "-", "*", "x"):
+        _, got = warm.locate((token,))
+        _, want = SchemaIndex(schema).locate((token,))
+        assert (got is None) == (want is None), token
+        if got is not None and want is not None:
+            assert (got.pointer, got.schema, got.any, got.whole) == (want.pointer, want.schema, want.any, want.whole), (
+                token
+            )

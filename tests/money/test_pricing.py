@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -113,3 +114,25 @@ def test_counts_that_do_not_add_up_are_unknown_never_a_wrong_number(
     assert (cost is not None) == fits
     if cost is not None:  # the uncached part is never negative: between all-cached and all-written
         assert (tin * 0.5 + tout * 8.0) / 1e6 - 1e-9 <= cost <= (tin * 2.5 + tout * 8.0) / 1e6 + 1e-9
+
+
+def test_a_model_the_list_does_not_know_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the price list knows a model does not depend on the counts: an unknown model's
+    cost stays unknown for every count, and the list is searched for it once, not per count."""
+    from slateboard.models import pricing
+
+    calls: list[str] = []
+    original = pricing.price_lookups
+
+    def counted(model: str) -> Any:
+        calls.append(model)
+        return original(model)
+
+    monkeypatch.setattr(pricing, "price_lookups", counted)
+    monkeypatch.setattr(pricing, "_UNPRICED", set(), raising=False)
+    pricing._genai_price.cache_clear()
+    table = PriceTable()
+    model = "no-such-provider-model-xyz"
+    assert [table.cost(model, n, 3) for n in (10, 11, 12)] == [None, None, None]
+    assert calls == [model]
+    pricing._genai_price.cache_clear()

@@ -206,6 +206,14 @@ class SchemaIndex:
         if cached is not None:
             return cached
         schema = loc.schema
+        item = loc.children.get("#item")
+        if item is not None and isinstance(schema, dict) and (is_array_index(token) or token in ("-", "*")):
+            # An array's items are not cached by index (there are as many as items): once its
+            # item location is known, an index that no property or pattern names gets it without
+            # going through the keywords again (the branches below give it, for this schema).
+            props = schema.get("properties")
+            if not schema.get("patternProperties") and not (isinstance(props, dict) and token in props):
+                return item
         base = loc.nav
         result: Location | None
         key = token

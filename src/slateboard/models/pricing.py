@@ -153,8 +153,17 @@ def price_lookups(model: str) -> tuple[tuple[str, dict[str, str]], ...]:
     return tuple(out)
 
 
+_UNPRICED: set[str] = set()
+"""Model strings that no place in the list prices (every lookup raised LookupError): whether the
+list knows a model does not depend on the counts, so the lookups are not redone for each new
+count (a local or benchmark model is priced on every record, with a prompt that grows)."""
+_UNPRICED_MAX = 4096
+
+
 @functools.lru_cache(maxsize=4096)  # a log's records repeat counts; one list price is ~0.2 ms of CPU
 def _genai_price(model: str, tokens_in: int, tokens_out: int, cached_in: int, cache_write: int) -> float | None:
+    if model in _UNPRICED:
+        return None
     found = _genai()
     if found is None:
         return None
@@ -165,14 +174,22 @@ def _genai_price(model: str, tokens_in: int, tokens_out: int, cached_in: int, ca
         cache_read_tokens=cached_in or None,
         cache_write_tokens=cache_write or None,
     )
+    unlisted = True
     for name, where in price_lookups(model):
         try:
             return float(calc_price(usage, name, **where).total_price)
-        except LookupError:  # not this provider's (or no provider's) model: try the next place
+        except LookupError as exc:  # not this provider's (or no provider's) model: try the next place
+            # The list's own "unable to find" is a plain LookupError; a KeyError or IndexError
+            # could come from the counts, so it does not mark the model unlisted.
+            unlisted = unlisted and type(exc) is LookupError
             continue
         except Exception as exc:  # bad counts or data: "unknown", never a wrong number
             logger.warning("genai-prices could not price a call of %s: %s", name, type(exc).__name__)
             return None
+    if unlisted:
+        if len(_UNPRICED) >= _UNPRICED_MAX:
+            _UNPRICED.clear()
+        _UNPRICED.add(model)
     return None
 
 

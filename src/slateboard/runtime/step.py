@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import time
@@ -397,53 +398,64 @@ class StepEngine:
         is stale and it runs again with a fresh view. ``claim`` leases the next invocation in
         the same store transaction as the record (``Transacted.claimed``). The notes the rules
         gave joins and batches are logged in the record's ``meta["gather"]`` (``gather.noted``)."""
+        # A partial, not a closure: a closure's variables are cells made on every call, and they
+        # live (garbage-collector tracked) for as long as the append waits on the store.
+        attempt = functools.partial(self._attempt, prepare, changes, schedule, deciding, claim)
+        return await cas_retry(attempt, self.catch_up, retry=self.concurrency.retries)
+
+    async def _attempt(
+        self,
+        prepare: Prepare,
+        changes: Changes | None,
+        schedule: bool | Callable[[Scheduler, Decision], Scheduled],
+        deciding: Invocation | None,
+        claim: ClaimRequest | None,
+        conflicts: int,
+    ) -> Transacted | Dropped:
+        """One compare-and-set attempt of ``transact`` (see there), after ``conflicts`` losses."""
         conc = self.concurrency
-
-        async def attempt(conflicts: int) -> Transacted | Dropped:
-            ended = conc.ended(self.accounts)
-            if ended is not None:
-                return Dropped(ended, conflicts)
-            prepared = prepare()
-            decision = await prepared if inspect.isawaitable(prepared) else prepared
-            if decision is None:
-                return Dropped("nothing to append", conflicts)
-            rec = decision.record
-            pushed: Sequence[Invocation] = ()
-            scheduler = None
-            if callable(schedule):
-                scheduler = self.scheduler
-                pushed = schedule(scheduler, decision)
-            elif schedule and decision.accepted and self.scheduler.reacts:
-                scheduler = self.scheduler
-                pushed = scheduler.prepare(
-                    decision.events,
-                    self.kernel.state,
-                    rec.version,
-                    pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
-                )
-            if isinstance(pushed, Scheduled) and pushed.notes:
-                decision.record = rec = noted(rec, pushed.notes)
-            agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
-            refused: str | None = None
-            try:
-                done = await append_decision(
-                    self.store, self.board_id, self.kernel, decision, agenda, scheduler=scheduler, claim=claim
-                )
-            except (DuplicateInvocationCommit, AgendaError) as exc:
-                refused = conc.refused(exc)
-            if refused is not None:  # caught up outside the handler (see cas_retry)
-                await self.catch_up()
-                log.info("board %s: result dropped: %s", self.board_id, refused)
-                return Dropped(refused, conflicts)
-            if decision.accepted:
-                self.view_cache.changed(decision.events, rec.version)
-            mirror_changes(self.agenda, agenda)
-            self.accounts.note(rec)
-            if isinstance(pushed, Scheduled):
-                self.stage_events.extend((e.kind, e.stage, e.version) for e in pushed.stage_events)
-            return Transacted(decision, agenda, conflicts, done.claim)
-
-        return await cas_retry(attempt, self.catch_up, retry=conc.retries)
+        ended = conc.ended(self.accounts)
+        if ended is not None:
+            return Dropped(ended, conflicts)
+        prepared = prepare()
+        decision = await prepared if inspect.isawaitable(prepared) else prepared
+        if decision is None:
+            return Dropped("nothing to append", conflicts)
+        rec = decision.record
+        pushed: Sequence[Invocation] = ()
+        scheduler = None
+        if callable(schedule):
+            scheduler = self.scheduler
+            pushed = schedule(scheduler, decision)
+        elif schedule and decision.accepted and self.scheduler.reacts:
+            scheduler = self.scheduler
+            pushed = scheduler.prepare(
+                decision.events,
+                self.kernel.state,
+                rec.version,
+                pending=self.agenda.active_keys(excluding=deciding.id if deciding is not None else None),
+            )
+        if isinstance(pushed, Scheduled) and pushed.notes:
+            decision.record = rec = noted(rec, pushed.notes)
+        agenda = changes(decision, pushed) if changes is not None else AgendaChanges(push=pushed)
+        refused: str | None = None
+        try:
+            done = await append_decision(
+                self.store, self.board_id, self.kernel, decision, agenda, scheduler=scheduler, claim=claim
+            )
+        except (DuplicateInvocationCommit, AgendaError) as exc:
+            refused = conc.refused(exc)
+        if refused is not None:  # caught up outside the handler (see cas_retry)
+            await self.catch_up()
+            log.info("board %s: result dropped: %s", self.board_id, refused)
+            return Dropped(refused, conflicts)
+        if decision.accepted:
+            self.view_cache.changed(decision.events, rec.version)
+        mirror_changes(self.agenda, agenda)
+        self.accounts.note(rec)
+        if isinstance(pushed, Scheduled):
+            self.stage_events.extend((e.kind, e.stage, e.version) for e in pushed.stage_events)
+        return Transacted(decision, agenda, conflicts, done.claim)
 
     # -- the step -----------------------------------------------------------------------------
     async def step(
@@ -644,9 +656,12 @@ class StepEngine:
         timer = None
         if owner is not None and lease_s is not None:
             every = max(lease_s / 3, 0.01)
-            loop = asyncio.get_running_loop()
-            timer = loop.call_later(
-                every, lambda: keeper.append(loop.create_task(self._keep_lease(inv.id, owner, lease_s, every)))
+            # The timer's arguments, not a closure: a closure's variables are cells, made on
+            # every call of this coroutine, and live (garbage-collector tracked) while the
+            # worker runs; with many boards waiting on their models that is what fills the
+            # collector's young generations.
+            timer = asyncio.get_running_loop().call_later(
+                every, self._start_keeper, keeper, inv.id, owner, lease_s, every
             )
         # The keeper is stopped outside any handler (see cas_retry): compiled, an await inside
         # ``finally`` even re-raised the exception that had passed through it, in a later call.
@@ -686,6 +701,12 @@ class StepEngine:
                 diagnostics={"error": timed_out, "model_error": timed_out},
             )
 
+    def _start_keeper(
+        self, keeper: list[asyncio.Task[None]], invocation_id: str, owner: str, lease_s: float, every: float
+    ) -> None:
+        """Start a step's lease keeper (its timer fired: the worker has run a third of the lease)."""
+        keeper.append(asyncio.get_running_loop().create_task(self._keep_lease(invocation_id, owner, lease_s, every)))
+
     async def _keep_lease(self, invocation_id: str, owner: str, lease_s: float, every: float) -> None:
         """Extend the lease now and every ``every`` seconds until cancelled (or lost)."""
         while True:
@@ -720,45 +741,18 @@ class StepEngine:
         transaction as the record; when more records follow it in this step (stage changes, a
         failure, a circuit action), the lease is still returned: the caller checks it against
         its agenda mirror before using it."""
-        retries = self.blueprint.spec.circuit.max_consecutive_invalid
-        stale_limit = self.blueprint.spec.circuit.max_stale_requeues
-        stale_count = int(inv.meta.get(STALE_KEY, 0))
-        requeued = False
-
-        def changes(decision: Decision, pushed: Sequence[Invocation]) -> AgendaChanges:
-            nonlocal requeued
-            rec = decision.record
-            stale = rec.stage == "stale"
-            requeued = (stale and stale_count < stale_limit) or (
-                rec.outcome == OUTCOME_REJECTED
-                and not stale
-                and not inv.meta.get(ONCE_KEY)
-                and inv.attempts + 1 < retries
-            )
-            if not requeued:
-                return AgendaChanges(push=pushed, complete=(inv.id,))
-            meta = {**inv.meta, STALE_KEY: stale_count + 1} if stale else inv.meta
-            retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason, meta=meta)
-            if stale:
-                log.info(
-                    "board %s: invocation %s (%s) stale, re-queued with a fresh view (%d of %d)",
-                    self.board_id, inv.id, inv.worker, stale_count + 1, stale_limit,
-                )  # fmt: skip
-            return AgendaChanges(push=pushed, requeue=(retry,))
-
-        def prepare() -> Decision | Awaitable[Decision]:
-            if self.guards is not None:
-                return self._guarded(proposal)
-            with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
-                decision = self.kernel.prepare(proposal)
-                telemetry.record_decision(sp, decision.record)
-            return decision
-
+        circuit = self.blueprint.spec.circuit
+        # The step's two callbacks on one object rather than two closures: a closure's variables
+        # are cells made on every call, live for as long as the append waits on the store.
+        verdict = _Verdict(self, inv, proposal, circuit.max_consecutive_invalid, circuit.max_stale_requeues)
+        stale_limit = verdict.stale_limit
+        stale_count = verdict.stale_count
         async with self.lock:
-            done = await self.transact(prepare, changes, schedule=True, deciding=inv, claim=claim_next)
+            done = await self.transact(verdict.prepare, verdict.changes, schedule=True, deciding=inv, claim=claim_next)
             if isinstance(done, Dropped):
                 return StepOutcome(None, dropped=done.reason, conflicts=done.conflicts, reply=reply)
             rec = done.record
+            requeued = verdict.requeued
             await self.log_stages()
             if rec.stage == "stale" and not requeued:
                 await self._fail(inv, f"its proposal was stale {stale_count + 1} times (limit {stale_limit} re-queues)")
@@ -785,6 +779,56 @@ class StepEngine:
         assert self.guards is not None
         with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
             decision = await self.guards.prepare(self.kernel, proposal)
+            telemetry.record_decision(sp, decision.record)
+        return decision
+
+
+class _Verdict:
+    """The ``prepare`` and ``changes`` of one step's ``transact`` (``StepEngine.decide``): the
+    kernel's decision on the proposal (the board's guards first, when it has some), and the
+    agenda changes it calls for: the invocation completed, or re-queued (stale, up to
+    ``stale_limit`` times; rejected, while under ``retries`` attempts and not ``ONCE_KEY``).
+    ``requeued`` says which, once ``changes`` ran."""
+
+    __slots__ = ("engine", "inv", "proposal", "requeued", "retries", "stale_count", "stale_limit")
+
+    def __init__(self, engine: StepEngine, inv: Invocation, proposal: Proposal, retries: int, stale_limit: int) -> None:
+        self.engine = engine
+        self.inv = inv
+        self.proposal = proposal
+        self.retries = retries
+        self.stale_limit = stale_limit
+        self.stale_count = int(inv.meta.get(STALE_KEY, 0))
+        self.requeued = False
+
+    def changes(self, decision: Decision, pushed: Sequence[Invocation]) -> AgendaChanges:
+        inv = self.inv
+        rec = decision.record
+        stale = rec.stage == "stale"
+        stale_count = self.stale_count
+        self.requeued = requeued = (stale and stale_count < self.stale_limit) or (
+            rec.outcome == OUTCOME_REJECTED
+            and not stale
+            and not inv.meta.get(ONCE_KEY)
+            and inv.attempts + 1 < self.retries
+        )
+        if not requeued:
+            return AgendaChanges(push=pushed, complete=(inv.id,))
+        meta = {**inv.meta, STALE_KEY: stale_count + 1} if stale else inv.meta
+        retry = replace(inv, status=PENDING, attempts=inv.attempts + 1, feedback=rec.reason, meta=meta)
+        if stale:
+            log.info(
+                "board %s: invocation %s (%s) stale, re-queued with a fresh view (%d of %d)",
+                self.engine.board_id, inv.id, inv.worker, stale_count + 1, self.stale_limit,
+            )  # fmt: skip
+        return AgendaChanges(push=pushed, requeue=(retry,))
+
+    def prepare(self) -> Decision | Awaitable[Decision]:
+        engine = self.engine
+        if engine.guards is not None:
+            return engine._guarded(self.proposal)
+        with telemetry.span("slateboard.decide") as sp:  # telemetry hook (issue 17)
+            decision = engine.kernel.prepare(self.proposal)
             telemetry.record_decision(sp, decision.record)
         return decision
 

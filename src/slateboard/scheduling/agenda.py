@@ -97,7 +97,7 @@ class Agenda:
         already pending, or its id is claimed."""
         if invocation.key in self._by_key or invocation.id in self._pending or invocation.id in self._claimed:
             return False
-        self._insert(invocation if invocation.status == PENDING else replace(invocation, status=PENDING))
+        self._insert(invocation if invocation.status == PENDING else invocation.with_status(PENDING))
         return True
 
     def pop(self) -> Invocation | None:
@@ -176,7 +176,7 @@ class Agenda:
             inv = Invocation.from_json(raw)
             if inv.id in agenda._pending or inv.id in agenda._claimed:
                 raise InvalidInput(f"agenda snapshot repeats invocation {inv.id!r}")
-            agenda._claimed[inv.id] = replace(inv, status=CLAIMED)
+            agenda._claimed[inv.id] = inv.with_status(CLAIMED)
         return agenda
 
     # -- internals --------------------------------------------------------------------------
@@ -189,7 +189,7 @@ class Agenda:
     def _claim(self, inv_id: str) -> Invocation:
         inv = self._pending.pop(inv_id)
         del self._by_key[inv.key]
-        claimed = replace(inv, status=CLAIMED)
+        claimed = inv.with_status(CLAIMED)
         self._claimed[inv_id] = claimed
         return claimed
 

@@ -7,7 +7,7 @@ pending invocations: the same worker with the same binding is never pending twic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInput
@@ -56,7 +56,12 @@ class Invocation:
 
     def with_status(self, status: InvocationStatus) -> Invocation:
         """A copy in another status."""
-        return replace(self, status=status)
+        # Built field by field rather than with dataclasses.replace, which introspects the
+        # fields on every call (this runs twice per step: the claim and the agenda's mirror).
+        return Invocation(
+            self.id, self.worker, self.priority, self.order, self.event, self.rule, self.binding,
+            status, self.attempts, self.feedback, self.meta,
+        )  # fmt: skip
 
     def to_json(self) -> dict[str, JSON]:
         """Plain JSON form (for stores)."""

@@ -59,7 +59,7 @@ class FillMemo:
 class Costs:
     """The prices of one attempt: its meter, budget and summary length (see module)."""
 
-    __slots__ = ("budget", "memo", "meter", "pointer_sizes", "scope", "summary_chars")
+    __slots__ = ("budget", "last_kept", "last_node", "memo", "meter", "pointer_sizes", "scope", "summary_chars")
 
     def __init__(self, meter: Meter, budget: int, summary_chars: int, memo: FillMemo, scope: _Scope) -> None:
         self.meter = meter
@@ -69,11 +69,24 @@ class Costs:
         self.memo = memo
         self.scope = scope
         self.pointer_sizes = scope.pointer_sizes  # a function of the tokens alone: kept by the scope
+        # The last node kept_list answered for, and its answer: a promotion asks about the same
+        # collection three to five times in a row (its ranges, then its member's facts), and
+        # an identity test is cheaper than hashing the tokens each time.
+        self.last_node: RNode | None = None
+        self.last_kept: _ListMemo | None = None
 
     # -- kept results ---------------------------------------------------------------------
     def kept_list(self, node: RNode) -> _ListMemo | None:
         """The scope's memo of ``node`` when it is a readable array (kept across builds by a
         ViewCache), else None (its results stay in this build's memo)."""
+        if node is self.last_node:
+            return self.last_kept
+        kept = self._kept_list(node)
+        self.last_node = node
+        self.last_kept = kept
+        return kept
+
+    def _kept_list(self, node: RNode) -> _ListMemo | None:
         tokens = node.tokens
         # A sentinel, not KeyError: compiled, every raised exception builds a traceback.
         hit = self.memo.kept_lists.get(tokens, _NOT_LOOKED_UP)
@@ -113,7 +126,7 @@ class Costs:
         size; the commas between entries are the fill's to count (Fill.total)."""
         if node.readable:  # the common case, one anchor: the node itself (no generator)
             self.meter.work += 1
-            key_chars = str_size(node.pointer) + 1
+            key_chars = self.pointer_size(node) + 1
             room = limit - key_chars
             if room < 1 or self.meter.exhausted:
                 return None
@@ -134,6 +147,18 @@ class Costs:
             chars += key_chars + size
             entries += 1
         return entries, chars
+
+    def pointer_size(self, node: RNode) -> int:
+        """``str_size(node.pointer)``. An array member's is its array's (kept by the scope) plus
+        ``/`` and the index's digits, which JSON never escapes: no pointer string to build and
+        encode for every member looked at, most of which are never shown."""
+        parent = node.parent
+        if parent is not None and type(parent.value) is list:
+            size = self.pointer_sizes.get(parent.tokens)
+            if size is None:
+                size = self.pointer_sizes[parent.tokens] = str_size(parent.pointer)
+            return size + 1 + len(node.tokens[-1])
+        return str_size(node.pointer)
 
     # -- ranges -----------------------------------------------------------------------------
     def range_handle(self, node: RNode, a: int, b: int) -> tuple[Handle, int]:
@@ -272,10 +297,12 @@ class Costs:
         """
         parent = node.parent
         assert parent is not None
-        pointer = str_size(parent.pointer)
+        pointer = self.pointer_size(parent)
         ident = str_size(node.handle_id())
         # braces, then "handle":H ,"id":I ,"path":Q ,"pointer":P ,"size":0
-        size = 2 + 9 + (pointer + ident - 1) + 1 + 5 + ident + 1 + 7 + str_size(node.pointer) + 1 + 10 + pointer + 1 + 8
+        size = (
+            2 + 9 + (pointer + ident - 1) + 1 + 5 + ident + 1 + 7 + self.pointer_size(node) + 1 + 10 + pointer + 1 + 8
+        )
         if node.container:
             size += 1 + 8 + len(str(node.count()))  # ,"items":N
         return size

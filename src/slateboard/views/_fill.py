@@ -250,7 +250,14 @@ class Fill:
         range_chars = -costs.range_cost(parent, old[0], old[1])
         for start, stop in left:
             range_chars += costs.range_cost(parent, start, stop)
-        full = costs.full_cost(member, self.budget - self.total(0, 0, ranges, range_chars))
+        # total(0, 0, ranges, range_chars), inlined (see total): the size after the range change.
+        handles = self.handle_count + ranges
+        base = self.frame_chars
+        if self.entry_count:
+            base += self.entry_chars + self.entry_count - 1
+        if handles:
+            base += 12 + self.handle_chars + range_chars + handles
+        full = costs.full_cost(member, self.budget - base)
         if full is not None and self.total(full[0], full[1], ranges, range_chars) <= self.budget:
             opened.pending[index : index + 1] = left
             self.entry_count += full[0]
@@ -379,6 +386,7 @@ class Fill:
         nodes it holds (in its tables, its queue and the suspended member feeds) are freed by
         reference counting with the region (views._region.release), not left to the cyclic
         garbage collector (issue 14)."""
+        self.costs.last_node = self.costs.last_kept = None
         self.opened.clear()
         self.queue.clear()
         self.chosen.clear()

@@ -155,7 +155,10 @@ class Priorities:
         for path in self.targets.soft:
             if len(path) > depth and path[:depth] == tokens:
                 return True
-        return any(c.tokens[:depth] == tokens for c, _, _ in self.targets.ranges)
+        # No generator for an empty list (the usual case): this runs for every member that does
+        # not fit in full, and creating the generator cost more than the test.
+        ranges = self.targets.ranges
+        return bool(ranges) and any(c.tokens[:depth] == tokens for c, _, _ in ranges)
 
 
 def member_class(node: RNode, pos: int, required: frozenset[str]) -> int:

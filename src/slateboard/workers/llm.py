@@ -21,6 +21,7 @@ schema requires, are offered.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -477,8 +478,12 @@ class LLMWorker:
     async def _generate(
         self, messages: list[Message], schema: dict[str, Any] | None, diagnostics: dict[str, JSON]
     ) -> Generation:
+        if self.spend is None:
+            # What guarded_call does without a spend hook, without its coroutine and the closure
+            # (with its cells) handed to it: both lived as long as the model call.
+            return await self._call(messages, schema)
         gen, settled = await guarded_call(
-            self.spend, self.model.name, messages, self.max_tokens, lambda: self._call(messages, schema)
+            self.spend, self.model.name, messages, self.max_tokens, functools.partial(self._call, messages, schema)
         )
         if settled is not None:
             diagnostics["spend_settled"] = settled
