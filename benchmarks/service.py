@@ -35,7 +35,7 @@ step's view, kernel decision, durable commit and scheduling; an upper bound of r
 Ratios are to ``langgraph sqlite`` for the same K and model.
 
     python benchmarks/service.py [--k 1,10,100] [--models sleep,http] [--steps 12] [--latency-ms 100]
-                                 [--jitter 0.5] [--systems ...] [--json] [--profile DIR]
+                                 [--jitter 0.5] [--gc-freeze] [--systems ...] [--json] [--profile DIR]
 
 ``--profile DIR`` writes a cProfile of each slateboard cell (``DIR/SYSTEM-MODEL-K.prof``).
 PostgreSQL: --pg, else $SLATEBOARD_TEST_PG, else postgresql://postgres@127.0.0.1:5432/test.
@@ -47,6 +47,7 @@ import argparse
 import asyncio
 import contextvars
 import cProfile
+import gc
 import json
 import os
 import re
@@ -71,6 +72,7 @@ WORKERS = peers.WORKERS
 TASK = peers.TASK
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 REFERENCE = "langgraph sqlite"
+GC_FREEZE_ENV = "SB_BENCH_GC_FREEZE"
 SYSTEMS = (
     "slateboard sqlite",
     "slateboard sqlite loop",
@@ -401,6 +403,12 @@ def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float
         return {"steps": sum(done), "done": done, "wall": wall, "cpu": cpu, "peak": peak, "rss0": rss0}
 
     asyncio.run(cell(2, 3))  # warm-up: imports, lazy compiles, the server's first connections
+    if os.environ.get(GC_FREEZE_ENV):
+        # --gc-freeze, every system alike: what a long-running service does after its start-up
+        # (the modules' objects leave the collector's generations, so a full collection scans
+        # what the boards hold, not the ~90,000 objects of the imports)
+        gc.collect()
+        gc.freeze()
     gaps: list[float] = []
     holder: list[Gaps] = []
     original = Gaps.__init__
@@ -522,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=12, help="model calls per board (default 12)")
     ap.add_argument("--latency-ms", type=float, default=100.0, help="the model's latency (default 100 ms)")
     ap.add_argument("--jitter", type=float, default=0.0, help="spread the latency: uniform +-J of it (0 to 1)")
+    ap.add_argument(
+        "--gc-freeze", action="store_true", help="every system: gc.collect() and gc.freeze() after the warm-up"
+    )
     ap.add_argument("--systems", default=None, help=f"comma-separated, from: {', '.join(SYSTEMS)} (default all)")
     ap.add_argument("--pg", default=os.environ.get("SLATEBOARD_TEST_PG") or DEFAULT_PG, help="PostgreSQL DSN")
     ap.add_argument("--cell-timeout", type=float, default=300.0, help="seconds one cell may take (default 300)")
@@ -534,6 +545,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prof", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     latency_s = args.latency_ms / 1000
+    if args.gc_freeze:  # the children read it
+        os.environ[GC_FREEZE_ENV] = "1"
     if args.jitter:  # children and the fake server read it (benchmarks/service_latency.py)
         os.environ[service_latency.JITTER_ENV] = str(min(max(args.jitter, 0.0), 1.0))
     if args.serve is not None:
