@@ -443,6 +443,7 @@ def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float
         "gap_p50_ms": pct(0.5),
         "gap_p99_ms": pct(0.99),
         "gap_mean_ms": statistics.fmean(gaps) * 1000 if gaps else 0.0,
+        "gc_frozen": gc.get_freeze_count(),  # objects --gc-freeze moved out of the collector's reach
     }
 
 
@@ -603,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.steps} steps per board, model latency {args.latency_ms:g} ms; ideal = steps x latency;"
         " gap = a model's reply to the same board's next call; ratios to langgraph sqlite (same K, model)"
     )
+    if args.gc_freeze:
+        notes.append("--gc-freeze: every system's process ran gc.collect() and gc.freeze() after its warm-up")
     if args.json:
         print(json.dumps({"results": rows, "notes": notes}, indent=2))
     else:

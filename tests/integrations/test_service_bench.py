@@ -37,6 +37,25 @@ def test_bench_service_runs_every_system_on_both_models_and_prints_ratios(
         assert sb["wall_x"] == pytest.approx(sb["wall_s"] / lg["wall_s"])
 
 
+@pytest.mark.slow
+def test_gc_freeze_freezes_every_system_after_its_warm_up(capfd: pytest.CaptureFixture[str]) -> None:
+    """--gc-freeze applies to every system alike (each cell's process froze its objects before the
+    measured run), and the output says so; without it nothing is frozen."""
+    systems = "slateboard sqlite,langgraph sqlite"
+    base = ["bench", "service", "--k", "2", "--steps", "3", "--latency-ms", "10", "--models", "sleep"]
+    for flag in (["--gc-freeze"], []):
+        result = CliRunner().invoke(app, [*base, "--systems", systems, *flag, "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(capfd.readouterr().out)
+        frozen = {r["system"]: r["gc_frozen"] for r in data["results"]}
+        notes = " ".join(data["notes"])
+        if flag:
+            assert "slateboard sqlite" in frozen and all(n > 1000 for n in frozen.values()), frozen
+            assert "--gc-freeze: every system" in notes
+        else:
+            assert set(frozen.values()) == {0} and "--gc-freeze" not in notes
+
+
 def test_the_jittered_latency_keeps_its_mean_and_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """--jitter J draws each call's latency uniformly within +-J of it (so the ideal wall, steps x
     latency, holds on average); without it the latency is fixed."""
