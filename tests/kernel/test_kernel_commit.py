@@ -325,3 +325,19 @@ def test_stale_when_an_insert_or_remove_shifted_the_written_index(change, target
     assert (d.record.outcome, d.stage) == ("rejected", "stale"), (
         f"{d.record.outcome}: claims marked done: {done} (meant: ['b'])"
     )
+
+
+def test_the_staleness_window_holds_nothing_the_collector_walks():
+    """A kernel keeps the changed paths of its last versions (up to STALE_WINDOW) for every
+    running board; they are tuples of strings, ints and None, so the garbage collector stops
+    tracking them, and a long board adds nothing for each full collection to walk."""
+    import gc
+
+    k = Kernel(claims_blueprint())
+    for i in range(50):
+        submit(k, "writer", [{"op": "add", "path": f"/notes/n{i}", "value": "y"}])
+    for _ in range(4):  # a collection untracks one level of nested tuples (their items first)
+        gc.collect()
+    assert len(k._changes) == 50
+    assert not any(gc.is_tracked(entry) for entry in k._changes)
+    assert k.changed_since(49) == [(("notes", "n49"), None)]  # version 50 wrote n49

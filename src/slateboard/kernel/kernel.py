@@ -195,7 +195,10 @@ class Kernel:
         self.genesis = genesis_binding(blueprint.digest, self.hasher.hexdigest) if seq == 0 else None
         lim = blueprint.spec.limits
         self.limits = JsonLimits(max_bytes=lim.max_patch_bytes, max_depth=lim.max_depth)
-        self._changes: deque[tuple[int, list[tuple[Tokens, int | None]]]] = deque(maxlen=STALE_WINDOW)
+        # Tuples, not lists: tuples of strings, ints and None leave the garbage collector's
+        # tracking, and a long board keeps up to STALE_WINDOW of these entries (a list each
+        # was two tracked objects per step, walked by every full collection, for every board).
+        self._changes: deque[tuple[int, tuple[tuple[Tokens, int | None], ...]]] = deque(maxlen=STALE_WINDOW)
         # Patches a human approved (worker, canonical patch text), each usable once.
         self._approved: dict[tuple[str, str], int] = {}
         # Patches a human refused (worker, canonical patch text) -> seq of the held record: never
@@ -346,7 +349,7 @@ class Kernel:
         self.note_approval(rec)
         if rec.outcome == OUTCOME_ACCEPTED:
             self.version = rec.version
-            self._changes.append((rec.version, decision._changed))
+            self._changes.append((rec.version, tuple(decision._changed)))
             decision._applied = None
         return rec
 
