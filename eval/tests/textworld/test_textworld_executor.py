@@ -110,16 +110,16 @@ def lapsed(records: list[Any]) -> list[str]:
 async def test_the_executor_issues_a_fresh_admissible_first_step_and_the_actor_the_rest() -> None:
     script = [
         plan("walk", "run"),  # at the start: the executor issues "walk"
-        act("run"),  # after 1 observation
-        plan("fly", "rest"),  # plan used up: its first step is not admissible, the actor acts
-        act("rest"),
-        act("walk"),  # after 3 observations
-        plan("fly", "rest"),  # the same plan again: a no-op, so no executor; the actor acts
-        act("run"),
+        act("run"),  # after 1 observation, on the plan ["run"]: it is used up
+        plan("fly", "rest"),  # its first step is not admissible: no executor, the actor acts
+        act("rest"),  # skips "fly": the plan is used up again
+        plan("fly", "rest"),
+        act("walk"),  # on no step of the plan: it counts as the first one ("fly")
+        act("run"),  # after 4 observations, on the plan ["rest"]
     ]
     episode, records = await play(script, commands=5)
     assert episode.outcome == "budget" and episode.result.rejected == 0
-    assert asked == ["planner", "actor", "planner", "actor", "actor", "planner", "actor"]
+    assert asked == ["planner", "actor", "planner", "actor", "planner", "actor", "actor"]
     assert issued(records) == [
         ("executor", "walk"), ("actor", "run"), ("actor", "rest"), ("actor", "walk"), ("actor", "run")
     ]  # fmt: skip

@@ -224,7 +224,9 @@ async def test_after_a_replan_the_actor_acts_once_per_observation() -> None:
         patch(add("/actions/-", {"command": "run"})),
     ]
     store = await open_store("memory://")
-    episode = await play_on_board(Hallway(), store, model=ScriptedModel(script), max_commands=2, verifier="llm")
+    # without the executor, which would issue each plan's (admissible) first step itself
+    model = ScriptedModel(script)
+    episode = await play_on_board(Hallway(), store, model=model, max_commands=2, verifier="llm", executor=False)
     assert episode.outcome == "budget" and episode.commands == 2
     assert episode.result.usage_by_worker["actor"].calls == 2  # once per observation, none rejected
     assert episode.result.rejected == 0

@@ -76,9 +76,10 @@ def test_the_views_without_a_verifier() -> None:
     assert (actor.output, planner.output) == ("/actions/-", "/plan")
     assert "/task" in planner.reads and "/observations" not in planner.reads and "/verdicts" not in planner.reads
     assert [r.spec.name for r in bp.rules if r.spec.invoke == "planner"] == ["begin", "plan used up"]
-    # with a verifier the template is as it is: the verifier asks for replans
+    # with a verifier the template is as it is: a "replan" verdict asks the planner too
     full = text_actor_blueprint("llm")
-    assert "/task" in full.workers["actor"].spec.reads and "plan used up" not in [r.spec.name for r in full.rules]
+    assert "/task" in full.workers["actor"].spec.reads
+    assert [r.spec.name for r in full.rules if r.spec.invoke == "planner"] == ["begin", "plan used up", "replan"]
 
 
 async def test_the_planner_is_asked_again_when_the_plan_is_used_up() -> None:
@@ -104,6 +105,7 @@ async def test_the_planner_is_asked_again_when_the_plan_is_used_up() -> None:
     assert all(OBJECTIVE not in p for p in actors)  # the task never reaches the actor
     assert all(p.count(OBJECTIVE) == 1 for p in planners)  # once: /task, not also /observation
     assert all("/observations" not in p for p in planners)
+    assert '/plan = ["walk","run"]' in actors[0] and '/plan = ["run"]' in actors[1]  # the steps still to take
     assert '/plan = ["rest"]' in actors[2]  # the actor after the replan acts on the new plan
     # The actor reads no /actions: the observation names the command it answers, after the plan
     # and the admissible commands (what changes least leads, for a provider's prompt cache).

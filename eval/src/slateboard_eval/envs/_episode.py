@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,7 +20,6 @@ from ._protocol import TextEnvironment, TextTurn
 from ._walkthrough import WALKTHROUGH_MODEL, WalkthroughModel, walkthrough_functions
 
 __all__ = [
-    "PLAN_USED_UP",
     "VERIFIERS",
     "BoardEpisode",
     "VerifierMode",
@@ -46,8 +44,9 @@ def text_actor_blueprint(verifier: VerifierMode = "none", *, executor: bool = Tr
     Without a verifier the views carry only what the next decision needs (issue 42): the actor
     follows the plan and the observation (its instruction) and no longer reads the task, which
     never changes and was a third of its prompt; the planner, which reads the task, is asked
-    again whenever the plan is used up (``PLAN_USED_UP``: nothing else would refresh it without
-    a verifier); and the planner no longer reads /observations, whose newest item is /observation
+    again whenever the plan is used up (the template's rule ``plan used up``: the template's
+    ``advance`` takes each command's steps off the plan, so the actor reads the steps still to
+    take); and the planner no longer reads /observations, whose newest item is /observation
     again and whose older ones the /actions window already implies.
 
     With ``executor`` (the default, the template's) a plan's first step that is an admissible
@@ -67,7 +66,7 @@ def text_actor_blueprint(verifier: VerifierMode = "none", *, executor: bool = Tr
         workers.pop("verifier", None)
         # nothing writes a verdict any more: the rules on them (the verifier's replan) go too
         kept = [r for r in spec["rules"] if r.get("invoke") != "verifier" and r["on"].get("path") != "/verdicts/-"]
-        spec["rules"] = [*kept, copy.deepcopy(PLAN_USED_UP)]
+        spec["rules"] = kept
         actor, planner = workers["actor"], workers["planner"]
         for key in ("reads", "pinned"):
             actor[key] = [p for p in actor[key] if p not in ("/task", "/actions")]
@@ -89,22 +88,10 @@ def text_actor_blueprint(verifier: VerifierMode = "none", *, executor: bool = Tr
 
 EXECUTOR = "executor"
 """The template's worker that issues an admissible first step of a fresh plan (no model call)."""
-ACTOR_INSTRUCTION = "Pick the plan's next step from /admissible."
+ACTOR_INSTRUCTION = "Pick the plan's first step from /admissible."
 PLANNER_WINDOW = 3
 """Commands the planner sees (the newest; a range handle stands for the earlier ones)."""
 PLANNER_INSTRUCTION = "Write the plan: a short list of commands that achieve the task from the observation."
-
-PLAN_USED_UP: dict[str, JSON] = {
-    "name": "plan used up",
-    "on": {"op": "add", "path": "/observations/-"},
-    "when": "has(state.plan) && size(state.observations) % size(state.plan) == 0",
-    "invoke": "planner",
-    "priority": 2,
-}
-"""The rule that asks the planner again once as many commands were observed as the plan has
-steps (no verifier: nothing else replans); it runs before the actor queued by the same
-observation, so the actor acts once, on the new plan, or, when the executor issued the new
-plan's first step, lapses without a model call."""
 
 
 def runner_steps_for(max_commands: int) -> int:
