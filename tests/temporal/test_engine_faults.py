@@ -29,7 +29,9 @@ from slateboard.runtime import Runner, create_board, verify_board
 from slateboard.stores import Store, open_store
 from slateboard.temporal import connect, submit_board
 
-BOARDS = 6
+# Enough work that the ten kills all land while boards still run (six boards once let the
+# last kill come after the last board ended, on a loaded machine).
+BOARDS = 8
 LIMIT_S = 420.0  # a safety net against a hang, far above the expected run time
 LATENCY_MS = "300"
 
