@@ -141,16 +141,24 @@ def streaming_to(tap: StreamTap | None) -> Iterator[None]:
         _TAP.reset(token)
 
 
-@contextlib.contextmanager
-def invocation_scope(board_id: str, worker: str, invocation: str) -> Iterator[None]:
+def invocation_scope(board_id: str, worker: str, invocation: str) -> contextlib.AbstractContextManager[None]:
     """Tag what runs inside with the board, ``worker`` and ``invocation`` (the step engine wraps
     each worker call in one); nothing happens when no tap is installed or it wants neither
-    tokens nor custom progress when the call starts (a run nobody streams pays one lookup)."""
+    tokens nor custom progress when the call starts (a run nobody streams pays one lookup, and
+    gets a shared no-op: nothing is made that would live, tracked by the garbage collector, for
+    the length of the worker's call)."""
     tap = _TAP.get()
     if tap is None or not (tap.tokens or tap.custom):
-        yield
-        return
-    token = _SCOPE.set(_Scope(tap, board_id, worker, invocation))
+        return _NO_SCOPE
+    return _scoped(_Scope(tap, board_id, worker, invocation))
+
+
+_NO_SCOPE: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _scoped(scope: _Scope) -> Iterator[None]:
+    token = _SCOPE.set(scope)
     try:
         yield
     finally:

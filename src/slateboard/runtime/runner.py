@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
 import orjson
@@ -366,10 +366,7 @@ class Runner:
                 if end_reason is not None:
                     break
                 await fire_due(session)  # a batch whose timeout passed: logged, its invocation queued
-                eligible = [i for i in session.agenda.eligible() if i.worker in session.workers]
-                if self._conflicts is not None and in_flight:
-                    busy = {running[t] for t in in_flight}
-                    eligible = [i for i in eligible if not (self._conflicts.get(i.worker, busy) & busy)]
+                eligible = _runnable(session, self._conflicts, in_flight, running)
                 if not eligible or len(in_flight) >= self.parallel:
                     if not in_flight:
                         wait = wait_s(session)
@@ -545,9 +542,10 @@ class Runner:
         with contextlib.suppress(LeaseLost):
             await self.store.heartbeat(self.board_id, claim.invocation.id, owner=self.owner, lease_s=-self.lease_s)
 
-    async def _invoke(self, inv: Invocation, selection: Selection) -> StepOutcome:
-        """One step of an invocation this runner holds the lease of."""
-        return await self.session.step(
+    def _invoke(self, inv: Invocation, selection: Selection) -> Coroutine[Any, Any, StepOutcome]:
+        """One step of an invocation this runner holds the lease of (the step's own coroutine: no
+        layer of this method's waits on the worker's model call with it)."""
+        return self.session.step(
             inv, selection.reason, owner=self.owner, lease_s=self.lease_s, claim_next=self._prefetch()
         )
 
@@ -569,3 +567,20 @@ class Runner:
             children=self.children,
         )
         return await runner.run()
+
+
+def _runnable(
+    session: BoardSession,
+    conflicts: dict[str, frozenset[str]] | None,
+    in_flight: set[asyncio.Task[StepOutcome]],
+    running: dict[asyncio.Task[StepOutcome], str],
+) -> list[Invocation]:
+    """The eligible invocations of ``session``'s workers that may start now (none whose worker
+    conflicts with one in flight). A function of its own: the comprehensions' variables would be
+    cells of ``Runner._run``, alive, and tracked by the garbage collector, for the whole run."""
+    workers = session.workers
+    eligible = [i for i in session.agenda.eligible() if i.worker in workers]
+    if conflicts is not None and in_flight:
+        busy = {running[t] for t in in_flight}
+        eligible = [i for i in eligible if not (conflicts.get(i.worker, busy) & busy)]
+    return eligible

@@ -480,7 +480,10 @@ class StepEngine:
             "slateboard.step",
             {"slateboard.worker": inv.worker, "slateboard.invocation": inv.id, "slateboard.control": reason},
         ):
-            return await self._step(inv, reason, owner=owner, lease_s=lease_s, meta=meta, claim_next=claim_next)
+            # The two halves awaited here, not in a coroutine of their own: one layer fewer
+            # alive (and walked by the garbage collector) while the worker's model call runs.
+            proposal, reply = await self.propose(inv, reason, owner=owner, lease_s=lease_s, meta=meta)
+            return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
 
     def view(self, inv: Invocation) -> View:
         """The view ``inv``'s worker gets now: the committed state it may read, within its
@@ -499,19 +502,6 @@ class StepEngine:
             budget=self.accounts.budgets.get(inv.worker),
             cache=None if self.lock.locked() else self.view_cache,
         )
-
-    async def _step(
-        self,
-        inv: Invocation,
-        reason: str,
-        *,
-        owner: str | None,
-        lease_s: float | None,
-        meta: dict[str, JSON] | None,
-        claim_next: ClaimRequest | None,
-    ) -> StepOutcome:
-        proposal, reply = await self.propose(inv, reason, owner=owner, lease_s=lease_s, meta=meta)
-        return await self.decide(inv, proposal, reply=reply, claim_next=claim_next)
 
     async def propose(
         self,
@@ -543,7 +533,48 @@ class StepEngine:
                 diagnostics={LAPSED_META: True},
             )
         else:
-            reply = await self._propose(worker, view, inv, owner, lease_s)
+            # The worker is called here, not from further coroutines of this engine: each layer
+            # would stay alive (and be walked by the garbage collector) for the whole model call.
+            started = time.perf_counter()
+            # The lease keeper starts only once the worker has run for a third of the lease (most
+            # workers answer well before): no task is created, switched to and cancelled per step.
+            keeper: list[asyncio.Task[None]] = []
+            timer = None
+            if owner is not None and lease_s is not None:
+                every = max(lease_s / 3, 0.01)
+                # The timer's arguments, not a closure: a closure's variables are cells, made on
+                # every call of this coroutine, and live (garbage-collector tracked) while the
+                # worker runs; with many boards waiting on their models that is what fills the
+                # collector's young generations.
+                timer = asyncio.get_running_loop().call_later(
+                    every, self._start_keeper, keeper, inv.id, owner, lease_s, every
+                )
+            # The keeper is stopped outside any handler (see cas_retry): compiled, an await inside
+            # ``finally`` even re-raised the exception that had passed through it, in a later call.
+            failure: BaseException | None = None
+            try:
+                # The invocation scope tags streamed tokens and progress (a no-op when none is streamed).
+                with (
+                    telemetry.span(
+                        "slateboard.propose", {"slateboard.worker": inv.worker}
+                    ),  # telemetry hook (issue 17)
+                    invocation_scope(self.board_id, inv.worker, inv.id),
+                ):
+                    # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
+                    # A worker with ``step_timeout = None`` (a sub-board worker) is bounded by its own limits.
+                    token = _INVOCATION.set((self.board_id, inv.id))
+                    try:
+                        async with asyncio.timeout(getattr(worker, "step_timeout", self.worker_timeout)):
+                            reply = await worker.propose(view, inv.event, feedback=inv.feedback)
+                    finally:
+                        _INVOCATION.reset(token)
+            except TimeoutError:
+                reply = self._timed_out(started)
+            except BaseException as exc:
+                failure = exc
+            await _stop_keeper(timer, keeper)
+            if failure is not None:
+                raise failure
         if reply.expand:
             self.expand[inv.worker] = reply.expand
         proposal = reply.to_proposal(
@@ -646,60 +677,16 @@ class StepEngine:
             log.warning("board %s: %s", self.board_id, reason)
             self.emit(INVOCATION_FAILED, invocation=inv.id, worker=inv.worker, reason=reason, seq=done.record.seq)
 
-    async def _propose(
-        self, worker: Worker, view: View, inv: Invocation, owner: str | None, lease_s: float | None
-    ) -> WorkerReply:
-        started = time.perf_counter()
-        # The lease keeper starts only once the worker has run for a third of the lease (most
-        # workers answer well before): no task is created, switched to and cancelled per step.
-        keeper: list[asyncio.Task[None]] = []
-        timer = None
-        if owner is not None and lease_s is not None:
-            every = max(lease_s / 3, 0.01)
-            # The timer's arguments, not a closure: a closure's variables are cells, made on
-            # every call of this coroutine, and live (garbage-collector tracked) while the
-            # worker runs; with many boards waiting on their models that is what fills the
-            # collector's young generations.
-            timer = asyncio.get_running_loop().call_later(
-                every, self._start_keeper, keeper, inv.id, owner, lease_s, every
-            )
-        # The keeper is stopped outside any handler (see cas_retry): compiled, an await inside
-        # ``finally`` even re-raised the exception that had passed through it, in a later call.
-        failure: BaseException | None = None
-        try:
-            reply = await self._call_worker(worker, view, inv, started)
-        except BaseException as exc:
-            failure = exc
-        await _stop_keeper(timer, keeper)
-        if failure is not None:
-            raise failure
-        return reply
-
-    async def _call_worker(self, worker: Worker, view: View, inv: Invocation, started: float) -> WorkerReply:
-        """The worker's reply, or the failed reply of a worker that ran out of time."""
-        try:
-            # The invocation scope tags streamed tokens and progress (a no-op when none is streamed).
-            with (
-                telemetry.span("slateboard.propose", {"slateboard.worker": inv.worker}),  # telemetry hook (issue 17)
-                invocation_scope(self.board_id, inv.worker, inv.id),
-            ):
-                # ``asyncio.timeout`` runs the worker in this task (``wait_for`` wraps it in another).
-                # A worker with ``step_timeout = None`` (a sub-board worker) is bounded by its own limits.
-                token = _INVOCATION.set((self.board_id, inv.id))
-                try:
-                    async with asyncio.timeout(getattr(worker, "step_timeout", self.worker_timeout)):
-                        return await worker.propose(view, inv.event, feedback=inv.feedback)
-                finally:
-                    _INVOCATION.reset(token)
-        except TimeoutError:
-            timed_out = f"worker timed out after {self.worker_timeout:g} s"
-            return WorkerReply(
-                "",
-                Usage(latency_ms=(time.perf_counter() - started) * 1e3, component="worker"),
-                # A timeout is a failed call, not a malformed reply: the kernel rejects it at
-                # stage ``model`` with this reason rather than as "not valid JSON" (issue 16).
-                diagnostics={"error": timed_out, "model_error": timed_out},
-            )
+    def _timed_out(self, started: float) -> WorkerReply:
+        """The failed reply of a worker that ran out of time."""
+        timed_out = f"worker timed out after {self.worker_timeout:g} s"
+        return WorkerReply(
+            "",
+            Usage(latency_ms=(time.perf_counter() - started) * 1e3, component="worker"),
+            # A timeout is a failed call, not a malformed reply: the kernel rejects it at
+            # stage ``model`` with this reason rather than as "not valid JSON" (issue 16).
+            diagnostics={"error": timed_out, "model_error": timed_out},
+        )
 
     def _start_keeper(
         self, keeper: list[asyncio.Task[None]], invocation_id: str, owner: str, lease_s: float, every: float

@@ -364,6 +364,10 @@ class LLMWorker:
         # What the prompt is made of, in characters per block kind (for the token report:
         # schema/format/view framing are overhead, the view's values and the role are content).
         diagnostics["prompt_chars"] = dict(prompt_accounting(system, user, payload[1]))
+        parts = prompt_parts(system, user)
+        # The blocks and the board text are not kept across the model call: the messages hold
+        # the prompt, and with many boards waiting on their models what each holds is memory.
+        del system, user, payload
         raw = ""
         parsed: ParsedReply | None = None
         finish: str | None = None
@@ -399,6 +403,8 @@ class LLMWorker:
                         constrained = False
                         system, user = self._blocks(view, event, feedback, False)
                         messages = [Message.system(join_blocks(system)), Message.user(join_blocks(user)), *messages[2:]]
+                        parts = prompt_parts(system, user)
+                        del system, user
                     gen = await self._generate(messages, None, diagnostics)
                 usages.append(generation_usage(gen, ""))
                 raw, finish = gen.text, gen.finish_reason
@@ -438,7 +444,7 @@ class LLMWorker:
         fallbacks = take() if callable(take) else None
         if fallbacks:
             diagnostics["output_mode_fallback"] = jsonable(fallbacks)
-        diagnostics["prompt_parts"] = self._parts(system, user, usages)
+        diagnostics["prompt_parts"] = self._parts(parts, usages)
         if calls:
             diagnostics["tool_calls"] = calls
             diagnostics["tool_log"] = tool_log
@@ -467,21 +473,28 @@ class LLMWorker:
         )
 
     @staticmethod
-    def _parts(system: Sequence[PromptBlock], user: Sequence[PromptBlock], usages: Sequence[Usage]) -> JSON:
-        """The prompt split into view / format / instruction (issue 18): characters per part (they
-        add up to the prompt's), and the first call's prompt tokens shared out over them in that
-        proportion (they add up to the model's count; later tool-call turns are not split)."""
-        chars = prompt_parts(system, user)
+    def _parts(chars: dict[str, int], usages: Sequence[Usage]) -> JSON:
+        """The prompt split into view / format / instruction (issue 18): characters per part
+        (``prompt_parts``: they add up to the prompt's), and the first call's prompt tokens shared
+        out over them in that proportion (they add up to the model's count; later tool-call turns
+        are not split)."""
         tokens = usages[0].tokens_in if usages else 0
         return {"chars": dict(chars), "tokens": dict(split_tokens(tokens, chars)), "prompt_tokens": tokens}
 
-    async def _generate(
+    def _generate(
+        self, messages: list[Message], schema: dict[str, Any] | None, diagnostics: dict[str, JSON]
+    ) -> Awaitable[Generation]:
+        """The model call, under the spend hook when there is one. Without one (and without
+        tracing) what is awaited is the model's own call: no coroutine of this worker waits on it
+        (each would live, garbage-collector tracked, for the length of the call)."""
+        if self.spend is None:
+            return self._call(messages, schema)
+        return self._guarded(messages, schema, diagnostics)
+
+    async def _guarded(
         self, messages: list[Message], schema: dict[str, Any] | None, diagnostics: dict[str, JSON]
     ) -> Generation:
-        if self.spend is None:
-            # What guarded_call does without a spend hook, without its coroutine and the closure
-            # (with its cells) handed to it: both lived as long as the model call.
-            return await self._call(messages, schema)
+        assert self.spend is not None
         gen, settled = await guarded_call(
             self.spend, self.model.name, messages, self.max_tokens, functools.partial(self._call, messages, schema)
         )
@@ -489,7 +502,20 @@ class LLMWorker:
             diagnostics["spend_settled"] = settled
         return gen
 
-    async def _call(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
+    def _call(self, messages: list[Message], schema: dict[str, Any] | None) -> Awaitable[Generation]:
+        if telemetry.enabled():
+            return self._traced_call(messages, schema)
+        # No span to report on: the model's call (its tokens streamed when wanted) is awaited as it is.
+        return streamed.generate(
+            self.model,
+            messages,
+            json_schema=schema,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            timeout=self.timeout,
+        )
+
+    async def _traced_call(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
         # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
         with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
             gen = await streamed.generate(  # the model's own generate; its tokens streamed when wanted
