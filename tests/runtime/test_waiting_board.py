@@ -48,7 +48,10 @@ class ChainModel:
         chain = _chain(task)
         names = [c.cr_code.co_qualname for c in chain]
         mine = names.index("ChainModel.generate")  # this call and what it awaits are left out
-        self.chains.append([(c.cr_code.co_qualname, dict(c.cr_frame.f_locals)) for c in chain[:mine]])
+        # a suspended coroutine always has its frame (cr_frame is None only once it finished)
+        self.chains.append(
+            [(c.cr_code.co_qualname, dict(c.cr_frame.f_locals or {})) for c in chain[:mine] if c.cr_frame]
+        )
 
     async def generate(self, messages: Any, **_: Any) -> Generation:
         task = asyncio.current_task()
