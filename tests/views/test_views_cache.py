@@ -10,6 +10,7 @@ board, wildcard fields, deep patterns, pins and windows), budgets, events and ex
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -211,3 +212,85 @@ def test_meter_hints_give_the_sizes_and_work_of_the_walk(value: JSON, limits: li
             assert got == want
         assert told.work == plain.work
         assert told.flat == plain.flat
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(initial, st.data())
+def test_one_cache_shared_by_a_board_s_workers_equals_fresh_builds(state: dict[str, Any], data: st.DataObject) -> None:
+    """One ViewCache per board, as the step engine keeps it: every worker (different contracts,
+    windows, pins) builds from it in a random order and at a random budget per step, sharing
+    the members' sizes and pointer sizes it keeps, and every view equals a fresh build."""
+    kernel = Kernel(BP, state=state)
+    cache = ViewCache()
+    for _ in range(data.draw(st.integers(1, 10))):
+        for worker in data.draw(st.permutations(list(WORKERS))):
+            _same(cache, kernel.state, kernel.version, worker, data.draw(st.sampled_from(BUDGETS)))
+        patch = [_op(data, kernel.state) for _ in range(data.draw(st.integers(1, 3)))]
+        decision = kernel.submit(Proposal("writer", patch))
+        if decision.accepted:
+            cache.changed(decision.events, kernel.version)
+    for worker in WORKERS:
+        _same(cache, kernel.state, kernel.version, worker, BUDGETS[-1])
+
+
+def _peers() -> tuple[Any, Kernel, ViewCache]:
+    """The service benchmark's board: three workers reading one growing list of entries."""
+    bp = compile_blueprint(
+        {
+            "schema": {},
+            "initial_state": {"task": "t", "entries": []},
+            "workers": {
+                w: {"reads": ["/task", "/entries"], "writes": ["/entries/-"], "view_budget": 4000}
+                for w in ("alpha", "beta", "gamma")
+            }
+            | {"editor": {"reads": ["/**"], "writes": ["/**"], "ops": ["add", "replace"]}},
+        }
+    )
+    kernel, cache = Kernel(bp), ViewCache()
+    for i in range(12):
+        worker = ("alpha", "beta", "gamma")[i % 3]
+        entry = {"author": worker, "content": f"{i} " + "word " * 40, "tags": ["a", "b"]}
+        decision = kernel.submit(Proposal(worker, [{"op": "add", "path": "/entries/-", "value": entry}]))
+        cache.changed(decision.events, kernel.version)
+        for w in ("alpha", "beta", "gamma"):
+            build_view(bp, w, kernel.state, kernel.version, budget=100_000, cache=cache)
+    return bp, kernel, cache
+
+
+def test_a_board_s_workers_share_one_memo_of_the_sizes_they_measured() -> None:
+    """The sizes of the same members do not depend on the worker: kept once per board, not
+    once per worker (each worker keeps only its own names and handles)."""
+    bp, kernel, cache = _peers()
+    scopes = [cache.scope(w, bp.workers[w], 100_000, kernel.version) for w in ("alpha", "beta", "gamma")]
+    memos = [scope.lists[("entries",)] for scope in scopes]
+    assert memos[0].facts and memos[0].prefix
+    assert memos[0].facts is memos[1].facts is memos[2].facts
+    assert memos[0].prefix is memos[1].prefix is memos[2].prefix
+    assert scopes[0].pointer_sizes is scopes[1].pointer_sizes is scopes[2].pointer_sizes
+    # a change forgets the shared sizes of the member it touched, for every worker
+    patch: list[dict[str, JSON]] = [{"op": "replace", "path": "/entries/3/content", "value": "new"}]
+    decision = kernel.submit(Proposal("editor", patch))
+    assert decision.accepted
+    cache.changed(decision.events, kernel.version)
+    assert sorted(memos[0].facts) == [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11]
+    assert len(memos[0].prefix) == 3
+    for w in ("alpha", "beta", "gamma"):
+        _same_view(bp, cache, kernel, w)
+
+
+def _same_view(bp: Any, cache: ViewCache, kernel: Kernel, worker: str) -> None:
+    kept = build_view(bp, worker, kernel.state, kernel.version, budget=100_000, cache=cache)
+    fresh = build_view(bp, worker, kernel.state, kernel.version, budget=100_000)
+    assert (kept.text, kept.hash, kept.handles) == (fresh.text, fresh.hash, fresh.handles)
+
+
+def test_kept_sizes_are_flat_tuples_the_collector_stops_tracking() -> None:
+    """A long board keeps a few facts per step for as long as it lives: they must not be
+    objects the garbage collector scans at every collection of the older generations."""
+    _, _, cache = _peers()
+    scope = next(iter(cache._scopes.values()))
+    kept = list(scope.lists[("entries",)].facts.values())
+    assert len(kept) == 12
+    gc.collect()
+    assert not any(gc.is_tracked(known) for known in kept)
+    assert all(type(known) is tuple for known in kept)

@@ -2,21 +2,24 @@
 
 A board's views are rebuilt after every committed change, and consecutive states differ in a few
 paths (an appended entry, a changed field), yet each build measured and named the same members
-again. ``ViewCache`` keeps those results from one build to the next, per worker, keyed by *path*
+again. ``ViewCache`` keeps those results from one build to the next, keyed by *path*
 (the kernel changes the state in place, so an object's identity says nothing about its
 content), and forgets what a committed change may have touched (``ViewCache.changed``).
 
 What is kept, and what each entry depends on (so what must forget it):
 
 * for each **readable array** of a worker's region (``_ListMemo``, keyed by the array's tokens):
-  per member index, the member's flat-size facts (``Known``: nodes, size, characters of its
-  strings, nesting; what ``_measure._flat_size`` would find), its range-summary name and its item
-  handles; per range ``(a, b)``, the range handle and its size. A member entry depends only on
+  per member index, the member's flat-size facts (``Facts``, a tuple of ints: nodes, size,
+  characters of its strings, nesting; what ``_measure._flat_size`` would find) and running sums
+  of them (``_Sizes``: a function of the members' content and the budget alone, so kept once per
+  board and budget and shared by its workers' memos), its range-summary name and its item
+  handles (per worker); per range ``(a, b)``, the range handle and its size (per worker). A member entry depends only on
   the member's content (its position is its key, its pointer a function of the tokens); a range
   entry on the members it names (``a``, ``a + 1``, ``b - 1``, or all of a range of at most two);
   nothing depends on the array's other content or its length. Readability is a function of the
   tokens for a given contract, which is why all of it is kept per worker.
-* pointer sizes per collection tokens (a function of the tokens alone, never stale).
+* pointer sizes per collection tokens (a function of the tokens alone, never stale; one table
+  per board).
 
 Invalidation (``_Scope.invalidate``), for each changed path ``C`` of a committed decision (the
 kernel's rebased events: final paths, a dropped effect always lies below a reported one): every
@@ -24,7 +27,9 @@ array memo at or below ``C`` is dropped; for an array memo above ``C``, the memb
 is dropped (with the ranges naming it); an array insert or delete at index ``k`` of ``Q`` also
 drops the members from ``k`` on of ``Q``'s memo (they shifted) and every array memo below a
 member of ``Q`` from ``k`` on. A change of the root, a skipped version or a pending decision
-(see ``StepEngine.view``) clears everything. Nothing else is kept: priorities, region shape,
+(see ``StepEngine.view``) clears everything. The shared sizes are invalidated once, by the same
+rules, and a worker's memo also forgets the members it is told of in the sizes it holds, so sizes
+a pruned table let go stay right for the memos still holding them. Nothing else is kept: priorities, region shape,
 counts and the fill itself are computed afresh at each build, so a view built with a cache is
 byte-identical to one built without (tests/views/test_views_cache.py checks it on random patches).
 
@@ -40,13 +45,13 @@ one entry costs that entry, not the whole board.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
 from ..kernel.canonical import JSON
 from ..kernel.pointer import Tokens, is_array_index
-from ._measure import _flat_size, scalar_size
+from ._measure import NEVER, OVER, _flat_size, scalar_size
 from ._model import Handle
 
 __all__ = ["ViewCache"]
@@ -65,59 +70,18 @@ _SCALARS = (str, int, float, bool, type(None))
 FlatResult = tuple[int, int] | None
 
 
-class Known:
-    """Flat-size facts of one JSON value: what ``_flat_size`` finds, whatever the room.
+Facts = tuple[int, int, int, int]
+"""Flat-size facts of one JSON value, ``(nodes, size, chars, depth)``: a tuple of ints, which the
+garbage collector stops tracking (a board keeps a few per step, for as long as it lives).
+Read by ``_measure.told`` (a meter's hint), which answers exactly what ``_flat_size`` would:
 
-    ``nodes`` and ``chars`` are the node count and total string length ``_flat_size`` adds up,
-    ``size`` the exact canonical size, ``depth`` 0 for a scalar, 1 for a container of scalars, 2
-    for a container with containers of scalars. ``_flat_size(value, room, work_left)`` is
-    ``(nodes, size)`` when ``chars + nodes <= room`` and ``nodes <= work_left`` (it checks them
-    after each member and they only grow, so the final sums decide; an empty container is never
-    checked), else None.
-    """
-
-    __slots__ = ("chars", "depth", "nodes", "size")
-
-    def __init__(self, nodes: int, size: int, chars: int, depth: int) -> None:
-        self.nodes = nodes
-        self.size = size
-        self.chars = chars
-        self.depth = depth
-
-    def __call__(self, node: JSON, room: int, work_left: int) -> FlatResult:
-        # _flat_size checks after each member: an empty container passes unchecked.
-        if self.nodes > 1 and (self.chars + self.nodes > room or self.nodes > work_left):
-            return None
-        return self.nodes, self.size
-
-
-class _Never:
-    """A value ``_flat_size`` never measures: deeper than two levels, or not plain JSON."""
-
-    __slots__ = ()
-
-    def __call__(self, node: JSON, room: int, work_left: int) -> FlatResult:
-        return None
-
-
-class _Over:
-    """A value whose strings and nodes alone exceed ``bound``: ``_flat_size`` declines it at any
-    room up to ``bound`` (only measured that far, which keeps measuring O(bound))."""
-
-    __slots__ = ("bound",)
-
-    def __init__(self, bound: int) -> None:
-        self.bound = bound
-
-    def __call__(self, node: JSON, room: int, work_left: int) -> FlatResult:
-        if room <= self.bound:
-            return None
-        assert isinstance(node, (dict, list))
-        return _flat_size(node, room, work_left)
-
-
-NEVER = _Never()
-Facts = Known | _Never | _Over
+* ``depth >= 0`` (known): ``nodes`` and ``chars`` are the node count and total string length
+  ``_flat_size`` adds up, ``size`` the exact canonical size, ``depth`` 0 for a scalar, 1 for a
+  container of scalars, 2 for a container with containers of scalars;
+* ``NEVER`` (depth -1): a value ``_flat_size`` never measures (deeper, or not plain JSON);
+* ``(0, bound, 0, OVER)``: strings and nodes alone exceed ``bound`` (only measured that far):
+  declined at any room up to ``bound``, measured afresh above it.
+"""
 
 
 def facts(value: JSON, bound: int) -> Facts:
@@ -130,7 +94,7 @@ def facts(value: JSON, bound: int) -> Facts:
             size = scalar_size(value)
         except (TypeError, orjson.JSONEncodeError):
             return NEVER
-        return Known(1, size, len(value) if kind is str else 0, 0)
+        return (1, size, len(value) if kind is str else 0, 0)
     nodes = 1
     chars = 0
     depth = 1
@@ -150,28 +114,25 @@ def facts(value: JSON, bound: int) -> Facts:
         elif ckind not in _SCALARS:
             return NEVER
         if chars + nodes > bound:
-            return _Over(bound)
+            return (0, bound, 0, OVER)
     try:
         raw = orjson.dumps(value)
     except TypeError:
         return NEVER
-    return Known(nodes, len(raw) if raw.isascii() else len(raw.decode("utf-8")), chars, depth)
+    return (nodes, len(raw) if raw.isascii() else len(raw.decode("utf-8")), chars, depth)
 
 
-class _ListMemo:
-    """What is kept about one readable array of a worker's region (see the module docstring)."""
+class _Sizes:
+    """The measured sizes of one array's members: a function of their content and the bound
+    alone, so one board's workers share it (``ViewCache``) whatever their contracts."""
 
-    __slots__ = ("facts", "hi", "items", "names", "prefix", "ranges", "rhandles")
+    __slots__ = ("facts", "hi", "prefix")
 
     def __init__(self) -> None:
         self.facts: dict[int, Facts] = {}
         # Running sums (nodes, chars, size, deepest) of the facts of members 0..i, for a leading
-        # run of members with Known facts: _ListHint adds up a long array from where they end.
+        # run of members with known facts: _ListHint adds up a long array from where they end.
         self.prefix: list[tuple[int, int, int, int]] = []
-        self.names: dict[int, str | None] = {}
-        self.items: dict[int, dict[int, tuple[Handle, int]]] = {}  # index -> summary limit -> handle
-        self.ranges: dict[tuple[int, int, int], int] = {}  # (a, b, summary limit) -> size
-        self.rhandles: dict[tuple[int, int, int], tuple[Handle, int]] = {}
         self.hi = -1  # no entry involves an index above this
 
     def member_facts(self, pos: int, value: JSON, bound: int) -> Facts:
@@ -184,21 +145,66 @@ class _ListMemo:
         return known
 
     def drop_member(self, i: int) -> None:
-        """Forget member ``i`` and the ranges that name it (its content changed)."""
+        """Forget member ``i`` (its content changed)."""
         if i > self.hi:
             return
         del self.prefix[i:]
         self.facts.pop(i, None)
+
+    def drop_from(self, k: int) -> None:
+        """Forget members ``k`` and after (they shifted)."""
+        if k > self.hi:
+            return
+        del self.prefix[k:]
+        for i in [i for i in self.facts if i >= k]:
+            del self.facts[i]
+        self.hi = k - 1
+
+    def prune(self) -> None:
+        """Bound the table's size (emptying it only costs recomputation)."""
+        if len(self.facts) > MAX_MEMBERS:
+            self.facts.clear()
+        if len(self.prefix) > MAX_MEMBERS:
+            self.prefix.clear()
+
+
+class _ListMemo:
+    """What is kept about one readable array of a worker's region (see the module docstring):
+    its members' sizes (``sizes``, shared by the board's workers; ``facts`` and ``prefix`` are
+    its tables, never rebound) and this worker's names and handles."""
+
+    __slots__ = ("facts", "hi", "items", "names", "prefix", "ranges", "rhandles", "sizes")
+
+    def __init__(self, sizes: _Sizes | None = None) -> None:
+        self.sizes = sizes if sizes is not None else _Sizes()
+        self.facts = self.sizes.facts
+        self.prefix = self.sizes.prefix
+        self.names: dict[int, str | None] = {}
+        self.items: dict[int, dict[int, tuple[Handle, int]]] = {}  # index -> summary limit -> handle
+        self.ranges: dict[tuple[int, int, int], int] = {}  # (a, b, summary limit) -> size
+        self.rhandles: dict[tuple[int, int, int], tuple[Handle, int]] = {}
+        self.hi = -1  # no entry of this worker's tables involves an index above this
+
+    def member_facts(self, pos: int, value: JSON, bound: int) -> Facts:
+        """The facts of member ``pos`` (whose value is ``value``), computed once per board."""
+        return self.sizes.member_facts(pos, value, bound)
+
+    def drop_member(self, i: int) -> None:
+        """Forget member ``i`` and the ranges that name it (its content changed)."""
+        # The shared sizes too: this memo may hold them after the board's table let them go.
+        self.sizes.drop_member(i)
+        if i > self.hi:
+            return
         self.names.pop(i, None)
         self.items.pop(i, None)
         self._drop_ranges(lambda a, b: (a <= i < b) if b - a <= 2 else i in (a, a + 1, b - 1))
 
     def drop_from(self, k: int) -> None:
         """Forget members ``k`` and after, and the ranges naming any (they shifted)."""
+        self.sizes.drop_from(k)
         if k > self.hi:
             return
-        del self.prefix[k:]
-        for table in (self.facts, self.names, self.items):
+        for table in (self.names, self.items):
             for i in [i for i in table if i >= k]:
                 del table[i]
         self._drop_ranges(lambda a, b: b - 1 >= k)
@@ -211,10 +217,7 @@ class _ListMemo:
 
     def prune(self) -> None:
         """Bound the memo's size (emptying a table only costs recomputation)."""
-        if len(self.facts) > MAX_MEMBERS:
-            self.facts.clear()
-        if len(self.prefix) > MAX_MEMBERS:
-            self.prefix.clear()
+        self.sizes.prune()
         if len(self.names) > MAX_MEMBERS:
             self.names.clear()
         if len(self.items) > MAX_MEMBERS:
@@ -249,9 +252,9 @@ class _ListHint:
             known = self.memo.member_facts(i, child, self.bound)
             if type(child) is dict or type(child) is list:
                 self.hints[id(child)] = known
-            if type(known) is not Known:
+            if known[3] < 0:
                 return
-            seen += known.size + 1
+            seen += known[1] + 1
             if seen > room:
                 return  # the walk stops here (at the latest)
 
@@ -279,19 +282,20 @@ class _ListHint:
             known = table.get(i)
             if known is None:
                 known = memo.member_facts(i, child, bound)
-            if type(known) is not Known:
-                if type(known) is _Over and room > bound:
+            k_nodes, k_size, k_chars, k_depth = known
+            if k_depth < 0:
+                if k_depth == OVER and room > bound:
                     return _flat_size(node, room, work_left)
                 return None  # a third level, not JSON, or over the room on its own
             if i == len(prefix):
-                prefix.append((nodes - 1 + known.nodes, chars + known.chars, size - (1 + len(node)) + known.size,
-                               max(known.depth, prefix[-1][3] if prefix else 0)))  # fmt: skip
-            if known.depth > 1:
+                prefix.append((nodes - 1 + k_nodes, chars + k_chars, size - (1 + len(node)) + k_size,
+                               max(k_depth, prefix[-1][3] if prefix else 0)))  # fmt: skip
+            if k_depth > 1:
                 self._members(node, room)
                 return None  # a third level below the array
-            nodes += known.nodes
-            chars += known.chars
-            size += known.size
+            nodes += k_nodes
+            chars += k_chars
+            size += k_size
             if chars + nodes > room or nodes > work_left:
                 return None
         return nodes, size
@@ -313,12 +317,10 @@ class _ListHint:
             known = memo.facts.get(i)
             if known is None:
                 known = memo.member_facts(i, node[i], bound)
-            if type(known) is not Known:
+            if known[3] < 0:
                 return None
             last = prefix[-1] if prefix else (0, 0, 0, 0)
-            prefix.append(
-                (last[0] + known.nodes, last[1] + known.chars, last[2] + known.size, max(last[3], known.depth))
-            )
+            prefix.append((last[0] + known[0], last[1] + known[2], last[2] + known[1], max(last[3], known[3])))
         if not node or len(prefix) < len(node):
             return None
         nodes, _, size, _ = prefix[len(node) - 1]
@@ -329,30 +331,43 @@ class _ListHint:
         for i, child in enumerate(node):
             if type(child) is dict or type(child) is list:
                 known = memo.member_facts(i, child, bound)  # kept, unless pruned since
-                assert type(known) is Known
-                flat[id(child)] = (known.nodes, known.size)
+                assert known[3] >= 0
+                flat[id(child)] = (known[0], known[1])
         return size, nodes
 
 
 class _Scope:
-    """One worker's kept results, for one contract and one budget."""
+    """One worker's kept results, for one contract and one budget; the sizes it measures and
+    its pointer sizes live in tables shared with the board's other workers (``ViewCache``)."""
 
-    __slots__ = ("budget", "contract", "kept", "lists", "pointer_sizes")
+    __slots__ = ("budget", "contract", "kept", "lists", "pointer_sizes", "sizes")
 
-    def __init__(self, contract: object, budget: int, kept: bool = False) -> None:
+    def __init__(
+        self,
+        contract: object,
+        budget: int,
+        kept: bool = False,
+        sizes: dict[Tokens, _Sizes] | None = None,
+        pointer_sizes: dict[Tokens, int] | None = None,
+    ) -> None:
         self.contract = contract
         self.budget = budget
         self.kept = kept
         """True when a ViewCache carries it to later builds (else it lives for one build)."""
         self.lists: dict[Tokens, _ListMemo] = {}
-        self.pointer_sizes: dict[Tokens, int] = {}
+        self.sizes: dict[Tokens, _Sizes] = sizes if sizes is not None else {}
+        """The members' sizes of each readable array, at this budget (shared by the board's workers)."""
+        self.pointer_sizes: dict[Tokens, int] = pointer_sizes if pointer_sizes is not None else {}
         """The JSON string size of each collection's pointer (a function of the tokens alone)."""
 
     def list_memo(self, tokens: Tokens) -> _ListMemo:
-        """The memo of the readable array at ``tokens`` (created empty)."""
+        """The memo of the readable array at ``tokens`` (created empty, with the board's sizes)."""
         memo = self.lists.get(tokens)
         if memo is None:
-            memo = self.lists[tokens] = _ListMemo()
+            sizes = self.sizes.get(tokens)
+            if sizes is None:
+                sizes = self.sizes[tokens] = _Sizes()
+            memo = self.lists[tokens] = _ListMemo(sizes)
         return memo
 
     def list_hint(self, tokens: Tokens, hints: dict[int, Any] | None = None) -> _ListHint:
@@ -361,40 +376,61 @@ class _Scope:
         return _ListHint(self.list_memo(tokens), self.budget, hints)
 
     def invalidate(self, tokens: Tokens, shifts: bool) -> None:
-        """Forget what a change at ``tokens`` may have made stale (see the module docstring);
+        """Forget what a change at ``tokens`` may have made stale in this worker's memos (see
+        the module docstring; the shared sizes are the ViewCache's to invalidate, once);
         ``shifts``: an array insert or delete there moved the later members."""
-        lists = self.lists
-        n = len(tokens)
-        for p in list(lists):
-            m = len(p)
-            if m >= n:
-                if p[:n] == tokens:
-                    del lists[p]  # the array itself, or something above it, changed
-            elif tokens[:m] == p:
-                token = tokens[m]
-                if is_array_index(token):
-                    lists[p].drop_member(int(token))
-                else:
-                    del lists[p]
-        if not shifts or not n or not is_array_index(tokens[-1]):
-            return
-        parent, k = tokens[:-1], int(tokens[-1])
-        for p in list(lists):
-            if p == parent:
-                lists[p].drop_from(k)
-            elif len(p) > n - 1 and p[: n - 1] == parent:
-                token = p[n - 1]
-                if not is_array_index(token) or int(token) >= k:
-                    del lists[p]  # it lies in a member that moved
+        _invalidate(self.lists, tokens, shifts)
 
     def prune(self) -> None:
-        """Bound the scope's size."""
+        """Bound the scope's size (and the shared tables')."""
         if len(self.lists) > MAX_LISTS:
             self.lists.clear()
         for memo in self.lists.values():
             memo.prune()
+        if len(self.sizes) > MAX_LISTS:
+            self.sizes.clear()  # a memo still holding its sizes invalidates them itself
+        for sizes in self.sizes.values():
+            sizes.prune()
         if len(self.pointer_sizes) > MAX_POINTERS:
             self.pointer_sizes.clear()
+
+
+class _Forgets(Protocol):
+    def drop_member(self, i: int) -> None: ...
+
+    def drop_from(self, k: int) -> None: ...
+
+
+_M = TypeVar("_M", bound=_Forgets)
+
+
+def _invalidate(lists: dict[Tokens, _M], tokens: Tokens, shifts: bool) -> None:
+    """Forget in ``lists`` (array memos by tokens) what a change at ``tokens`` may have made
+    stale (see the module docstring); ``shifts``: an array insert or delete there moved the
+    later members. The same function of the tokens for every table, so a worker's memo and
+    the shared sizes it holds are dropped together."""
+    n = len(tokens)
+    for p in list(lists):
+        m = len(p)
+        if m >= n:
+            if p[:n] == tokens:
+                del lists[p]  # the array itself, or something above it, changed
+        elif tokens[:m] == p:
+            token = tokens[m]
+            if is_array_index(token):
+                lists[p].drop_member(int(token))
+            else:
+                del lists[p]
+    if not shifts or not n or not is_array_index(tokens[-1]):
+        return
+    parent, k = tokens[:-1], int(tokens[-1])
+    for p in list(lists):
+        if p == parent:
+            lists[p].drop_from(k)
+        elif len(p) > n - 1 and p[: n - 1] == parent:
+            token = p[n - 1]
+            if not is_array_index(token) or int(token) >= k:
+                del lists[p]  # it lies in a member that moved
 
 
 class ChangeEvent(Protocol):
@@ -420,16 +456,21 @@ class ViewCache:
     the state must not change while a view is built.
     """
 
-    __slots__ = ("_scopes", "version")
+    __slots__ = ("_pointers", "_scopes", "_sizes", "version")
 
     def __init__(self) -> None:
         self._scopes: dict[str, _Scope] = {}
+        # What does not depend on the worker, kept once for all of them: members' sizes per
+        # budget (the bound they are measured to), and pointer sizes.
+        self._sizes: dict[int, dict[Tokens, _Sizes]] = {}
+        self._pointers: dict[Tokens, int] = {}
         self.version: int | None = None
         """The state version the kept results describe (None: none yet)."""
 
     def clear(self) -> None:
         """Forget everything (the state was replaced or changed in an unknown way)."""
         self._scopes.clear()
+        self._sizes.clear()
         self.version = None
 
     def changed(self, events: Iterable[ChangeEvent], version: int) -> None:
@@ -446,10 +487,13 @@ class ViewCache:
             tokens = tuple(event.tokens)
             if event.kind == "root" or not tokens:
                 self._scopes.clear()
+                self._sizes.clear()
                 return
             shifts = event.kind in ("insert", "delete")
             for scope in scopes:
                 scope.invalidate(tokens, shifts)
+            for table in self._sizes.values():
+                _invalidate(table, tokens, shifts)
 
     def scope(self, worker: str, contract: object, budget: int, version: int) -> _Scope:
         """The kept results of ``worker``'s views (new when its contract or budget changed), at
@@ -459,5 +503,11 @@ class ViewCache:
             self.version = version
         scope = self._scopes.get(worker)
         if scope is None or scope.contract is not contract or scope.budget != budget:
-            scope = self._scopes[worker] = _Scope(contract, budget, kept=True)
+            sizes = self._sizes.get(budget)
+            if sizes is None:
+                sizes = self._sizes[budget] = {}
+            scope = self._scopes[worker] = _Scope(contract, budget, True, sizes, self._pointers)
+            used = {s.budget for s in self._scopes.values()}
+            for unused in [b for b in self._sizes if b not in used]:
+                del self._sizes[unused]  # no worker measures to that bound any more
         return scope

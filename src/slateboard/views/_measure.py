@@ -62,7 +62,8 @@ class Meter:
         # What _flat_size would answer for a container, by identity, known without scanning it
         # (a ViewCache's facts, views._cache): ``hint(node, room, work_left)`` returns exactly
         # what ``_flat_size(node, room, work_left)`` would, so sizes and work are unchanged.
-        self.hints: dict[int, Callable[[JSON, int, int], tuple[int, int] | None]] = {}
+        # A hint is a callable or a ViewCache's flat facts tuple (read by ``told``).
+        self.hints: dict[int, Hint] = {}
         # What _walk would find for a container that _flat_size declines (an array of records
         # with nested lists), when it fits: ``walk(node, limit, work_left, flat)`` returns
         # (size, nodes) and notes the members' flat sizes as the walk would, or None to walk.
@@ -88,7 +89,7 @@ class Meter:
             flat = self.flat.get(key)
             if flat is None or flat[0] > self.cap - self.work:
                 hint = self.hints.get(key)
-                flat = hint(value, limit, self.cap - self.work) if hint is not None else None
+                flat = _hinted(hint, value, limit, self.cap - self.work) if hint is not None else None
                 if flat is not None:
                     self.flat[key] = flat
             if flat is not None:
@@ -121,7 +122,7 @@ class Meter:
                     if hint is None:
                         flat = _flat_size(node, limit - total, self.cap - self.work)
                     else:
-                        flat = hint(node, limit - total, self.cap - self.work)
+                        flat = _hinted(hint, node, limit - total, self.cap - self.work)
                     if flat is not None:
                         self.flat[id(node)] = flat
                 if flat is not None:
@@ -162,6 +163,37 @@ class Meter:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+
+NEVER = (0, 0, 0, -1)
+"""Facts (``views._cache.Facts``) of a value ``_flat_size`` never measures."""
+OVER = -2
+"""The depth of facts ``(0, bound, 0, OVER)``: a value over ``bound`` on its strings and nodes alone."""
+
+Hint = Callable[[JSON, int, int], "tuple[int, int] | None"] | tuple[int, int, int, int]
+"""What a meter is told of a container: a callable, or flat facts (``told``)."""
+
+
+def told(facts: tuple[int, int, int, int], node: JSON, room: int, work_left: int) -> tuple[int, int] | None:
+    """What ``_flat_size(node, room, work_left)`` answers, from ``node``'s facts
+    ``(nodes, size, chars, depth)`` (``views._cache.Facts``)."""
+    nodes, size, chars, depth = facts
+    if depth >= 0:
+        # _flat_size checks after each member, and its sums only grow, so the final sums decide;
+        # an empty container passes unchecked.
+        if nodes > 1 and (chars + nodes > room or nodes > work_left):
+            return None
+        return nodes, size
+    if depth == OVER and room > size:  # size: the bound the facts were measured to
+        assert type(node) is dict or type(node) is list
+        return _flat_size(node, room, work_left)
+    return None
+
+
+def _hinted(hint: Hint, node: JSON, room: int, work_left: int) -> tuple[int, int] | None:
+    if type(hint) is tuple:
+        return told(hint, node, room, work_left)
+    assert not isinstance(hint, tuple)
+    return hint(node, room, work_left)
 
 
 def _flat_size(node: dict[str, JSON] | list[JSON], room: int, work_left: int) -> tuple[int, int] | None:
