@@ -506,6 +506,10 @@ class LLMWorker:
         if telemetry.enabled():
             return self._traced_call(messages, schema)
         # No span to report on: the model's call (its tokens streamed when wanted) is awaited as it is.
+        return self._model_call(messages, schema)
+
+    def _model_call(self, messages: list[Message], schema: dict[str, Any] | None) -> Awaitable[Generation]:
+        """The model's own generate, its tokens streamed when wanted (``models.streamed``)."""
         return streamed.generate(
             self.model,
             messages,
@@ -518,14 +522,7 @@ class LLMWorker:
     async def _traced_call(self, messages: list[Message], schema: dict[str, Any] | None) -> Generation:
         # telemetry hook (issue 17): a GenAI "chat {model}" span per model call
         with telemetry.model_span(self.model.name, max_tokens=self.max_tokens, temperature=self.temperature) as sp:
-            gen = await streamed.generate(  # the model's own generate; its tokens streamed when wanted
-                self.model,
-                messages,
-                json_schema=schema,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                timeout=self.timeout,
-            )
+            gen = await self._model_call(messages, schema)
             telemetry.record_generation(sp, gen)
             return gen
 
