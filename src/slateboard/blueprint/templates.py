@@ -6,8 +6,10 @@
   reporter; a claim's status may only become ``verified`` when it links supporting evidence that
   exists on the board (an invariant), and a settled status is final.
 * ``text_actor``: planner, actor, executor (a function issuing a fresh plan's admissible first
-  step without a model call), environment (a Python function in practice) and verifier for text
-  environments (ALFWorld-style), with command/observation turn-taking as invariants.
+  step without a model call), advance (a function taking each command's steps off the plan, so
+  the plan holds the steps still to take), environment (a Python function in practice) and
+  verifier for text environments (ALFWorld-style), with command/observation turn-taking as
+  invariants.
 
 Every template compiles, starts from a ``start`` rule, has a ``done`` condition and an ``answer``
 pointer. ``load_template(name)`` returns a fresh CompiledBlueprint each call (Python invariants
