@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slateboard.kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value, nesting_depth
+from slateboard.kernel.jsonvalue import JsonLimits, JsonValueError, check_json_value, nesting_depth, over_limits
 
 _OLD_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
 _OLD_BRACKETS = re.compile(r"[\[\]{}]")
@@ -35,6 +35,26 @@ def test_nesting_depth_equals_the_two_pass_definition(text: str) -> None:
 )
 def test_nesting_depth_examples(text: str, depth: int) -> None:
     assert nesting_depth(text) == depth
+
+
+@given(st.text(alphabet='[]{}"\\ab,:\n', max_size=40), st.integers(min_value=0, max_value=6))
+def test_over_limits_skips_the_scan_only_when_the_brackets_cannot_reach_the_limit(text: str, max_depth: int) -> None:
+    """The bracket-count shortcut gives the scan's verdict: over the limit exactly when the
+    nesting (brackets inside strings not counted) is deeper than max_depth + 1."""
+    limits = JsonLimits(max_depth=max_depth)
+    fault = over_limits(text, limits)
+    deep = nesting_depth(text) > max_depth + 1
+    assert (fault is not None) == deep
+    if deep:
+        assert fault == f"value nests deeper than {max_depth} levels ({nesting_depth(text)} brackets deep)"
+
+
+def test_over_limits_counts_brackets_inside_strings_only_as_a_bound() -> None:
+    """Many brackets inside one string are text, not nesting: within the limit."""
+    assert over_limits('{"a": "' + "[" * 50 + '"}', JsonLimits(max_depth=2)) is None
+    assert (
+        over_limits("[" * 5 + "]" * 5, JsonLimits(max_depth=2)) == "value nests deeper than 2 levels (5 brackets deep)"
+    )
 
 
 def _escape(token: str | int) -> str:

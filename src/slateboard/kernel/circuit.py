@@ -40,10 +40,11 @@ many times this action has now been taken in the current run of failures).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import pairwise
+
+import orjson
 
 from ..errors import InvalidInput
 from ..vocabulary import (
@@ -403,9 +404,12 @@ def circuit_summary(rec: Record) -> Record:
     if rec.kind != PROPOSAL_KIND:
         return rec
     patch = _paths_only(rec.patch) if rec.accepted else None
-    return replace(
-        rec, invocation=None, event=None, view_hash=None, patch=patch, usage=_NO_USAGE, prev="", meta={}, hash=""
-    )
+    # Built directly (dataclasses.replace introspects the fields on every call: once per step,
+    # for every running board).
+    return Record(
+        rec.seq, rec.kind, rec.outcome, rec.worker, None, None, None, patch, rec.stage, rec.reason,
+        rec.version, rec.state_before, rec.state_after, _NO_USAGE, "", {}, "",
+    )  # fmt: skip
 
 
 _NO_USAGE = Usage()
@@ -415,19 +419,19 @@ def _paths_only(patch: str | None) -> str | None:
     """A patch's JSON with each op's ``op`` and ``path`` (values dropped; an unreadable patch
     becomes None, which ``_overwritten`` reads as no paths, as it reads the unreadable)."""
     try:
-        ops = json.loads(patch) if patch else None
+        ops = orjson.loads(patch) if patch else None
     except ValueError:
         return None
     if not isinstance(ops, list):
         return None
-    return json.dumps([{"op": op.get("op"), "path": op.get("path")} for op in ops if isinstance(op, dict)])
+    return orjson.dumps([{"op": op.get("op"), "path": op.get("path")} for op in ops if isinstance(op, dict)]).decode()
 
 
 def _overwritten(rec: Record) -> set[str]:
     """The paths a record's patch replaces, removes or adds at a fixed location (appends with a
     final ``-`` and ``test`` ops are left out: they never undo another worker's write)."""
     try:
-        ops = json.loads(rec.patch) if rec.patch else []
+        ops = orjson.loads(rec.patch) if rec.patch else []
     except ValueError:
         return set()
     out: set[str] = set()

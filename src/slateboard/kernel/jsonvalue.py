@@ -105,6 +105,10 @@ def over_limits(text: str, limits: JsonLimits, what: str = "proposal") -> str | 
     # A character is 1 to 4 bytes: the exact size is needed only between those bounds.
     if 4 * len(text) > limits.max_bytes and (size := utf8_size(text)) > limits.max_bytes:
         return f"{what} is {size} bytes, over the limit of {limits.max_bytes}"
+    # The nesting cannot exceed the number of opening brackets: a reply or patch of a few
+    # brackets (nearly every one) skips the tokenising scan.
+    if text.count("[") + text.count("{") <= limits.max_depth + 1:
+        return None
     depth = nesting_depth(text)
     if depth > limits.max_depth + 1:  # +1: check_json_value counts the root as depth 0
         return f"value nests deeper than {limits.max_depth} levels ({depth} brackets deep)"

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -418,7 +417,8 @@ class StepEngine:
         if ended is not None:
             return Dropped(ended, conflicts)
         prepared = prepare()
-        decision = await prepared if inspect.isawaitable(prepared) else prepared
+        # A Decision or None nearly always (inspect.isawaitable costs four type checks a step).
+        decision = prepared if prepared is None or isinstance(prepared, Decision) else await prepared
         if decision is None:
             return Dropped("nothing to append", conflicts)
         rec = decision.record
