@@ -358,6 +358,20 @@ def test_the_policy_decides_the_same_on_summaries(make: Any) -> None:
             assert short is full
 
 
+def test_summaries_of_alike_proposals_share_their_paths_and_meta() -> None:
+    """A running board keeps up to 64 summaries, most of them alike: two accepted proposals
+    with the same ops and paths (values differ) share one paths text, and every summary shares
+    one empty meta, so the window's memory does not grow with a text and a dict per step."""
+    log = build_mixed(0)
+    accepted = [circuit_summary(r) for r in log.records if r.kind == "proposal" and r.accepted]
+    by_text: dict[str, Any] = {}
+    for short in accepted:
+        assert short.patch is not None
+        assert by_text.setdefault(short.patch, short.patch) is short.patch
+    assert len(by_text) < len(accepted)  # the log does repeat a patch shape
+    assert len({id(s.meta) for s in accepted}) == 1
+
+
 class CountingSeq(Sequence[Record]):
     """A sequence that records which indices were read."""
 

@@ -207,3 +207,21 @@ def test_a_runner_taking_by_id_leaves_bounded_garbage() -> None:
         agenda.complete(taken.id)
         assert len(agenda._heap) <= 2 * (len(agenda) + 1) + 8  # as bounded when pushed, before this take
     assert drain(agenda) == ["v0.0"]
+
+
+def test_taking_the_first_invocation_by_id_leaves_no_dead_entry() -> None:
+    """The runner's usual step: one invocation pending, taken by id, the next one pushed. The
+    taken entry was at the top of the heap, so the take drops it: a waiting board's agenda holds
+    only live entries (before: up to eight dead ones per board until a push compacted them)."""
+    agenda = Agenda()
+    for n in range(50):
+        agenda.push(inv(n))
+        taken = agenda.take(f"v{n}.0")
+        assert taken is not None
+        agenda.complete(taken.id)
+        assert agenda._heap == []
+    agenda.push(inv(50, priority=-1))
+    agenda.push(inv(51))
+    assert agenda.take("v51.0") is not None  # the top: dropped; the other stays, live
+    assert len(agenda._heap) == 1
+    assert drain(agenda) == ["v50.0"]

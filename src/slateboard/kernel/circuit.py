@@ -40,6 +40,7 @@ many times this action has now been taken in the current run of failures).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -405,14 +406,18 @@ def circuit_summary(rec: Record) -> Record:
         return rec
     patch = _paths_only(rec.patch) if rec.accepted else None
     # Built directly (dataclasses.replace introspects the fields on every call: once per step,
-    # for every running board).
+    # for every running board). The window holds up to 64 summaries per board, most of them
+    # alike: the paths text is interned (a board's workers repeat a handful of patch shapes)
+    # and every summary shares one empty meta (nothing mutates a record's meta).
     return Record(
-        rec.seq, rec.kind, rec.outcome, rec.worker, None, None, None, patch, rec.stage, rec.reason,
-        rec.version, rec.state_before, rec.state_after, _NO_USAGE, "", {}, "",
+        rec.seq, rec.kind, rec.outcome, rec.worker, None, None, None,
+        None if patch is None else sys.intern(patch), rec.stage, rec.reason,
+        rec.version, rec.state_before, rec.state_after, _NO_USAGE, "", _NO_META, "",
     )  # fmt: skip
 
 
 _NO_USAGE = Usage()
+_NO_META: dict[str, JSON] = {}
 
 
 def _paths_only(patch: str | None) -> str | None:

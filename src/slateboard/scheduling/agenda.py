@@ -112,7 +112,12 @@ class Agenda:
         """Claim a specific pending invocation (the one a control unit selected); None if absent."""
         if invocation_id not in self._pending:
             return None
-        return self._claim(invocation_id)
+        claimed = self._claim(invocation_id)
+        # A runner takes by id the invocation its store leased, usually the first one: drop the
+        # dead entries now at the top so that a waiting board's heap holds only live ones
+        # (compaction alone let up to len(pending) + 8 dead tuples live on every board).
+        self._drop_dead_top()
+        return claimed
 
     def complete(self, invocation_id: str) -> Invocation | None:
         """Forget a claimed invocation that has run; returns it, or None if it was not claimed."""
@@ -209,6 +214,9 @@ class Agenda:
 
     def _prune(self) -> None:
         self._compact()
+        self._drop_dead_top()
+
+    def _drop_dead_top(self) -> None:
         heap = self._heap
         while heap and not self._live(heap[0]):
             heapq.heappop(heap)
