@@ -29,7 +29,9 @@ process so that peak memory is its own):
 
 Per cell: wall time and its ratio to the ideal (steps x latency: every board's calls back to back),
 steps per second, CPU per step (process CPU, every thread, over the run), peak RSS (VmHWM after a
-reset, in a process that already ran a small warm-up) and RSS growth per board, and p50/p99 of the
+reset, in a process that already ran a small warm-up) and RSS growth per board, split (from an RSS
+trace sampled every 50 ms) into what a board holds once every board waits on its first call and
+what it adds per later step, and p50/p99 of the
 gap the framework adds per step: from a model's reply to the same board's next model call (the
 step's view, kernel decision, durable commit and scheduling; an upper bound of reply-to-commit).
 Ratios are to ``langgraph sqlite`` for the same K and model.
@@ -57,6 +59,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -106,12 +109,14 @@ class Gaps:
 
 
 BOARD: contextvars.ContextVar[Gaps] = contextvars.ContextVar("board")
+CALLS = [0]  # model calls made in this process (the RSS trace reads it)
 
 
 async def timed(call: Callable[[], Awaitable[Any]]) -> Any:
     """Run one model call under the current board's timing (tasks inherit ``BOARD``)."""
     gaps = BOARD.get()
     gaps.call()
+    CALLS[0] += 1
     out = await call()
     gaps.reply()
     return out
@@ -382,6 +387,41 @@ def missing(system: str) -> str | None:
     return None
 
 
+# -- RSS over a run -------------------------------------------------------------------------------
+class RssTrace:
+    """Samples the process's RSS and the model calls made so far every ``period`` seconds, in
+    a thread, while a cell runs: where the memory per board goes, on arrival (every board
+    waiting on its first call) or as the boards run (growth per board-step)."""
+
+    def __init__(self, period: float = 0.05) -> None:
+        self.period = period
+        self.samples: list[tuple[int, int]] = []  # (RSS bytes, model calls so far)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.samples.append((peers._status("VmRSS") or 0, CALLS[0]))
+
+    def __enter__(self) -> RssTrace:
+        CALLS[0] = 0
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def split(self, k: int, steps: int, rss0: int, peak: int) -> tuple[float | None, float | None]:
+        """(KB per board once every board made its first call, KB per board-step after that)."""
+        start = next((rss for rss, calls in self.samples if calls >= k), None)
+        if start is None:
+            return None, None
+        per_board = max(0, start - rss0) / 1024 / k
+        growth = max(0, peak - start) / 1024 / (k * max(1, steps - 1))
+        return per_board, growth
+
+
 # -- one cell in a child process ------------------------------------------------------------------
 def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float, tmp: Path, pg: str, prof: str) -> Any:
     async def cell(kk: int, st: int, profile: bool = False) -> dict[str, Any]:
@@ -393,14 +433,19 @@ def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float
         t0 = time.perf_counter()
         if profiler:
             profiler.enable()
-        done = await run()
+        with RssTrace() as trace:
+            done = await run()
         if profiler:
             profiler.disable()
             profiler.dump_stats(prof)
         wall = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
         peak = peers._status("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return {"steps": sum(done), "done": done, "wall": wall, "cpu": cpu, "peak": peak, "rss0": rss0}
+        start, growth = trace.split(kk, st, rss0, peak)
+        return {
+            "steps": sum(done), "done": done, "wall": wall, "cpu": cpu, "peak": peak, "rss0": rss0,
+            "start": start, "growth": growth,
+        }  # fmt: skip
 
     asyncio.run(cell(2, 3))  # warm-up: imports, lazy compiles, the server's first connections
     if os.environ.get(GC_FREEZE_ENV):
@@ -440,6 +485,8 @@ def child(system: str, k: int, steps: int, kind: str, url: str, latency_s: float
         "cpu_ms_per_step": out["cpu"] / out["steps"] * 1000,
         "peak_rss_mb": out["peak"] / 2**20,
         "rss_per_board_mb": max(0, out["peak"] - out["rss0"]) / 2**20 / k,
+        "rss_start_kb_per_board": out["start"],  # every board waiting on its first call
+        "rss_kb_per_board_step": out["growth"],  # peak over that, per board and later step
         "gap_p50_ms": pct(0.5),
         "gap_p99_ms": pct(0.99),
         "gap_mean_ms": statistics.fmean(gaps) * 1000 if gaps else 0.0,
@@ -505,11 +552,15 @@ def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
+def _kb(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
 def print_table(rows: list[dict[str, Any]], notes: list[str]) -> None:
     head = (
         f"{'system':<20} {'model':<5} {'K':>5} {'wall s':>7} {'/ideal':>6} {'steps/s':>8} {'CPU ms':>7}"
         f" {'peak RSS':>8} {'MB/board':>8} {'gap p50':>8} {'gap p99':>8} {'wall/LG':>8} {'CPU/LG':>7} {'peak/LG':>7}"
-        f" {'RSS/LG':>7}"
+        f" {'RSS/LG':>7} {'start KB':>8} {'KB/step':>7}"
     )
     print(head)
     print("-" * len(head))
@@ -519,6 +570,7 @@ def print_table(rows: list[dict[str, Any]], notes: list[str]) -> None:
             f" {r['steps_per_s']:>8.0f} {r['cpu_ms_per_step']:>7.2f} {r['peak_rss_mb']:>6.0f}MB"
             f" {r['rss_per_board_mb']:>8.3f} {r['gap_p50_ms']:>6.2f}ms {r['gap_p99_ms']:>6.2f}ms"
             f" {_x(r['wall_x']):>8} {_x(r['cpu_x']):>7} {_x(r['peak_x']):>7} {_x(r['rss_x']):>7}"
+            f" {_kb(r.get('rss_start_kb_per_board')):>8} {_kb(r.get('rss_kb_per_board_step')):>7}"
         )
     for note in notes:
         print(note)
@@ -602,7 +654,9 @@ def main(argv: list[str] | None = None) -> int:
     notes.append(peers.native_note())
     notes.append(
         f"{args.steps} steps per board, model latency {args.latency_ms:g} ms; ideal = steps x latency;"
-        " gap = a model's reply to the same board's next call; ratios to langgraph sqlite (same K, model)"
+        " gap = a model's reply to the same board's next call; ratios to langgraph sqlite (same K, model);"
+        " start KB = RSS per board once every board waits on its first call, KB/step = the peak over that"
+        " per board and later step (sampled every 50 ms)"
     )
     if args.gc_freeze:
         notes.append("--gc-freeze: every system's process ran gc.collect() and gc.freeze() after its warm-up")

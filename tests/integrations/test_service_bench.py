@@ -31,6 +31,8 @@ def test_bench_service_runs_every_system_on_both_models_and_prints_ratios(
             assert row["steps"] == 6 and row["k"] == 2
             assert row["wall_over_ideal"] >= 1.0  # no board finishes before its model calls could
             assert row["cpu_ms_per_step"] > 0 and row["gap_p99_ms"] >= row["gap_p50_ms"] > 0
+            for key in ("rss_start_kb_per_board", "rss_kb_per_board_step"):  # None: no sample came in time
+                assert row[key] is None or row[key] >= 0
     if ("langgraph sqlite", "sleep") in rows:
         assert rows["langgraph sqlite", "sleep"]["wall_x"] == 1.0
         sb, lg = rows["slateboard sqlite", "http"], rows["langgraph sqlite", "http"]
@@ -73,3 +75,33 @@ def test_the_jittered_latency_keeps_its_mean_and_its_bounds(monkeypatch: pytest.
     draws = [latency.draw(0.1) for _ in range(4000)]
     assert min(draws) >= 0.05 and max(draws) <= 0.15 and max(draws) - min(draws) > 0.09
     assert sum(draws) / len(draws) == pytest.approx(0.1, rel=0.02)
+
+
+def test_the_rss_trace_splits_a_board_s_memory_into_arrival_and_growth_per_step() -> None:
+    """From RSS samples tagged with the model calls made so far: the RSS once every board made
+    its first call is what a board holds on arrival; the peak over it, per board and later
+    step, is its growth per step. No sample after the first calls: both unknown (None)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "service.py"
+    spec = importlib.util.spec_from_file_location("service_bench_module", path)
+    assert spec is not None and spec.loader is not None
+    service = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(service)
+    trace = service.RssTrace()
+    kb = 1024
+    rss0 = 100_000 * kb
+    trace.samples = [(rss0 + 10 * kb, 3), (rss0 + 40 * kb, 10), (rss0 + 60 * kb, 25)]
+    start, growth = trace.split(10, 3, rss0, rss0 + 80 * kb)  # 10 boards, 3 steps, peak +80 KB
+    assert start == pytest.approx(4.0)  # +40 KB over 10 boards when the 10th first call was made
+    assert growth == pytest.approx(40 / (10 * 2))  # +40 KB more over 10 boards x 2 later steps
+    assert service.RssTrace().split(10, 3, rss0, rss0) == (None, None)
+    import time
+
+    with service.RssTrace() as live:  # the thread samples until the block ends
+        for _ in range(400):  # however slow the machine: wait for the first sample
+            if live.samples:
+                break
+            time.sleep(0.05)
+    assert live.samples and all(rss > 0 for rss, _ in live.samples)
