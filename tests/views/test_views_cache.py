@@ -21,7 +21,7 @@ from views_testkit import Boards
 from slateboard.blueprint import compile_blueprint
 from slateboard.kernel.canonical import JSON
 from slateboard.kernel.kernel import Event, Kernel, Proposal
-from slateboard.views import ViewCache, build_view, parse_expand_request
+from slateboard.views import Handle, ViewCache, _cache, build_view, parse_expand_request
 from slateboard.views._cache import _ListHint, _ListMemo, facts
 from slateboard.views._measure import Meter
 
@@ -126,9 +126,10 @@ def test_the_cache_forgets_what_a_change_touched() -> None:
     for p in (("a",), ("a", "3", "l"), ("b",)):
         memo = scope.list_memo(p)
         for i in range(6):
-            memo.names[i] = f"n{i}"
-            memo.ranges[(i, i + 1, 48)] = i
-        memo.ranges[(0, 6, 48)] = memo.ranges[(2, 6, 48)] = 9  # they name 0, 1, 5 and 2, 3, 5
+            memo.put_name(i, f"n{i}")
+            memo.put_range((i, i + 1, 48), i)
+        memo.put_range((0, 6, 48), 9)  # it names 0, 1, 5
+        memo.put_range((2, 6, 48), 9)  # and this one 2, 3, 5
         memo.hi = 5
     cache.changed([Event("replace", "/a/1/x", ("a", "1", "x"), "set")], 2)
     a = scope.lists[("a",)]
@@ -147,7 +148,7 @@ def test_the_cache_forgets_what_a_change_touched() -> None:
     assert cache.scope("w", scope.contract, 100, 6) is not scope
     # a version it was not told about: everything is forgotten
     kept = cache.scope("w", scope.contract, 100, 6)
-    kept.list_memo(("a",)).names[0] = "n"
+    kept.list_memo(("a",)).put_name(0, "n")
     assert cache.scope("w", scope.contract, 100, 8) is not kept
 
 
@@ -294,3 +295,32 @@ def test_kept_sizes_are_flat_tuples_the_collector_stops_tracking() -> None:
     gc.collect()
     assert not any(gc.is_tracked(known) for known in kept)
     assert all(type(known) is tuple for known in kept)
+
+
+def test_a_memo_keeps_no_tables_until_it_writes_one() -> None:
+    """A board keeps an array memo per worker and readable array for as long as it lives, and
+    most never name a member or price a range (issue 41): their four tables are one shared,
+    read-only empty mapping until written, and a write makes a table of that memo's own."""
+    nothing: Any = getattr(_cache, "_NOTHING", None)
+    bp, kernel, cache = _peers()
+    memos = [cache.scope(w, bp.workers[w], 100_000, kernel.version).lists[("entries",)] for w in ("alpha", "beta")]
+    for memo in (*memos, _ListMemo()):
+        assert all(t is nothing for t in (memo.names, memo.items, memo.ranges, memo.rhandles))
+        assert type(memo.names) is not dict
+    with pytest.raises(TypeError):
+        nothing[0] = "n"
+    a, b = memos
+    a.put_name(3, "n3")
+    a.put_range((0, 4, 48), 17)
+    a.put_rhandle((0, 4, 48), (Handle("/entries#[0:4]", "/entries", "[0:4]", items=4), 40))
+    a.item_table(2)[48] = (Handle("/entries#2", "/entries", "2", path="/entries/2"), 30)
+    assert (a.names, a.ranges, dict(a.items)[2][48][1]) == ({3: "n3"}, {(0, 4, 48): 17}, 30)
+    assert all(type(t) is dict for t in (a.names, a.items, a.ranges, a.rhandles))
+    assert all(t is nothing for t in (b.names, b.items, b.ranges, b.rhandles)) and not nothing
+    a.hi = 4
+    a.drop_member(3)
+    b.drop_member(3)  # nothing written: nothing to drop, still shared
+    assert not a.names and not a.ranges and not a.rhandles and 2 in a.items
+    assert b.names is nothing
+    a.drop_from(0)
+    assert not a.items

@@ -44,7 +44,8 @@ one entry costs that entry, not the whole board.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -168,10 +169,19 @@ class _Sizes:
             self.prefix.clear()
 
 
+_NOTHING: Mapping[Any, Any] = MappingProxyType({})
+"""The table of a ``_ListMemo`` that nothing was written to: one read-only empty mapping shared
+by all of them (most memos never name a member or price a range), replaced by a dict of its own
+on the first write (``_ListMemo.put_*``)."""
+
+
 class _ListMemo:
     """What is kept about one readable array of a worker's region (see the module docstring):
     its members' sizes (``sizes``, shared by the board's workers; ``facts`` and ``prefix`` are
-    its tables, never rebound) and this worker's names and handles."""
+    its tables, never rebound) and this worker's names and handles. Those four tables are read
+    directly and written through ``put_*`` / ``item_table``: until the first write each is the
+    shared empty ``_NOTHING`` (a board keeps a memo per readable array for as long as it
+    lives, and most never fill them)."""
 
     __slots__ = ("facts", "hi", "items", "names", "prefix", "ranges", "rhandles", "sizes")
 
@@ -179,11 +189,35 @@ class _ListMemo:
         self.sizes = sizes if sizes is not None else _Sizes()
         self.facts = self.sizes.facts
         self.prefix = self.sizes.prefix
-        self.names: dict[int, str | None] = {}
-        self.items: dict[int, dict[int, tuple[Handle, int]]] = {}  # index -> summary limit -> handle
-        self.ranges: dict[tuple[int, int, int], int] = {}  # (a, b, summary limit) -> size
-        self.rhandles: dict[tuple[int, int, int], tuple[Handle, int]] = {}
+        self.names: Mapping[int, str | None] = _NOTHING
+        self.items: Mapping[int, dict[int, tuple[Handle, int]]] = _NOTHING  # index -> summary limit -> handle
+        self.ranges: Mapping[tuple[int, int, int], int] = _NOTHING  # (a, b, summary limit) -> size
+        self.rhandles: Mapping[tuple[int, int, int], tuple[Handle, int]] = _NOTHING
         self.hi = -1  # no entry of this worker's tables involves an index above this
+
+    def put_name(self, pos: int, name: str | None) -> None:
+        """Keep member ``pos``'s name."""
+        if self.names is _NOTHING:
+            self.names = {}
+        _writable(self.names)[pos] = name
+
+    def put_range(self, key: tuple[int, int, int], size: int) -> None:
+        """Keep the size of range handle ``key`` (a, b, summary limit)."""
+        if self.ranges is _NOTHING:
+            self.ranges = {}
+        _writable(self.ranges)[key] = size
+
+    def put_rhandle(self, key: tuple[int, int, int], out: tuple[Handle, int]) -> None:
+        """Keep range handle ``key`` (a, b, summary limit) and its size."""
+        if self.rhandles is _NOTHING:
+            self.rhandles = {}
+        _writable(self.rhandles)[key] = out
+
+    def item_table(self, pos: int) -> dict[int, tuple[Handle, int]]:
+        """The item handles of member ``pos`` by summary limit (created empty)."""
+        if self.items is _NOTHING:
+            self.items = {}
+        return _writable(self.items).setdefault(pos, {})
 
     def member_facts(self, pos: int, value: JSON, bound: int) -> Facts:
         """The facts of member ``pos`` (whose value is ``value``), computed once per board."""
@@ -195,8 +229,10 @@ class _ListMemo:
         self.sizes.drop_member(i)
         if i > self.hi:
             return
-        self.names.pop(i, None)
-        self.items.pop(i, None)
+        if self.names:
+            _writable(self.names).pop(i, None)
+        if self.items:
+            _writable(self.items).pop(i, None)
         self._drop_ranges(lambda a, b: (a <= i < b) if b - a <= 2 else i in (a, a + 1, b - 1))
 
     def drop_from(self, k: int) -> None:
@@ -205,26 +241,38 @@ class _ListMemo:
         if k > self.hi:
             return
         for table in (self.names, self.items):
-            for i in [i for i in table if i >= k]:
-                del table[i]
+            if table:
+                for i in [i for i in table if i >= k]:
+                    del _writable(table)[i]
         self._drop_ranges(lambda a, b: b - 1 >= k)
         self.hi = k - 1
 
     def _drop_ranges(self, hit: Any) -> None:
         for table in (self.ranges, self.rhandles):
-            for key in [key for key in table if hit(key[0], key[1])]:
-                del table[key]
+            if table:
+                for key in [key for key in table if hit(key[0], key[1])]:
+                    del _writable(table)[key]
 
     def prune(self) -> None:
         """Bound the memo's size (emptying a table only costs recomputation)."""
         self.sizes.prune()
         if len(self.names) > MAX_MEMBERS:
-            self.names.clear()
+            self.names = _NOTHING
         if len(self.items) > MAX_MEMBERS:
-            self.items.clear()
+            self.items = _NOTHING
         if len(self.ranges) > MAX_RANGES or len(self.rhandles) > MAX_RANGES:
-            self.ranges.clear()
-            self.rhandles.clear()
+            self.ranges = _NOTHING
+            self.rhandles = _NOTHING
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _writable(table: Mapping[_K, _V]) -> dict[_K, _V]:
+    """A memo table that was written to (a dict of its own, never ``_NOTHING``)."""
+    assert type(table) is dict
+    return table
 
 
 class _ListHint:

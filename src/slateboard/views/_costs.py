@@ -179,7 +179,7 @@ class Costs:
         if kept is None:
             self.memo.range_handles[key] = out
         else:
-            kept.rhandles[kept_key] = out
+            kept.put_rhandle(kept_key, out)
             if b - 1 > kept.hi:
                 kept.hi = b - 1
         return out
@@ -216,7 +216,7 @@ class Costs:
         if kept is None:
             self.memo.range_sizes[key] = size
         else:
-            kept.ranges[kept_key] = size
+            kept.put_range(kept_key, size)
             if b - 1 > kept.hi:
                 kept.hi = b - 1
         return size
@@ -247,7 +247,8 @@ class Costs:
             hit = kept.names.get(pos, _UNNAMED)
             if hit is not _UNNAMED:
                 return hit
-            name = kept.names[pos] = _member_name(node, pos)
+            name = _member_name(node, pos)
+            kept.put_name(pos, name)
             if pos > kept.hi:
                 kept.hi = pos
             return name
@@ -268,7 +269,7 @@ class Costs:
             key = (node.tokens, self.summary_chars)
             hit = self.memo.item_handles.get(key)
         else:  # a readable array's member: kept per index and summary length (budget: the scope's)
-            by_summary = kept.items.setdefault(node.pos, {})
+            by_summary = kept.item_table(node.pos)
             hit = by_summary.get(self.summary_chars)
             if node.pos > kept.hi:
                 kept.hi = node.pos
