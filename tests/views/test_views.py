@@ -166,6 +166,32 @@ def test_small_state_is_shown_exactly_with_its_frame() -> None:
     assert view.to_json()["data"] == view.data and view.to_json()["hash"] == view.hash
 
 
+def test_a_view_holds_its_text_and_parses_its_members_when_read() -> None:
+    """Issue 41: with many boards waiting on their models, a view's parsed members were what a
+    waiting view held. A view holds its text (and handles); data, writable, event, rejections
+    and notes are that text's members, parsed when read, and no parse stays with the view."""
+    state = board(5, text_len=60)
+    recs = [reject(1, "verifier", reason="nope")]
+    view = build_view(BP, "verifier", state, 7, event={"op": "add", "path": "/claims/4"}, rejections=recs)
+    held = gc.get_referents(view)
+    assert not any(isinstance(o, (dict, list)) for o in held)
+    assert [o for o in held if isinstance(o, tuple)] == [view.handles]
+    shown = orjson.loads(view.text)
+    assert view.rejections and view.event is not None
+    assert view.data == shown["data"] and view.writable == tuple(shown["writable"])
+    assert view.event == shown.get("event") and view.rejections == tuple(shown["rejections"])
+    assert view.notes == tuple(shown.get("notes", ()))
+    assert not any(isinstance(o, (dict, list)) for o in gc.get_referents(view))  # read, still not held
+    # a value read is the view's own (parsed from its text), never the state's
+    assert view.data["/evidence"] == state["evidence"] and view.data["/evidence"] is not state["evidence"]
+    # another view read in between: each still reads as its text
+    other = build_view(BP, "texts", state, 7)
+    assert other.data == orjson.loads(other.text)["data"] and view.data == shown["data"]
+    again = build_view(BP, "verifier", state, 7, event={"op": "add", "path": "/claims/4"}, rejections=recs)
+    assert again == view and hash(again) == hash(view) and again.to_json() == view.to_json()
+    assert view.to_json()["data"] is not view.data
+
+
 def test_field_pattern_exposes_only_that_field() -> None:
     state = board()
     view = build_view(BP, "texts", state, 0)

@@ -418,7 +418,7 @@ def _fixed(
             continue
         size = windows.get(text)
         if size is None or not isinstance(value, list):
-            data[text] = value  # _view re-reads the rendered text: nothing is shared
+            data[text] = value  # View.data is parsed from the rendered text: nothing is shared
             continue
         start = max(0, len(value) - size)
         for i in range(start, len(value)):
@@ -441,19 +441,13 @@ def _lookup(state: JSON, tokens: Sequence[str]) -> tuple[bool, JSON]:
 
 
 def _view(worker: str, version: int, budget: int, level: int, text: str, raw: bytes, handles: list[Handle]) -> View:
-    """The View of rendered ``text``; ``raw`` is its UTF-8 form, as built (parsed and hashed
-    as is rather than encoded again)."""
-    shown: dict[str, Any] = orjson.loads(raw)  # detached from the state
+    """The View of rendered ``text``; ``raw`` is its UTF-8 form, as built (hashed as is rather
+    than encoded again). Its members are parsed from ``text`` when read (see View)."""
     return View(
         worker=worker,
         version=version,
         budget=budget,
-        data=shown.get("data", {}),
-        writable=tuple(shown.get("writable", ())),
-        event=shown.get("event"),
-        rejections=tuple(shown.get("rejections", ())),
         handles=tuple(handles),
-        notes=tuple(shown.get("notes", ())),
         size=len(text),
         hash=sha256_hex(raw),
         level=level,
