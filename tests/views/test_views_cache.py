@@ -92,18 +92,20 @@ def test_views_with_a_kept_cache_equal_fresh_builds_after_every_commit(
         _same(cache, kernel.state, kernel.version, worker, budget, event=event)
 
 
+def _peers_blueprint(extra: dict[str, Any] | None = None) -> Any:
+    """The peers workload's board: three workers reading one growing list of entries (plus ``extra``)."""
+    workers: dict[str, Any] = {
+        w: {"reads": ["/task", "/entries"], "writes": ["/entries/-"], "view_budget": 4000}
+        for w in ("alpha", "beta", "gamma")
+    }
+    return compile_blueprint(
+        {"schema": {}, "initial_state": {"task": "t", "entries": []}, "workers": workers | (extra or {})}
+    )
+
+
 def test_a_growing_board_reuses_what_it_measured_and_stays_identical() -> None:
     """The peers workload: an entry appended per step, three workers, one cache per board."""
-    bp = compile_blueprint(
-        {
-            "schema": {},
-            "initial_state": {"task": "t", "entries": []},
-            "workers": {
-                w: {"reads": ["/task", "/entries"], "writes": ["/entries/-"], "view_budget": 4000}
-                for w in ("alpha", "beta", "gamma")
-            },
-        }
-    )
+    bp = _peers_blueprint()
     kernel = Kernel(bp)
     cache = ViewCache()
     for i in range(400):
@@ -236,17 +238,7 @@ def test_one_cache_shared_by_a_board_s_workers_equals_fresh_builds(state: dict[s
 
 def _peers() -> tuple[Any, Kernel, ViewCache]:
     """The service benchmark's board: three workers reading one growing list of entries."""
-    bp = compile_blueprint(
-        {
-            "schema": {},
-            "initial_state": {"task": "t", "entries": []},
-            "workers": {
-                w: {"reads": ["/task", "/entries"], "writes": ["/entries/-"], "view_budget": 4000}
-                for w in ("alpha", "beta", "gamma")
-            }
-            | {"editor": {"reads": ["/**"], "writes": ["/**"], "ops": ["add", "replace"]}},
-        }
-    )
+    bp = _peers_blueprint({"editor": {"reads": ["/**"], "writes": ["/**"], "ops": ["add", "replace"]}})
     kernel, cache = Kernel(bp), ViewCache()
     for i in range(12):
         worker = ("alpha", "beta", "gamma")[i % 3]
